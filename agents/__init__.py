@@ -1,0 +1,1 @@
+"""The incident workflow: state machine, analyzers, planners, telemetry, health score."""

@@ -1,0 +1,1 @@
+"""Slack surface (slack-bolt): slash commands, Block Kit cards, buttons, thread summaries."""

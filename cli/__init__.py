@@ -1,0 +1,1 @@
+"""The ``stratus`` command: the composition root that wires configuration and packages."""

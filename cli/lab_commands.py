@@ -1,0 +1,177 @@
+"""``stratus lab …``: run the sandbox cluster, inject faults and scenarios, check oracles."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cli import paths
+from lab import scenarios
+from lab.client import LabClient, LabRequestFailed
+from lab.cluster.clock import INSTANT, REALTIME
+from lab.cluster_sim import available_apps
+from lab.runner import LabNotRunning, LabServer, server_url_from_kubeconfig, write_kubeconfig
+
+_KUBECONFIG = click.option(
+    "--kubeconfig", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    help="The lab's kubeconfig (default: $STRATUS_LAB_KUBECONFIG or "
+         "~/.local/share/stratus/lab/kubeconfig).")
+
+
+def _client(kubeconfig: Path | None) -> LabClient:
+    path = kubeconfig or paths.lab_kubeconfig()
+    try:
+        return LabClient(server_url_from_kubeconfig(path))
+    except LabNotRunning as error:
+        raise click.ClickException(str(error)) from error
+
+
+def _call(kubeconfig: Path | None, method: str, path: str,
+          body: dict[str, Any] | None = None) -> Any:
+    client = _client(kubeconfig)
+    try:
+        return client.request(method, path, body)
+    except (LabNotRunning, LabRequestFailed) as error:
+        raise click.ClickException(str(error)) from error
+
+
+@click.group()
+def lab() -> None:
+    """The sandbox: a Kubernetes API emulator with sample apps, faults and scenarios."""
+
+
+@lab.command()
+@click.option("--app", "apps", multiple=True, default=("hotel",), show_default=True,
+              help=f"Sample app to deploy (repeatable): {', '.join(available_apps())}, or none.")
+@click.option("--port", type=click.IntRange(0, 65535), default=0,
+              help="Port on 127.0.0.1 (default: a free port).")
+@_KUBECONFIG
+@click.option("--clock", type=click.Choice([REALTIME, INSTANT]), default=REALTIME,
+              show_default=True,
+              help="realtime: pods take seconds to start, as in a cluster; instant: every write "
+                   "settles the cluster at once (for scripts and tests).")
+def up(apps: tuple[str, ...], port: int, kubeconfig: Path | None, clock: str) -> None:
+    """Start the lab cluster and write its kubeconfig; runs until interrupted."""
+    chosen = [a for a in apps if a != "none"]
+    unknown = [a for a in chosen if a not in available_apps()]
+    if unknown:
+        raise click.ClickException(f"unknown app {unknown[0]!r}; available: "
+                                   f"{', '.join(available_apps())}")
+    path = kubeconfig or paths.lab_kubeconfig()
+    server = LabServer(mode=clock, apps=chosen, port=port)
+
+    def ready(running: LabServer) -> None:
+        namespace = "hotel" if "hotel" in chosen else (chosen[0] if chosen else "default")
+        write_kubeconfig(path, running.url, namespace)
+        click.echo(f"lab ready: {running.url} kubeconfig={path} apps={','.join(chosen) or '-'} "
+                   f"clock={clock} (export KUBECONFIG={path})", nl=True)
+
+    try:
+        server.run_forever(ready)
+    except OSError as error:
+        raise click.ClickException(f"cannot start the lab on port {port}: {error}") from error
+
+
+@lab.command("scenarios")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def list_scenarios(as_json: bool) -> None:
+    """List the bundled scenarios (no running lab needed)."""
+    try:
+        found = scenarios.list_scenarios()
+    except scenarios.ScenarioError as error:
+        raise click.ClickException(str(error)) from error
+    if as_json:
+        click.echo(json.dumps([s.model_dump() for s in found], indent=2))
+        return
+    width = max(len(s.name) for s in found)
+    for scenario in found:
+        category = scenario.root_cause.category if scenario.root_cause else "none"
+        click.echo(f"{scenario.name:<{width}}  {scenario.app:<6} {category:<24} "
+                   f"{scenario.description}")
+
+
+@lab.command("faults")
+def list_faults() -> None:
+    """List the fault library (no running lab needed)."""
+    for fault in scenarios.list_faults():
+        params = ", ".join(fault.params) or "-"
+        click.echo(f"{fault.name:<28} params: {params:<28} {fault.description}")
+
+
+def _parse_params(pairs: tuple[str, ...]) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="--param")
+        params[key] = int(value) if value.isdigit() else value
+    return params
+
+
+@lab.command()
+@click.argument("name")
+@click.option("-n", "--namespace", default=None, help="Namespace for a single fault.")
+@click.option("--param", "params", multiple=True, help="Fault parameter KEY=VALUE (repeatable).")
+@_KUBECONFIG
+def inject(name: str, namespace: str | None, params: tuple[str, ...],
+           kubeconfig: Path | None) -> None:
+    """Inject a scenario (by name) or a single fault (with -n and --param)."""
+    is_scenario = (scenarios.SCENARIOS_DIR / f"{name}.yaml").is_file()
+    if is_scenario:
+        if params or namespace:
+            raise click.UsageError("--param and --namespace apply to single faults, not "
+                                   "scenarios")
+        result = _call(kubeconfig, "POST", f"/lab/v1/scenarios/{name}/inject", {})
+        target = f"scenario {result['scenario']} in namespace {result['namespace']}"
+    elif (scenarios.FAULTS_DIR / f"{name}.yaml").is_file():
+        if not namespace:
+            raise click.UsageError("a single fault needs --namespace")
+        result = _call(kubeconfig, "POST", f"/lab/v1/faults/{name}/inject",
+                       {"namespace": namespace, "params": _parse_params(params)})
+        target = f"fault {result['fault']} in namespace {result['namespace']}"
+    else:
+        raise click.ClickException(f"no scenario or fault named {name!r}; see 'stratus lab "
+                                   "scenarios' and 'stratus lab faults'")
+    click.echo(f"injected {target}")
+    for line in result["applied"]:
+        click.echo(f"  {line}")
+
+
+@lab.command()
+@click.argument("scenario")
+@click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
+@_KUBECONFIG
+def check(scenario: str, as_json: bool, kubeconfig: Path | None) -> None:
+    """Run a scenario's oracle; exit 0 only when mitigated without collateral damage."""
+    verdict = _call(kubeconfig, "GET", f"/lab/v1/scenarios/{scenario}/check")
+    if as_json:
+        click.echo(json.dumps(verdict, indent=2))
+    else:
+        state = "PASS" if verdict["passed"] else "FAIL"
+        click.echo(f"{state} {scenario}: mitigated={verdict['mitigated']} "
+                   f"no_collateral_damage={verdict['no_collateral_damage']}")
+        for problem in verdict["problems"]:
+            click.echo(f"  problem: {problem}")
+        for damage in verdict["collateral_damage"]:
+            click.echo(f"  collateral damage: {damage}")
+    if not verdict["passed"]:
+        raise SystemExit(1)
+
+
+@lab.command()
+@_KUBECONFIG
+def reset(kubeconfig: Path | None) -> None:
+    """Reset the lab to a fresh cluster with the same apps."""
+    result = _call(kubeconfig, "POST", "/lab/v1/reset", {})
+    click.echo(f"lab reset; apps: {', '.join(result['apps']) or '-'}")
+
+
+@lab.command()
+@_KUBECONFIG
+def settle(kubeconfig: Path | None) -> None:
+    """Run the cluster to steady state now (instant clock) and print what it took."""
+    result = _call(kubeconfig, "POST", "/lab/v1/settle", {})
+    click.echo(json.dumps(result))

@@ -1,0 +1,1 @@
+"""The Kubernetes API server emulator: object storage, REST semantics and HTTP routes."""

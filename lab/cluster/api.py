@@ -1,0 +1,364 @@
+"""REST semantics of the API server, independent of HTTP.
+
+Get, list, create, update, patch, delete and the scale/status subresources, with the rules a
+real API server enforces: optimistic concurrency on resourceVersion, generation bumps on spec
+changes, status kept apart from spec, ``dryRun=All`` (validated, never persisted), owner
+garbage collection, and RBAC-style denials the lab can be told to make.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import secrets
+import string
+from collections.abc import Callable
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Any
+
+from lab.cluster import admission, patching
+from lab.cluster.clock import Clock
+from lab.cluster.errors import (
+    ApiError,
+    already_exists,
+    bad_request,
+    conflict,
+    forbidden,
+    not_found,
+)
+from lab.cluster.resources import ResourceType, by_kind
+from lab.cluster.selectors import FieldSelector, LabelSelector, object_filter
+from lab.cluster.store import ObjectStore
+
+AdmissionHook = Callable[[str, ResourceType, dict[str, Any], dict[str, Any] | None], None]
+_SCALABLE = ("deployments", "replicasets", "statefulsets")
+_NAME_CHARS = string.ascii_lowercase + string.digits
+
+
+def random_suffix(length: int = 5) -> str:
+    return "".join(secrets.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(length))
+
+
+@dataclass(frozen=True)
+class Denial:
+    """An RBAC refusal the lab is configured to make (verbs, resources, namespaces are globs)."""
+
+    verb: str = "*"
+    resource: str = "*"
+    namespace: str = "*"
+    user: str = "stratus"
+
+    def applies(self, verb: str, rt: ResourceType, namespace: str) -> bool:
+        return (fnmatchcase(verb, self.verb) and fnmatchcase(rt.plural, self.resource)
+                and fnmatchcase(namespace or "", self.namespace))
+
+
+class ApiService:
+    def __init__(self, store: ObjectStore, clock: Clock) -> None:
+        self.store = store
+        self.clock = clock
+        self.admission_hooks: list[AdmissionHook] = []
+        self.denials: list[Denial] = []
+
+    # ------------------------------------------------------------ authorization
+
+    def authorize(self, verb: str, rt: ResourceType, namespace: str, name: str = "") -> None:
+        for denial in self.denials:
+            if denial.applies(verb, rt, namespace):
+                target = f'{rt.plural} "{name}"' if name else rt.plural
+                where = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
+                raise forbidden(
+                    f'{target} is forbidden: User "{denial.user}" cannot {verb} resource '
+                    f'"{rt.plural}" in API group "{rt.group}"{where}',
+                    kind=rt.plural, name=name,
+                )
+
+    # ------------------------------------------------------------ reads
+
+    def get(self, rt: ResourceType, namespace: str, name: str) -> dict[str, Any]:
+        obj = self.store.get(rt.key, namespace if rt.namespaced else "", name)
+        if obj is None:
+            raise not_found(rt.plural, name, rt.group)
+        return obj
+
+    def list(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        labels: LabelSelector = (),
+        fields: FieldSelector = (),
+    ) -> list[dict[str, Any]]:
+        accept = object_filter(labels, fields)
+        return [o for o in self.store.list(rt.key, namespace if rt.namespaced else None)
+                if accept(o)]
+
+    # ------------------------------------------------------------ create
+
+    def create(
+        self, rt: ResourceType, namespace: str, body: Any, *, dry_run: bool = False
+    ) -> dict[str, Any]:
+        obj = self._decode_body(rt, body)
+        meta = obj.setdefault("metadata", {})
+        if not isinstance(meta, dict):
+            raise bad_request("metadata must be an object")
+        if rt.namespaced:
+            body_ns = meta.get("namespace")
+            if body_ns and namespace and body_ns != namespace:
+                raise bad_request("the namespace of the provided object does not match the "
+                                  "namespace sent on the request")
+            namespace = namespace or body_ns or "default"
+            meta["namespace"] = namespace
+            if self.store.get("namespaces", "", namespace) is None:
+                raise not_found("namespaces", namespace)
+        else:
+            meta.pop("namespace", None)
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = f"{meta['generateName']}{random_suffix()}"
+        for server_set in ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp"):
+            meta.pop(server_set, None)
+        admission.apply_defaults(rt, obj)
+        admission.validate(rt, obj)
+        if self.store.get(rt.key, namespace if rt.namespaced else "", meta["name"]) is not None:
+            raise already_exists(rt.plural, meta["name"], rt.group)
+        if isinstance(obj.get("spec"), dict):
+            meta["generation"] = 1
+        for hook in self.admission_hooks:
+            hook("create", rt, obj, None)
+        if dry_run:
+            meta.setdefault("uid", "00000000-0000-0000-0000-000000000000")
+            meta["creationTimestamp"] = self.clock.timestamp()
+            return obj
+        return self.store.create(rt.key, obj)
+
+    # ------------------------------------------------------------ update / patch
+
+    def update(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        body: Any,
+        *,
+        subresource: str = "",
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        old = self.get(rt, namespace, name)
+        new = self._decode_body(rt, body)
+        return self._write(rt, old, new, subresource=subresource, dry_run=dry_run)
+
+    def patch(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        body: bytes,
+        content_type: str,
+        *,
+        subresource: str = "",
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        old = self.get(rt, namespace, name)
+        patched = patching.apply_patch(copy.deepcopy(old), body, content_type)
+        # A patch that carries a resourceVersion is a precondition; one that does not is not.
+        return self._write(rt, old, patched, subresource=subresource, dry_run=dry_run)
+
+    def _write(
+        self,
+        rt: ResourceType,
+        old: dict[str, Any],
+        new: dict[str, Any],
+        *,
+        subresource: str,
+        dry_run: bool,
+    ) -> dict[str, Any]:
+        old_meta = old["metadata"]
+        meta = new.get("metadata")
+        if not isinstance(meta, dict):
+            raise bad_request("metadata must be an object")
+        if meta.get("name", old_meta["name"]) != old_meta["name"]:
+            raise bad_request(f"the name of the object ({meta.get('name')}) does not match the "
+                              f"name on the URL ({old_meta['name']})")
+        sent_rv = meta.get("resourceVersion")
+        if sent_rv and str(sent_rv) != old_meta["resourceVersion"]:
+            raise conflict(rt.plural, old_meta["name"], rt.group)
+        sent_uid = meta.get("uid")
+        if sent_uid and sent_uid != old_meta["uid"]:
+            raise conflict(rt.plural, old_meta["name"], rt.group)
+        if subresource == "status":
+            result = {**copy.deepcopy(old), "status": new.get("status", {})}
+        else:
+            result = new
+            result["kind"], result["apiVersion"] = rt.kind, rt.api_version
+            if "status" in rt.subresources:
+                if "status" in old:
+                    result["status"] = copy.deepcopy(old["status"])
+                else:
+                    result.pop("status", None)
+            for keep in ("uid", "creationTimestamp", "namespace", "name", "generation",
+                         "deletionTimestamp"):
+                if keep in old_meta:
+                    meta[keep] = old_meta[keep]
+            admission.apply_defaults(rt, result)
+            admission.validate(rt, result, old)
+            if self._spec_changed(old, result) and "generation" in old_meta:
+                meta["generation"] = int(old_meta["generation"]) + 1
+        result["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
+        for hook in self.admission_hooks:
+            hook("update", rt, result, old)
+        if dry_run:
+            return result
+        return self.store.replace(rt.key, result)
+
+    @staticmethod
+    def _spec_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
+        ignored = {"metadata", "status", "kind", "apiVersion"}
+        before = {k: v for k, v in old.items() if k not in ignored}
+        after = {k: v for k, v in new.items() if k not in ignored}
+        return before != after
+
+    def _decode_body(self, rt: ResourceType, body: Any) -> dict[str, Any]:
+        if isinstance(body, bytes | str):
+            try:
+                body = json.loads(body or b"null")
+            except ValueError as exc:
+                raise bad_request(f"error decoding request body: {exc}") from exc
+        if not isinstance(body, dict):
+            raise bad_request("the request body must be a JSON object")
+        obj = copy.deepcopy(body)
+        kind, api_version = obj.get("kind"), obj.get("apiVersion")
+        if kind and kind != rt.kind:
+            raise bad_request(f"the API version in the data ({api_version}) and kind ({kind}) "
+                              f"do not match the resource {rt.plural}.{rt.group or 'core'}")
+        if api_version and api_version != rt.api_version:
+            raise bad_request(f'the API version in the data ({api_version}) does not match the '
+                              f'expected API version ({rt.api_version})')
+        obj["kind"], obj["apiVersion"] = rt.kind, rt.api_version
+        return obj
+
+    # ------------------------------------------------------------ delete
+
+    def delete(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        *,
+        options: dict[str, Any] | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        obj = self.get(rt, namespace, name)
+        options = options or {}
+        preconditions = options.get("preconditions") or {}
+        meta = obj["metadata"]
+        if preconditions.get("uid") and preconditions["uid"] != meta["uid"]:
+            raise conflict(rt.plural, name, rt.group)
+        if preconditions.get("resourceVersion") and \
+                preconditions["resourceVersion"] != meta["resourceVersion"]:
+            raise conflict(rt.plural, name, rt.group)
+        if dry_run:
+            return obj
+        propagation = options.get("propagationPolicy") or "Background"
+        if options.get("orphanDependents") is True:
+            propagation = "Orphan"
+        return self._delete_now(rt, obj, propagation)
+
+    def _delete_now(self, rt: ResourceType, obj: dict[str, Any], propagation: str) -> dict[str, Any]:
+        meta = obj["metadata"]
+        final = self.store.delete(rt.key, meta.get("namespace", ""), meta["name"])
+        if rt.plural == "namespaces":
+            self._delete_namespace_contents(meta["name"])
+        else:
+            self._collect_dependents(meta.get("namespace", ""), meta["uid"], propagation)
+        return final
+
+    def _collect_dependents(self, namespace: str, owner_uid: str, propagation: str) -> None:
+        """Garbage collection: dependents of a deleted owner go too (or are orphaned)."""
+        for key in ("replicasets.apps", "pods", "controllerrevisions.apps", "endpoints", "events"):
+            for dep in self.store.list(key, namespace or None):
+                refs = dep["metadata"].get("ownerReferences") or []
+                if not any(r.get("uid") == owner_uid for r in refs):
+                    continue
+                dep_rt = by_kind(dep["kind"])
+                if propagation == "Orphan":
+                    kept = [r for r in refs if r.get("uid") != owner_uid]
+                    orphan = {**dep, "metadata": {**dep["metadata"], "ownerReferences": kept}}
+                    self.store.replace(key, orphan)
+                else:
+                    self._delete_now(dep_rt, dep, propagation)
+
+    def _delete_namespace_contents(self, namespace: str) -> None:
+        from lab.cluster.resources import RESOURCE_TYPES
+
+        for rt in RESOURCE_TYPES:
+            if rt.namespaced:
+                for obj in self.store.list(rt.key, namespace):
+                    self.store.delete(rt.key, namespace, obj["metadata"]["name"])
+
+    def delete_collection(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        labels: LabelSelector,
+        fields: FieldSelector,
+        *,
+        dry_run: bool = False,
+    ) -> list[dict[str, Any]]:
+        victims = self.list(rt, namespace, labels, fields)
+        if dry_run:
+            return victims
+        return [self._delete_now(rt, v, "Background") for v in victims]
+
+    # ------------------------------------------------------------ scale subresource
+
+    def get_scale(self, rt: ResourceType, namespace: str, name: str) -> dict[str, Any]:
+        if rt.plural not in _SCALABLE:
+            raise not_found(f"{rt.plural}/scale", name, rt.group)
+        obj = self.get(rt, namespace, name)
+        meta = obj["metadata"]
+        match_labels = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+        return {
+            "kind": "Scale",
+            "apiVersion": "autoscaling/v1",
+            "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion",
+                                              "creationTimestamp") if k in meta},
+            "spec": {"replicas": obj["spec"].get("replicas", 1)},
+            "status": {
+                "replicas": (obj.get("status") or {}).get("replicas", 0),
+                "selector": ",".join(f"{k}={v}" for k, v in sorted(match_labels.items())),
+            },
+        }
+
+    def write_scale(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        scale: dict[str, Any],
+        *,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        replicas = (scale.get("spec") or {}).get("replicas")
+        if not isinstance(replicas, int) or replicas < 0:
+            raise admission_invalid_scale(name, replicas)
+        obj = copy.deepcopy(self.get(rt, namespace, name))
+        sent_rv = (scale.get("metadata") or {}).get("resourceVersion")
+        if sent_rv and sent_rv != obj["metadata"]["resourceVersion"]:
+            raise conflict(f"{rt.plural}", name, rt.group)
+        obj["spec"]["replicas"] = replicas
+        obj["metadata"].pop("resourceVersion", None)
+        written = self._write(rt, self.get(rt, namespace, name), obj, subresource="",
+                              dry_run=dry_run)
+        result = self.get_scale(rt, namespace, name) if not dry_run else None
+        if result is None:
+            result = {**self.get_scale(rt, namespace, name), "spec": {"replicas": replicas}}
+        result["metadata"]["resourceVersion"] = written["metadata"]["resourceVersion"]
+        return result
+
+
+def admission_invalid_scale(name: str, replicas: Any) -> ApiError:
+    from lab.cluster.errors import invalid
+
+    return invalid("Scale", name, [("spec.replicas", f"Invalid value: {replicas}: must be "
+                                                     "greater than or equal to 0")],
+                   "autoscaling")

@@ -1,0 +1,81 @@
+"""The lab's clock: wall time for the demo, virtual time for tests.
+
+In ``realtime`` mode the clock follows the wall clock. In ``instant`` mode it only moves when
+the cluster is settled, jumping from one timer to the next, so a crash loop's back-off or an
+image pull take no real time at all. The virtual clock starts a day in the past so that
+timestamps stay in the past for clients that compare them with their own wall clock.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+REALTIME = "realtime"
+INSTANT = "instant"
+_INSTANT_HEAD_START = 24 * 3600.0
+
+
+@dataclass(order=True)
+class _Timer:
+    due: float
+    seq: int
+    callback: Callable[[], None] = field(compare=False)
+    cancelled: bool = field(default=False, compare=False)
+
+
+class Clock:
+    def __init__(self, mode: str = REALTIME) -> None:
+        if mode not in (REALTIME, INSTANT):
+            raise ValueError(f"unknown clock mode {mode!r} (expected realtime or instant)")
+        self.mode = mode
+        self._virtual = time.time() - _INSTANT_HEAD_START
+        self._timers: list[_Timer] = []
+        self._seq = itertools.count()
+
+    def now(self) -> float:
+        return time.time() if self.mode == REALTIME else self._virtual
+
+    def timestamp(self, at: float | None = None) -> str:
+        moment = self.now() if at is None else at
+        return datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def micro_timestamp(self) -> str:
+        return datetime.fromtimestamp(self.now(), UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+    def call_later(self, delay: float, callback: Callable[[], None]) -> _Timer:
+        timer = _Timer(self.now() + max(delay, 0.0), next(self._seq), callback)
+        heapq.heappush(self._timers, timer)
+        return timer
+
+    def next_due(self) -> float | None:
+        while self._timers and self._timers[0].cancelled:
+            heapq.heappop(self._timers)
+        return self._timers[0].due if self._timers else None
+
+    def advance_to(self, moment: float) -> None:
+        if self.mode == INSTANT and moment > self._virtual:
+            self._virtual = moment
+
+    def run_due(self) -> int:
+        """Run every timer that is due now; returns how many ran."""
+        ran = 0
+        now = self.now()
+        while self._timers and self._timers[0].due <= now:
+            timer = heapq.heappop(self._timers)
+            if not timer.cancelled:
+                timer.callback()
+                ran += 1
+        return ran
+
+    def clear(self) -> None:
+        self._timers.clear()
+
+
+def cancel(timer: _Timer | None) -> None:
+    if timer is not None:
+        timer.cancelled = True

@@ -1,0 +1,126 @@
+"""Discovery documents (/version, /api, /apis, group versions) and the minimal OpenAPI v3.
+
+kubectl resolves short names and kinds from these documents. It also asks OpenAPI v3 whether
+the server supports the ``fieldValidation`` parameter before ``apply``; the per-group-version
+documents say yes for every PATCH, which is all kubectl needs (it then falls back to its own
+built-in types for strategic-merge metadata).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from lab.cluster import resources
+from lab.cluster.resources import ResourceType
+
+SERVER_VERSION = {
+    "major": "1",
+    "minor": "32",
+    "gitVersion": "v1.32.0-stratus-lab",
+    "gitCommit": "0000000000000000000000000000000000000000",
+    "gitTreeState": "clean",
+    "buildDate": "2026-11-01T00:00:00Z",
+    "goVersion": "go1.23.0",
+    "compiler": "gc",
+    "platform": "linux/amd64",
+}
+
+_SUBRESOURCE_VERBS = {"status": ["get", "patch", "update"], "scale": ["get", "patch", "update"],
+                      "log": ["get"], "eviction": ["create"]}
+
+
+def core_versions(address: str) -> dict[str, Any]:
+    return {"kind": "APIVersions", "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": address}]}
+
+
+def _group_entry(name: str, versions: list[str]) -> dict[str, Any]:
+    listed = [{"groupVersion": f"{name}/{v}", "version": v} for v in versions]
+    return {"name": name, "versions": listed, "preferredVersion": listed[0]}
+
+
+def group_list() -> dict[str, Any]:
+    return {"kind": "APIGroupList", "apiVersion": "v1",
+            "groups": [_group_entry(n, vs) for n, vs in resources.groups().items()]}
+
+
+def group(name: str) -> dict[str, Any] | None:
+    versions = resources.groups().get(name)
+    if not versions:
+        return None
+    return {"kind": "APIGroup", "apiVersion": "v1", **_group_entry(name, versions)}
+
+
+def _subresource_entry(rt: ResourceType, sub: str) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": f"{rt.plural}/{sub}", "singularName": "",
+                             "namespaced": rt.namespaced, "kind": rt.kind,
+                             "verbs": _SUBRESOURCE_VERBS[sub]}
+    if sub == "scale":
+        entry.update(group="autoscaling", version="v1", kind="Scale")
+    elif sub == "eviction":
+        entry.update(group="policy", version="v1", kind="Eviction")
+    return entry
+
+
+def resource_list(group_name: str, version: str) -> dict[str, Any] | None:
+    served = resources.in_group_version(group_name, version)
+    if not served:
+        return None
+    items: list[dict[str, Any]] = []
+    for rt in served:
+        entry: dict[str, Any] = {"name": rt.plural, "singularName": rt.singular,
+                                 "namespaced": rt.namespaced, "kind": rt.kind,
+                                 "verbs": list(rt.verbs)}
+        if rt.short_names:
+            entry["shortNames"] = list(rt.short_names)
+        if rt.categories:
+            entry["categories"] = list(rt.categories)
+        items.append(entry)
+        items.extend(_subresource_entry(rt, sub) for sub in rt.subresources)
+    gv = f"{group_name}/{version}" if group_name else version
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv,
+            "resources": items}
+
+
+def _gv_path(group_name: str, version: str) -> str:
+    return f"apis/{group_name}/{version}" if group_name else f"api/{version}"
+
+
+def _all_group_versions() -> list[tuple[str, str]]:
+    pairs = [("", "v1")]
+    pairs.extend((g, v) for g, versions in resources.groups().items() for v in versions)
+    return pairs
+
+
+def openapi_v3_root() -> dict[str, Any]:
+    paths = {}
+    for group_name, version in _all_group_versions():
+        doc = openapi_v3_group_version(group_name, version) or {}
+        digest = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16].upper()
+        path = _gv_path(group_name, version)
+        paths[path] = {"serverRelativeURL": f"/openapi/v3/{path}?hash={digest}"}
+    return {"paths": paths}
+
+
+def openapi_v3_group_version(group_name: str, version: str) -> dict[str, Any] | None:
+    served = resources.in_group_version(group_name, version)
+    if not served:
+        return None
+    paths: dict[str, Any] = {}
+    for rt in served:
+        prefix = f"/{_gv_path(group_name, version)}"
+        item_path = (f"{prefix}/namespaces/{{namespace}}/{rt.plural}/{{name}}" if rt.namespaced
+                     else f"{prefix}/{rt.plural}/{{name}}")
+        gvk = {"group": rt.group, "version": rt.version, "kind": rt.kind}
+        parameters = [{"name": "fieldValidation", "in": "query", "schema": {"type": "string"}},
+                      {"name": "dryRun", "in": "query", "schema": {"type": "string"}}]
+        paths[item_path] = {
+            "patch": {"operationId": f"patch{rt.kind}", "x-kubernetes-group-version-kind": gvk,
+                      "x-kubernetes-action": "patch", "parameters": parameters,
+                      "responses": {"200": {"description": "OK"}}},
+        }
+    return {"openapi": "3.0.0",
+            "info": {"title": "Stratus lab", "version": SERVER_VERSION["gitVersion"]},
+            "paths": paths, "components": {"schemas": {}}}

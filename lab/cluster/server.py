@@ -1,0 +1,434 @@
+"""The HTTP face of the emulator: Kubernetes REST paths routed onto :class:`ApiService`.
+
+Every error leaves as a ``Status`` object with the right code; an unexpected exception is a
+500 ``InternalError`` and never stops the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from aiohttp import web
+
+from lab.cluster import discovery, resources, tables
+from lab.cluster.api import ApiService
+from lab.cluster.errors import ApiError, bad_request, method_not_allowed
+from lab.cluster.resources import ResourceType
+from lab.cluster.selectors import object_filter, parse_field_selector, parse_label_selector
+from lab.cluster.store import ResourceVersionTooOld, WatchEvent
+
+log = logging.getLogger("stratus.lab.server")
+JSON = "application/json"
+_MAX_BODY = 8 * 1024 * 1024
+
+
+class Backend(Protocol):
+    """What the HTTP layer needs from the running cluster."""
+
+    api: ApiService
+
+    def read_log(self, namespace: str, pod: str, container: str | None, *, previous: bool,
+                 tail_lines: int | None) -> str: ...
+
+    def after_write(self) -> None: ...
+
+    def now(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class Target:
+    rt: ResourceType
+    namespace: str
+    name: str
+    subresource: str
+
+
+def _dump(body: Any) -> bytes:
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+def _json_response(body: Any, status: int = 200) -> web.Response:
+    return web.Response(body=_dump(body), status=status, content_type=JSON)
+
+
+def _error_response(error: ApiError) -> web.Response:
+    return _json_response(error.status(), error.code)
+
+
+def parse_target(group: str, version: str, parts: list[str]) -> Target:
+    """Map the path segments after ``/api/v1`` or ``/apis/{g}/{v}`` onto a resource target."""
+
+    def lookup(plural: str) -> ResourceType:
+        rt = resources.by_path(group, version, plural)
+        if rt is None:
+            gv = f"{group}/{version}" if group else version
+            raise ApiError(404, "NotFound", f"the server could not find the requested resource "
+                                            f"({plural} in {gv})")
+        return rt
+
+    if len(parts) >= 3 and parts[0] == "namespaces":
+        candidate = resources.by_path(group, version, parts[2])
+        if candidate is not None and candidate.namespaced:
+            namespace, rest = parts[1], parts[2:]
+            rt = candidate
+            name = rest[1] if len(rest) > 1 else ""
+            sub = rest[2] if len(rest) > 2 else ""
+            if len(rest) > 3:
+                raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            return Target(rt, namespace, name, sub)
+    if not parts:
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+    rt = lookup(parts[0])
+    name = parts[1] if len(parts) > 1 else ""
+    sub = parts[2] if len(parts) > 2 else ""
+    if len(parts) > 3:
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+    return Target(rt, "", name, sub)
+
+
+def _wants_table(request: web.Request) -> bool:
+    return "as=Table" in request.headers.get("Accept", "")
+
+
+def _dry_run(request: web.Request) -> bool:
+    values = request.query.getall("dryRun", [])
+    for value in values:
+        if value != "All":
+            raise bad_request(f'Invalid dryRun value "{value}": only "All" is supported')
+    return bool(values)
+
+
+async def _read_body(request: web.Request) -> bytes:
+    if request.content_length and request.content_length > _MAX_BODY:
+        raise ApiError(413, "RequestEntityTooLarge", "the request body is too large")
+    return await request.read()
+
+
+def _decode_json(body: bytes) -> Any:
+    text = body.decode("utf-8", errors="replace")
+    try:
+        return json.loads(text or "null")
+    except ValueError:
+        pass
+    try:  # kubectl and scripts sometimes send YAML; the real server accepts it too
+        import yaml
+
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise bad_request(f"error decoding request body: {exc}") from exc
+
+
+class ApiHttpServer:
+    """Builds the aiohttp application for one backend."""
+
+    def __init__(self, backend: Backend, extra_routes: list[web.RouteDef] | None = None) -> None:
+        self.backend = backend
+        self.app = web.Application(client_max_size=_MAX_BODY)
+        self.app.router.add_routes(extra_routes or [])
+        self.app.router.add_route("*", "/{tail:.*}", self._dispatch)
+        self._watchers: set[asyncio.Task[Any]] = set()
+
+    @property
+    def api(self) -> ApiService:
+        return self.backend.api
+
+    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        try:
+            return await self._route(request)
+        except ApiError as error:
+            return _error_response(error)
+        except (ConnectionResetError, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            log.exception("internal error serving %s %s", request.method, request.path)
+            return _error_response(ApiError(500, "InternalError",
+                                            f"Internal error occurred: {exc}"))
+
+    async def _route(self, request: web.Request) -> web.StreamResponse:
+        parts = [p for p in request.path.split("/") if p]
+        if not parts:
+            return _json_response({"paths": ["/api", "/api/v1", "/apis", "/version",
+                                             "/openapi/v3", "/healthz"]})
+        head = parts[0]
+        if head in ("healthz", "readyz", "livez"):
+            return web.Response(text="ok")
+        if head == "version":
+            return _json_response(discovery.SERVER_VERSION)
+        if head == "openapi":
+            return self._openapi(parts[1:])
+        if head == "api":
+            if len(parts) == 1:
+                return _json_response(discovery.core_versions(request.host))
+            if parts[1] != "v1":
+                raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            if len(parts) == 2:
+                return _json_response(discovery.resource_list("", "v1"))
+            return await self._resource(request, parse_target("", "v1", parts[2:]))
+        if head == "apis":
+            if len(parts) == 1:
+                return _json_response(discovery.group_list())
+            if len(parts) == 2:
+                found = discovery.group(parts[1])
+                if found is None:
+                    raise ApiError(404, "NotFound", "the server could not find the requested "
+                                                    "resource")
+                return _json_response(found)
+            if len(parts) == 3:
+                listing = discovery.resource_list(parts[1], parts[2])
+                if listing is None:
+                    raise ApiError(404, "NotFound", "the server could not find the requested "
+                                                    "resource")
+                return _json_response(listing)
+            return await self._resource(request, parse_target(parts[1], parts[2], parts[3:]))
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+
+    def _openapi(self, parts: list[str]) -> web.Response:
+        if parts == ["v3"]:
+            return _json_response(discovery.openapi_v3_root())
+        if len(parts) >= 3 and parts[0] == "v3":
+            rest = parts[1:]
+            group_name, version = ("", rest[1]) if rest[0] == "api" else (rest[1], rest[2]) \
+                if len(rest) >= 3 else ("?", "?")
+            doc = discovery.openapi_v3_group_version(group_name, version)
+            if doc is not None:
+                return _json_response(doc)
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+
+    # ------------------------------------------------------------ resources
+
+    async def _resource(self, request: web.Request, target: Target) -> web.StreamResponse:
+        method = request.method
+        rt, ns, name, sub = target.rt, target.namespace, target.name, target.subresource
+        if sub and sub not in rt.subresources:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        verb = {"GET": "get" if name else ("watch" if request.query.get("watch") in
+                                           ("true", "1") else "list"),
+                "POST": "create", "PUT": "update", "PATCH": "patch",
+                "DELETE": "delete" if name else "deletecollection"}.get(method)
+        if verb is None:
+            raise method_not_allowed(f"{method} is not supported")
+        self.api.authorize(verb, rt, ns, name)
+        if sub == "log":
+            return self._log(request, target)
+        if sub == "scale":
+            return await self._scale(request, target)
+        if sub == "eviction" and method == "POST":
+            await _read_body(request)
+            self.api.delete(rt, ns, name)
+            self.backend.after_write()
+            return _json_response({"kind": "Status", "apiVersion": "v1", "status": "Success",
+                                   "metadata": {}}, 201)
+        if method == "GET":
+            if name:
+                return self._object_response(request, rt, self.api.get(rt, ns, name))
+            if verb == "watch":
+                return await self._watch(request, rt, ns)
+            return self._list(request, rt, ns)
+        dry_run = _dry_run(request)
+        if method == "POST" and not name:
+            obj = self.api.create(rt, ns, _decode_json(await _read_body(request)),
+                                  dry_run=dry_run)
+            return self._written(request, rt, obj, 201, dry_run)
+        if method == "PUT" and name:
+            obj = self.api.update(rt, ns, name, _decode_json(await _read_body(request)),
+                                  subresource=sub, dry_run=dry_run)
+            return self._written(request, rt, obj, 200, dry_run)
+        if method == "PATCH" and name:
+            body = await _read_body(request)
+            obj = self.api.patch(rt, ns, name, body, request.headers.get("Content-Type", ""),
+                                 subresource=sub, dry_run=dry_run)
+            return self._written(request, rt, obj, 200, dry_run)
+        if method == "DELETE" and name:
+            raw = await _read_body(request)
+            options = _decode_json(raw) if raw.strip() else {}
+            if not isinstance(options, dict):
+                raise bad_request("DeleteOptions must be an object")
+            if request.query.get("propagationPolicy"):
+                options["propagationPolicy"] = request.query["propagationPolicy"]
+            obj = self.api.delete(rt, ns, name, options=options, dry_run=dry_run)
+            return self._written(request, rt, obj, 200, dry_run)
+        if method == "DELETE":
+            labels = parse_label_selector(request.query.get("labelSelector"))
+            fields = parse_field_selector(request.query.get("fieldSelector"),
+                                          rt.field_selectors, rt.kind)
+            gone = self.api.delete_collection(rt, ns, labels, fields, dry_run=dry_run)
+            if not dry_run:
+                self.backend.after_write()
+            return _json_response({"kind": rt.list_kind, "apiVersion": rt.api_version,
+                                   "metadata": {}, "items": gone})
+        raise method_not_allowed(f"{method} is not supported on this path")
+
+    def _written(self, request: web.Request, rt: ResourceType, obj: dict[str, Any], status: int,
+                 dry_run: bool) -> web.Response:
+        if not dry_run:
+            self.backend.after_write()
+        return self._object_response(request, rt, obj, status)
+
+    def _object_response(self, request: web.Request, rt: ResourceType, obj: dict[str, Any],
+                         status: int = 200) -> web.Response:
+        if _wants_table(request):
+            return _json_response(self._table(request, rt, [obj]), status)
+        return web.Response(body=self.api.store.encoded(rt.key, obj), status=status,
+                            content_type=JSON)
+
+    def _table(self, request: web.Request, rt: ResourceType,
+               objects: list[dict[str, Any]]) -> dict[str, Any]:
+        return tables.table(rt, objects, self.backend.now(),
+                            resource_version=str(self.api.store.resource_version),
+                            include_object=request.query.get("includeObject", "Metadata"))
+
+    def _list(self, request: web.Request, rt: ResourceType, ns: str) -> web.Response:
+        labels = parse_label_selector(request.query.get("labelSelector"))
+        fields = parse_field_selector(request.query.get("fieldSelector"), rt.field_selectors,
+                                      rt.kind)
+        items = self.api.list(rt, ns or None, labels, fields)
+        rv = str(self.api.store.resource_version)
+        if _wants_table(request):
+            return _json_response(self._table(request, rt, items))
+        store = self.api.store
+        head = _dump({"kind": rt.list_kind, "apiVersion": rt.api_version,
+                      "metadata": {"resourceVersion": rv}})[:-1]
+        body = b"".join((head, b',"items":[', b",".join(store.encoded(rt.key, o) for o in items),
+                         b"]}"))
+        return web.Response(body=body, content_type=JSON)
+
+    async def _scale(self, request: web.Request, target: Target) -> web.Response:
+        rt, ns, name = target.rt, target.namespace, target.name
+        if request.method == "GET":
+            return _json_response(self.api.get_scale(rt, ns, name))
+        dry_run = _dry_run(request)
+        body = await _read_body(request)
+        if request.method == "PUT":
+            scale = _decode_json(body)
+        elif request.method == "PATCH":
+            from lab.cluster.patching import apply_patch
+
+            scale = apply_patch(self.api.get_scale(rt, ns, name), body,
+                                request.headers.get("Content-Type", ""))
+        else:
+            raise method_not_allowed(f"{request.method} is not supported on scale")
+        if not isinstance(scale, dict):
+            raise bad_request("the request body must be a Scale object")
+        result = self.api.write_scale(rt, ns, name, scale, dry_run=dry_run)
+        if not dry_run:
+            self.backend.after_write()
+        return _json_response(result)
+
+    def _log(self, request: web.Request, target: Target) -> web.Response:
+        tail = request.query.get("tailLines")
+        try:
+            tail_lines = int(tail) if tail is not None else None
+        except ValueError as exc:
+            raise bad_request(f"invalid tailLines {tail!r}") from exc
+        self.api.get(target.rt, target.namespace, target.name)
+        text = self.backend.read_log(
+            target.namespace, target.name, request.query.get("container"),
+            previous=request.query.get("previous") in ("true", "1"), tail_lines=tail_lines)
+        return web.Response(text=text, content_type="text/plain")
+
+    # ------------------------------------------------------------ watch
+
+    async def _watch(self, request: web.Request, rt: ResourceType, ns: str) -> web.StreamResponse:
+        labels = parse_label_selector(request.query.get("labelSelector"))
+        fields = parse_field_selector(request.query.get("fieldSelector"), rt.field_selectors,
+                                      rt.kind)
+        accept = object_filter(labels, fields)
+        as_table = _wants_table(request)
+        try:
+            timeout = float(request.query.get("timeoutSeconds", "1800"))
+        except ValueError as exc:
+            raise bad_request("invalid timeoutSeconds") from exc
+        queue: asyncio.Queue[WatchEvent] = asyncio.Queue()
+
+        def listener(event: WatchEvent) -> None:
+            if event.key == rt.key and (not ns or event.obj["metadata"].get("namespace") == ns):
+                queue.put_nowait(event)
+
+        store = self.api.store
+        start_rv = request.query.get("resourceVersion", "")
+        store.subscribe(listener)
+        try:
+            if start_rv in ("", "0"):
+                backlog = [WatchEvent(store.resource_version, "ADDED", rt.key, o, None)
+                           for o in self.api.list(rt, ns or None)]
+            else:
+                try:
+                    backlog = [e for e in store.events_since(rt.key, int(start_rv))
+                               if not ns or e.obj["metadata"].get("namespace") == ns]
+                except (ValueError, ResourceVersionTooOld):
+                    backlog = []
+                    expired = ApiError(410, "Expired", f"too old resource version: {start_rv} "
+                                                       f"({store.resource_version})")
+                    response = await self._start_stream(request)
+                    await response.write(_dump({"type": "ERROR",
+                                                "object": expired.status()}) + b"\n")
+                    return response
+            response = await self._start_stream(request)
+            sent = 0
+            for event in backlog:
+                sent = max(sent, event.resource_version)
+                await self._send(response, rt, request, event, accept, as_table)
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + timeout
+            while True:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    break
+                try:
+                    event = await asyncio.wait_for(queue.get(), remaining)
+                except TimeoutError:
+                    break
+                if event.resource_version <= sent:
+                    continue
+                await self._send(response, rt, request, event, accept, as_table)
+            return response
+        finally:
+            store.unsubscribe(listener)
+
+    @staticmethod
+    async def _start_stream(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": JSON})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        return response
+
+    async def _send(self, response: web.StreamResponse, rt: ResourceType, request: web.Request,
+                    event: WatchEvent, accept: Callable[[dict[str, Any]], bool],
+                    as_table: bool) -> None:
+        kind = event.type
+        now_ok = accept(event.obj)
+        if kind == "MODIFIED":
+            was_ok = event.old is not None and accept(event.old)
+            if now_ok and not was_ok:
+                kind = "ADDED"
+            elif was_ok and not now_ok:
+                kind = "DELETED"
+            elif not now_ok:
+                return
+        elif not now_ok:
+            return
+        obj: Any = self._table(request, rt, [event.obj]) if as_table else event.obj
+        await response.write(_dump({"type": kind, "object": obj}) + b"\n")
+
+
+async def serve(app: web.Application, host: str, port: int,
+                started: Callable[[int], Awaitable[None] | None] | None = None) -> web.AppRunner:
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, reuse_address=True)
+    await site.start()
+    bound = port
+    server = getattr(site, "_server", None)
+    if server is not None and server.sockets:
+        bound = server.sockets[0].getsockname()[1]
+    if started is not None:
+        result = started(bound)
+        if asyncio.iscoroutine(result):
+            await result
+    return runner
+

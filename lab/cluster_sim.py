@@ -1,0 +1,214 @@
+"""The simulated cluster: storage, API, clock and controllers wired together.
+
+``Cluster`` is what the HTTP server serves. In instant mode every write is followed by a
+settle (the cluster runs to steady state in virtual time before the next request is served),
+so tests see a converged cluster without sleeping. In realtime mode a ticker drives the
+controllers from the wall clock, for the demo.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from importlib import resources as pkg_resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from lab.cluster.api import ApiService
+from lab.cluster.clock import INSTANT, Clock
+from lab.cluster.errors import ApiError
+from lab.cluster.resources import by_kind
+from lab.cluster.store import ObjectStore
+from lab.controllers.cluster_services import (
+    HorizontalPodAutoscalerController,
+    ServiceAccountController,
+)
+from lab.controllers.context import ControllerContext, EventRecorder
+from lab.controllers.deployment import DeploymentController
+from lab.controllers.kubelet import Kubelet
+from lab.controllers.replicasets import (
+    DaemonSetController,
+    ReplicaSetController,
+    StatefulSetController,
+)
+from lab.controllers.scheduling import Scheduler, VolumeBinder
+from lab.controllers.services import (
+    ClusterIPAllocator,
+    EndpointsController,
+    QuotaAdmission,
+    QuotaController,
+)
+from lab.controllers.traffic import TrafficSimulator
+from lab.images import ImageCatalog
+
+APPS_DIR = Path(str(pkg_resources.files("lab"))) / "apps"
+MAX_ROUNDS = 60
+SETTLE_HORIZON = 120.0
+TRAFFIC_WINDOW = 10.0
+
+
+def available_apps() -> list[str]:
+    return sorted(p.name for p in APPS_DIR.iterdir() if p.is_dir() and p.name != "base")
+
+
+def load_manifests(path: Path) -> list[dict[str, Any]]:
+    documents: list[dict[str, Any]] = []
+    for file in sorted(path.glob("*.yaml")):
+        if file.name == "images.yaml":
+            continue
+        documents.extend(d for d in yaml.safe_load_all(file.read_text()) if d)
+    return documents
+
+
+def default_catalog() -> ImageCatalog:
+    catalog = ImageCatalog()
+    for images in sorted(APPS_DIR.glob("*/images.yaml")):
+        catalog.merge_file(images)
+    return catalog
+
+
+class Cluster:
+    def __init__(self, *, mode: str = INSTANT, images: ImageCatalog | None = None) -> None:
+        self.clock = Clock(mode)
+        self.store = ObjectStore(self.clock)
+        self.api = ApiService(self.store, self.clock)
+        self.images = images or default_catalog()
+        self.events = EventRecorder(self.store, self.clock)
+        self.ctx = ControllerContext(self.store, self.api, self.clock, self.events, self.images)
+        self.kubelet = Kubelet(self.ctx)
+        self.scheduler = Scheduler(self.ctx)
+        self.traffic = TrafficSimulator(self.ctx, self.kubelet)
+        self.controllers = [
+            ServiceAccountController(self.ctx),
+            DeploymentController(self.ctx),
+            ReplicaSetController(self.ctx),
+            StatefulSetController(self.ctx),
+            DaemonSetController(self.ctx),
+            VolumeBinder(self.ctx),
+            self.scheduler,
+            self.kubelet,
+            EndpointsController(self.ctx),
+            QuotaController(self.ctx),
+            HorizontalPodAutoscalerController(self.ctx),
+        ]
+        self.api.admission_hooks.extend([ClusterIPAllocator(self.ctx), QuotaAdmission(self.ctx)])
+        self.installed_apps: list[str] = []
+        self._settle_pending = False
+        self._bootstrap()
+
+    # ------------------------------------------------------------ Backend protocol
+
+    def now(self) -> float:
+        return self.clock.now()
+
+    def read_log(self, namespace: str, pod: str, container: str | None, *, previous: bool,
+                 tail_lines: int | None) -> str:
+        return self.kubelet.read_log(namespace, pod, container, previous=previous,
+                                     tail_lines=tail_lines)
+
+    def after_write(self) -> None:
+        """Let the controllers react to a write before the next request is served."""
+        if self._settle_pending:
+            return
+        self._settle_pending = True
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._settle_after_write()
+            return
+        loop.call_soon(self._settle_after_write)
+
+    def _settle_after_write(self) -> None:
+        self._settle_pending = False
+        if self.clock.mode == INSTANT:
+            self.settle()
+        else:
+            self.reconcile()
+
+    # ------------------------------------------------------------ driving
+
+    def reconcile(self) -> int:
+        """Run every controller until none changes anything; returns the rounds it took."""
+        for rounds in range(1, MAX_ROUNDS + 1):
+            before = self.store.resource_version
+            for controller in self.controllers:
+                controller.reconcile()
+            if self.store.resource_version == before:
+                return rounds
+        return MAX_ROUNDS
+
+    def settle(self, horizon: float = SETTLE_HORIZON) -> dict[str, Any]:
+        """Instant mode: run to steady state, jumping the clock from timer to timer."""
+        started = time.perf_counter()
+        begin = self.clock.now()
+        rounds = self.reconcile()
+        timers = 0
+        if self.clock.mode == INSTANT:
+            while True:
+                due = self.clock.next_due()
+                if due is None or due > begin + horizon:
+                    break
+                self.clock.advance_to(due)
+                timers += self.clock.run_due()
+                rounds += self.reconcile()
+            self.traffic.tick(TRAFFIC_WINDOW)
+        return {"mode": self.clock.mode, "virtual_seconds": round(self.clock.now() - begin, 3),
+                "timers": timers, "rounds": rounds,
+                "elapsed_ms": round((time.perf_counter() - started) * 1000, 3),
+                "resource_version": self.store.resource_version}
+
+    async def run_realtime(self, tick: float = 0.1, traffic_every: float = 1.0) -> None:
+        """The demo's heartbeat: due timers, controllers, and a traffic tick every second."""
+        last_traffic = time.monotonic()
+        while True:
+            self.clock.run_due()
+            self.reconcile()
+            if time.monotonic() - last_traffic >= traffic_every:
+                self.traffic.tick(time.monotonic() - last_traffic)
+                last_traffic = time.monotonic()
+            await asyncio.sleep(tick)
+
+    # ------------------------------------------------------------ apps
+
+    def _bootstrap(self) -> None:
+        for doc in load_manifests(APPS_DIR / "base"):
+            self._create(doc)
+        self.reconcile()
+
+    def _create(self, doc: dict[str, Any]) -> None:
+        rt = by_kind(doc["kind"])
+        namespace = doc.get("metadata", {}).get("namespace", "") if rt.namespaced else ""
+        if self.store.get(rt.key, namespace, doc["metadata"]["name"]) is not None:
+            return
+        self.api.create(rt, namespace, doc)
+
+    def install_app(self, app: str) -> list[str]:
+        """Deploy a sample app's manifests (idempotent); returns its namespaces."""
+        path = APPS_DIR / app
+        if app == "base" or not path.is_dir():
+            raise ApiError(404, "NotFound", f'unknown app "{app}"; available: '
+                                            f"{', '.join(available_apps())}")
+        documents = load_manifests(path)
+        namespaces = sorted({d["metadata"]["name"] for d in documents if d["kind"] == "Namespace"})
+        for doc in sorted(documents, key=lambda d: d["kind"] != "Namespace"):
+            self._create(doc)
+        if app not in self.installed_apps:
+            self.installed_apps.append(app)
+        self.settle()
+        return namespaces
+
+    def reset(self) -> None:
+        """Back to a fresh cluster with the same apps installed."""
+        apps = list(self.installed_apps)
+        self.store.clear()
+        self.clock.clear()
+        self.kubelet.reset()
+        self.traffic.reset()
+        self.events.clear()
+        self.scheduler.forget()
+        self.installed_apps = []
+        self._bootstrap()
+        for app in apps:
+            self.install_app(app)

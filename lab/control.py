@@ -1,0 +1,168 @@
+"""The lab's own HTTP endpoints under ``/lab/v1`` (not part of the Kubernetes API).
+
+They let the CLI and the tests drive the sandbox: settle the cluster, install apps, inject
+faults and scenarios, check oracles, read traffic counters, configure RBAC denials and reset.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+from aiohttp import web
+
+from lab import oracle, scenarios
+from lab.cluster.api import Denial
+from lab.cluster.errors import ApiError
+from lab.cluster_sim import Cluster, available_apps
+
+JSON = "application/json"
+
+
+def _ok(body: Any, status: int = 200) -> web.Response:
+    return web.Response(text=json.dumps(body), status=status, content_type=JSON)
+
+
+def _fail(status: int, message: str) -> web.Response:
+    return _ok({"error": message}, status)
+
+
+async def _json_body(request: web.Request) -> dict[str, Any]:
+    raw = await request.read()
+    if not raw.strip():
+        return {}
+    try:
+        body = json.loads(raw)
+    except ValueError as exc:
+        raise web.HTTPBadRequest(text=json.dumps({"error": f"invalid JSON: {exc}"}),
+                                 content_type=JSON) from exc
+    if not isinstance(body, dict):
+        raise web.HTTPBadRequest(text=json.dumps({"error": "expected a JSON object"}),
+                                 content_type=JSON)
+    return body
+
+
+class LabControl:
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.baselines: dict[str, dict[str, Any]] = {}
+
+    async def info(self, request: web.Request) -> web.Response:
+        return _ok({"mode": self.cluster.clock.mode, "now": self.cluster.clock.timestamp(),
+                    "apps": self.cluster.installed_apps, "available_apps": available_apps(),
+                    "resource_version": self.cluster.store.resource_version})
+
+    async def settle(self, request: web.Request) -> web.Response:
+        body = await _json_body(request)
+        return _ok(self.cluster.settle(float(body.get("horizon", 120.0))))
+
+    async def install(self, request: web.Request) -> web.Response:
+        try:
+            namespaces = self.cluster.install_app(request.match_info["app"])
+        except ApiError as error:
+            return _fail(error.code, error.message)
+        return _ok({"app": request.match_info["app"], "namespaces": namespaces})
+
+    async def reset(self, request: web.Request) -> web.Response:
+        self.cluster.reset()
+        self.baselines.clear()
+        return _ok({"apps": self.cluster.installed_apps})
+
+    async def traffic(self, request: web.Request) -> web.Response:
+        return _ok(self.cluster.traffic.report(request.match_info["namespace"]))
+
+    async def list_scenarios(self, request: web.Request) -> web.Response:
+        try:
+            found = scenarios.list_scenarios()
+        except scenarios.ScenarioError as error:
+            return _fail(500, str(error))
+        return _ok([{"name": s.name, "app": s.app, "namespace": s.namespace,
+                     "description": s.description,
+                     "faults": [f.fault for f in s.faults],
+                     "category": s.root_cause.category if s.root_cause else "none"}
+                    for s in found])
+
+    async def list_faults(self, request: web.Request) -> web.Response:
+        return _ok([{"name": f.name, "description": f.description, "category": f.category,
+                     "params": {k: asdict_param(v) for k, v in f.params.items()}}
+                    for f in scenarios.list_faults()])
+
+    async def inject_scenario(self, request: web.Request) -> web.Response:
+        try:
+            scenario = scenarios.load_scenario(request.match_info["name"])
+            if scenario.app not in self.cluster.installed_apps:
+                self.cluster.install_app(scenario.app)
+            self.cluster.settle()
+            self.baselines[scenario.name] = oracle.baseline(self.cluster.store,
+                                                            scenario.namespace)
+            applied: list[str] = []
+            for use in scenario.faults:
+                fault = scenarios.load_fault(use.fault)
+                applied += scenarios.apply_fault(self.cluster.api, fault, scenario.namespace,
+                                                 use.params, self.cluster.clock.timestamp())
+        except scenarios.ScenarioError as error:
+            return _fail(400, str(error))
+        self.cluster.settle()
+        return _ok({"scenario": scenario.name, "namespace": scenario.namespace,
+                    "applied": applied})
+
+    async def inject_fault(self, request: web.Request) -> web.Response:
+        body = await _json_body(request)
+        namespace = body.get("namespace")
+        if not namespace:
+            return _fail(400, "a fault needs a namespace")
+        try:
+            fault = scenarios.load_fault(request.match_info["name"])
+            applied = scenarios.apply_fault(self.cluster.api, fault, namespace,
+                                            dict(body.get("params") or {}),
+                                            self.cluster.clock.timestamp())
+        except scenarios.ScenarioError as error:
+            return _fail(400, str(error))
+        self.cluster.settle()
+        return _ok({"fault": fault.name, "namespace": namespace, "applied": applied})
+
+    async def check(self, request: web.Request) -> web.Response:
+        try:
+            scenario = scenarios.load_scenario(request.match_info["name"])
+        except scenarios.ScenarioError as error:
+            return _fail(404, str(error))
+        before = self.baselines.get(scenario.name)
+        if before is None:
+            return _fail(409, f"scenario {scenario.name} was not injected into this lab; run "
+                              f"'stratus lab inject {scenario.name}' first")
+        self.cluster.settle()
+        verdict = oracle.evaluate(self.cluster.store,
+                                  self.cluster.traffic.report(scenario.namespace), scenario,
+                                  before)
+        return _ok(verdict.to_dict())
+
+    async def set_denials(self, request: web.Request) -> web.Response:
+        body = await _json_body(request)
+        try:
+            denials = [Denial(**d) for d in body.get("denials") or []]
+        except TypeError as exc:
+            return _fail(400, f"invalid denial: {exc}")
+        self.cluster.api.denials = denials
+        return _ok({"denials": [asdict(d) for d in denials]})
+
+
+def asdict_param(param: scenarios.Param) -> dict[str, Any]:
+    return param.model_dump()
+
+
+def control_routes(cluster: Cluster) -> list[web.RouteDef]:
+    control = LabControl(cluster)
+    return [
+        web.get("/lab/v1/info", control.info),
+        web.post("/lab/v1/settle", control.settle),
+        web.post("/lab/v1/reset", control.reset),
+        web.post("/lab/v1/apps/{app}", control.install),
+        web.get("/lab/v1/namespaces/{namespace}/traffic", control.traffic),
+        web.get("/lab/v1/scenarios", control.list_scenarios),
+        web.get("/lab/v1/faults", control.list_faults),
+        web.post("/lab/v1/scenarios/{name}/inject", control.inject_scenario),
+        web.post("/lab/v1/faults/{name}/inject", control.inject_fault),
+        web.get("/lab/v1/scenarios/{name}/check", control.check),
+        web.put("/lab/v1/rbac/denials", control.set_denials),
+    ]

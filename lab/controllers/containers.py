@@ -1,0 +1,234 @@
+"""The kubelet's view of one pod: container runs, their environment and the status they show.
+
+Pure data and rendering; the lifecycle that moves these states along lives in ``kubelet``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import secrets
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from lab.cluster.clock import Clock
+from lab.cluster.store import ObjectStore
+from lab.images import ImageSpec
+
+LOG_LINES = 500
+
+
+@dataclass
+class ContainerRun:
+    name: str
+    image: str
+    spec: dict[str, Any]
+    init: bool = False
+    state: str = "waiting"  # waiting, running or terminated
+    reason: str = "ContainerCreating"
+    message: str = ""
+    exit_code: int = 0
+    started_at: float | None = None
+    finished_at: float | None = None
+    restart_count: int = 0
+    crashes: int = 0
+    last_terminated: dict[str, Any] | None = None
+    ready: bool = False
+    ever_started: bool = False
+    completed: bool = False
+    pull_failures: int = 0
+    container_id: str = ""
+    env: dict[str, str] = field(default_factory=dict)
+    behaviour: ImageSpec | None = None
+    logs: deque[str] = field(default_factory=lambda: deque(maxlen=LOG_LINES))
+    previous_logs: list[str] | None = None
+    timers: list[Any] = field(default_factory=list)
+    generation: int = 0  # bumps on each (re)start, so stale timers of a dead run do nothing
+
+
+@dataclass
+class PodRun:
+    uid: str
+    namespace: str
+    name: str
+    node: str
+    ip: str
+    host_ip: str
+    started: float
+    init: list[ContainerRun]
+    main: list[ContainerRun]
+
+    def all(self) -> list[ContainerRun]:
+        return [*self.init, *self.main]
+
+    def find(self, name: str) -> ContainerRun | None:
+        return next((c for c in self.all() if c.name == name), None)
+
+    def initialized(self) -> bool:
+        return all(c.completed for c in self.init)
+
+
+def new_container_id() -> str:
+    return f"containerd://{secrets.token_hex(32)}"
+
+
+def _decode(value: str) -> str:
+    try:
+        return base64.b64decode(value).decode("utf-8", errors="replace")
+    except (binascii.Error, ValueError):
+        return ""
+
+
+def resolve_environment(
+    store: ObjectStore, pod: dict[str, Any], container: dict[str, Any], pod_ip: str
+) -> tuple[dict[str, str], str]:
+    """The container's environment at start, or the reason it cannot be built."""
+    namespace = pod["metadata"]["namespace"]
+    env: dict[str, str] = {}
+
+    def source(kind: str, name: str) -> dict[str, Any] | None:
+        return store.get("configmaps" if kind == "ConfigMap" else "secrets", namespace, name)
+
+    for entry in container.get("envFrom") or []:
+        for kind, ref_key in (("ConfigMap", "configMapRef"), ("Secret", "secretRef")):
+            ref = entry.get(ref_key)
+            if not ref:
+                continue
+            obj = source(kind, ref.get("name", ""))
+            if obj is None:
+                if not ref.get("optional"):
+                    return {}, f'{kind.lower()} "{ref.get("name")}" not found'
+                continue
+            data = obj.get("data") or {}
+            prefix = entry.get("prefix", "")
+            for key, value in data.items():
+                env[prefix + key] = _decode(value) if kind == "Secret" else str(value)
+    fields = {"metadata.name": pod["metadata"]["name"], "metadata.namespace": namespace,
+              "status.podIP": pod_ip, "spec.nodeName": (pod.get("spec") or {}).get("nodeName",
+                                                                                   "")}
+    for var in container.get("env") or []:
+        name = var.get("name", "")
+        if "value" in var:
+            env[name] = str(var["value"])
+            continue
+        value_from = var.get("valueFrom") or {}
+        if "fieldRef" in value_from:
+            env[name] = fields.get(value_from["fieldRef"].get("fieldPath", ""), "")
+            continue
+        for kind, ref_key in (("ConfigMap", "configMapKeyRef"), ("Secret", "secretKeyRef")):
+            ref = value_from.get(ref_key)
+            if not ref:
+                continue
+            obj = source(kind, ref.get("name", ""))
+            key = ref.get("key", "")
+            data = (obj or {}).get("data") or {}
+            if obj is None or key not in data:
+                if ref.get("optional"):
+                    break
+                if obj is None:
+                    return {}, f'{kind.lower()} "{ref.get("name")}" not found'
+                return {}, f"couldn't find key {key} in {kind} {namespace}/{ref.get('name')}"
+            env[name] = _decode(data[key]) if kind == "Secret" else str(data[key])
+        else:
+            if name and name not in env:
+                env[name] = ""
+    return env, ""
+
+
+def missing_volume(store: ObjectStore, pod: dict[str, Any]) -> str:
+    """The first configMap or secret volume whose source does not exist."""
+    namespace = pod["metadata"]["namespace"]
+    for volume in (pod.get("spec") or {}).get("volumes") or []:
+        cm = volume.get("configMap")
+        if cm and not cm.get("optional") and store.get("configmaps", namespace,
+                                                        cm.get("name", "")) is None:
+            return f'MountVolume.SetUp failed for volume "{volume["name"]}" : configmap ' \
+                   f'"{cm.get("name")}" not found'
+        secret = volume.get("secret")
+        if secret and not secret.get("optional") and store.get(
+                "secrets", namespace, secret.get("secretName", "")) is None:
+            return f'MountVolume.SetUp failed for volume "{volume["name"]}" : secret ' \
+                   f'"{secret.get("secretName")}" not found'
+    return ""
+
+
+def _container_state(run: ContainerRun, clock: Clock) -> dict[str, Any]:
+    if run.state == "running":
+        return {"running": {"startedAt": clock.timestamp(run.started_at)}}
+    if run.state == "terminated":
+        return {"terminated": {"exitCode": run.exit_code, "reason": run.reason,
+                               "startedAt": clock.timestamp(run.started_at),
+                               "finishedAt": clock.timestamp(run.finished_at),
+                               "containerID": run.container_id}}
+    waiting: dict[str, Any] = {"reason": run.reason}
+    if run.message:
+        waiting["message"] = run.message
+    return {"waiting": waiting}
+
+
+def container_status(run: ContainerRun, clock: Clock) -> dict[str, Any]:
+    status: dict[str, Any] = {
+        "name": run.name,
+        "state": _container_state(run, clock),
+        "lastState": {"terminated": run.last_terminated} if run.last_terminated else {},
+        "ready": run.ready,
+        "restartCount": run.restart_count,
+        "image": run.image,
+        "imageID": f"docker.io/{run.image.split(':')[0]}@sha256:"
+                   f"{hashlib.sha256(run.image.encode()).hexdigest()}" if run.ever_started else "",
+        "started": run.state == "running",
+    }
+    if run.container_id:
+        status["containerID"] = run.container_id
+    return status
+
+
+def _condition(kind: str, ok: bool, now: str, reason: str = "", message: str = "",
+               previous: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    value = "True" if ok else "False"
+    old = (previous or {}).get(kind)
+    transition = old["lastTransitionTime"] if old and old.get("status") == value else now
+    result: dict[str, Any] = {"type": kind, "status": value, "lastProbeTime": None,
+                              "lastTransitionTime": transition}
+    if not ok and reason:
+        result.update(reason=reason, message=message)
+    return result
+
+
+def pod_status(run: PodRun, pod: dict[str, Any], clock: Clock) -> dict[str, Any]:
+    now = clock.timestamp()
+    previous = {c["type"]: c for c in (pod.get("status") or {}).get("conditions") or []}
+    initialized = run.initialized()
+    unready = [c.name for c in run.main if not c.ready]
+    incomplete = [c.name for c in run.init if not c.completed]
+    phase = "Running" if initialized and any(c.ever_started for c in run.main) else "Pending"
+    conditions = [
+        _condition("PodReadyToStartContainers", True, now, previous=previous),
+        _condition("Initialized", initialized, now, "ContainersNotInitialized",
+                   f"containers with incomplete status: [{' '.join(incomplete)}]", previous),
+        _condition("Ready", not unready, now, "ContainersNotReady",
+                   f"containers with unready status: [{' '.join(unready)}]", previous),
+        _condition("ContainersReady", not unready, now, "ContainersNotReady",
+                   f"containers with unready status: [{' '.join(unready)}]", previous),
+        previous.get("PodScheduled") or _condition("PodScheduled", True, now),
+    ]
+    requests = any((c.spec.get("resources") or {}).get("requests") for c in run.main)
+    limits = all((c.spec.get("resources") or {}).get("limits") == (c.spec.get("resources")
+                                                                   or {}).get("requests")
+                 and (c.spec.get("resources") or {}).get("limits") for c in run.main)
+    status: dict[str, Any] = {
+        "phase": phase,
+        "conditions": conditions,
+        "hostIP": run.host_ip,
+        "hostIPs": [{"ip": run.host_ip}],
+        "podIP": run.ip,
+        "podIPs": [{"ip": run.ip}],
+        "startTime": clock.timestamp(run.started),
+        "containerStatuses": [container_status(c, clock) for c in run.main],
+        "qosClass": "Guaranteed" if limits else ("Burstable" if requests else "BestEffort"),
+    }
+    if run.init:
+        status["initContainerStatuses"] = [container_status(c, clock) for c in run.init]
+    return status

@@ -1,0 +1,105 @@
+"""What every simulated controller shares: the store, the API, the clock, events, images."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+from lab.cluster.api import ApiService
+from lab.cluster.clock import Clock
+from lab.cluster.store import ObjectStore
+from lab.images import ImageCatalog
+
+
+def owner_reference(owner: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": owner["apiVersion"], "kind": owner["kind"],
+            "name": owner["metadata"]["name"], "uid": owner["metadata"]["uid"],
+            "controller": True, "blockOwnerDeletion": True}
+
+
+def controller_uid(obj: dict[str, Any]) -> str | None:
+    for ref in obj["metadata"].get("ownerReferences") or []:
+        if ref.get("controller"):
+            return str(ref.get("uid"))
+    return None
+
+
+@dataclass
+class EventRecorder:
+    """Creates core/v1 Events, folding repeats into ``count`` like the kubelet's correlator."""
+
+    store: ObjectStore
+    clock: Clock
+    _index: dict[tuple[str, str, str, str, str], str] = field(default_factory=dict)
+    limit_per_namespace: int = 2000
+
+    def record(
+        self,
+        obj: dict[str, Any],
+        event_type: str,
+        reason: str,
+        message: str,
+        *,
+        component: str,
+        host: str | None = None,
+        field_path: str | None = None,
+    ) -> None:
+        meta = obj["metadata"]
+        namespace = meta.get("namespace") or "default"
+        key = (namespace, meta.get("uid", ""), reason, message, field_path or "")
+        now = self.clock.timestamp()
+        name = self._index.get(key)
+        existing = self.store.get("events", namespace, name) if name else None
+        if existing is not None:
+            updated = {**existing, "count": int(existing.get("count", 1)) + 1,
+                       "lastTimestamp": now}
+            self.store.replace("events", updated)
+            return
+        name = f"{meta['name']}.{secrets.token_hex(8)}"
+        involved = {"kind": obj["kind"], "namespace": meta.get("namespace", ""),
+                    "name": meta["name"], "uid": meta.get("uid", ""),
+                    "apiVersion": obj["apiVersion"],
+                    "resourceVersion": meta.get("resourceVersion", "")}
+        if field_path:
+            involved["fieldPath"] = field_path
+        source = {"component": component, **({"host": host} if host else {})}
+        event = {"kind": "Event", "apiVersion": "v1",
+                 "metadata": {"name": name, "namespace": namespace},
+                 "involvedObject": involved, "reason": reason, "message": message,
+                 "source": source, "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+                 "type": event_type, "eventTime": None, "reportingComponent": component,
+                 "reportingInstance": host or ""}
+        self.store.create("events", event)
+        self._index[key] = name
+        self._trim(namespace)
+
+    def _trim(self, namespace: str) -> None:
+        events = self.store.list("events", namespace)
+        if len(events) <= self.limit_per_namespace:
+            return
+        events.sort(key=lambda e: e.get("lastTimestamp") or "")
+        for old in events[: len(events) - self.limit_per_namespace]:
+            self.store.delete("events", namespace, old["metadata"]["name"])
+
+    def clear(self) -> None:
+        self._index.clear()
+
+
+@dataclass
+class ControllerContext:
+    store: ObjectStore
+    api: ApiService
+    clock: Clock
+    events: EventRecorder
+    images: ImageCatalog
+
+    def write_status(self, key: str, obj: dict[str, Any], status: dict[str, Any]) -> bool:
+        """Store a new status when it differs; returns whether anything was written."""
+        if obj.get("status") == status:
+            return False
+        self.store.replace(key, {**obj, "status": status})
+        return True
+
+    def write_object(self, key: str, obj: dict[str, Any]) -> dict[str, Any]:
+        return self.store.replace(key, obj)

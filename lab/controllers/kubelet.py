@@ -1,0 +1,390 @@
+"""The simulated kubelet: pulls images, starts containers, crashes them, probes them.
+
+Every container runs according to its image's catalog entry: unknown images fail to pull and
+back off, a wrong command exits, a missing environment variable or a bad config value crashes
+with a realistic log line, memory above the limit is OOMKilled, and probes on ports the image
+does not listen on fail. Restarts back off exponentially (10 s doubling to 5 min) and every step
+emits the event a real kubelet emits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from lab.cluster import quantity
+from lab.cluster.errors import bad_request
+from lab.controllers.containers import (
+    ContainerRun,
+    PodRun,
+    missing_volume,
+    new_container_id,
+    pod_status,
+    resolve_environment,
+)
+from lab.controllers.context import ControllerContext
+
+COMPONENT = "kubelet"
+MAX_BACKOFF = 300.0
+
+
+def crash_backoff(crashes: int) -> float:
+    """Seconds before the next restart: the first is quick, then 10 s doubling to 5 min."""
+    if crashes <= 1:
+        return 1.0
+    return min(10.0 * 2 ** (crashes - 2), MAX_BACKOFF)
+
+
+class Kubelet:
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.ctx = ctx
+        self.runs: dict[str, PodRun] = {}
+        self._pulled: set[tuple[str, str]] = set()
+        self._ip_counter: dict[str, int] = {}
+
+    # ------------------------------------------------------------ reconcile
+
+    def reconcile(self) -> None:
+        live: set[str] = set()
+        for pod in self.ctx.store.iter_all("pods"):
+            uid = pod["metadata"]["uid"]
+            node = (pod.get("spec") or {}).get("nodeName")
+            if not node:
+                continue
+            live.add(uid)
+            if uid not in self.runs:
+                self._admit(pod, node)
+        for uid in [u for u in self.runs if u not in live]:
+            for container in self.runs.pop(uid).all():
+                container.generation += 1
+
+    def reset(self) -> None:
+        self.runs.clear()
+        self._pulled.clear()
+        self._ip_counter.clear()
+
+    def _admit(self, pod: dict[str, Any], node: str) -> None:
+        node_obj = self.ctx.store.get("nodes", "", node)
+        node_index = 1
+        host_ip = "10.0.0.1"
+        if node_obj is not None:
+            host_ip = next((a["address"] for a in (node_obj.get("status") or {}).get(
+                "addresses") or [] if a.get("type") == "InternalIP"), host_ip)
+            node_index = int(host_ip.rsplit(".", 1)[1])
+        counter = self._ip_counter.get(node, 1) + 1
+        self._ip_counter[node] = counter
+        ip = f"10.244.{node_index}.{counter % 250 + 2}"
+        spec = pod.get("spec") or {}
+        run = PodRun(
+            uid=pod["metadata"]["uid"], namespace=pod["metadata"]["namespace"],
+            name=pod["metadata"]["name"], node=node, ip=ip, host_ip=host_ip,
+            started=self.ctx.clock.now(),
+            init=[ContainerRun(c["name"], c.get("image", ""), c, init=True)
+                  for c in spec.get("initContainers") or []],
+            main=[ContainerRun(c["name"], c.get("image", ""), c)
+                  for c in spec.get("containers") or []],
+        )
+        self.runs[run.uid] = run
+        self._advance(run)
+
+    def _pod(self, run: PodRun) -> dict[str, Any] | None:
+        pod = self.ctx.store.get("pods", run.namespace, run.name)
+        if pod is None or pod["metadata"]["uid"] != run.uid:
+            return None
+        return pod
+
+    def _flush(self, run: PodRun) -> None:
+        pod = self._pod(run)
+        if pod is not None:
+            self.ctx.write_status("pods", pod, pod_status(run, pod, self.ctx.clock))
+
+    def _event(self, run: PodRun, event_type: str, reason: str, message: str,
+               container: ContainerRun | None = None) -> None:
+        pod = self._pod(run)
+        if pod is None:
+            return
+        path = None
+        if container is not None:
+            group = "initContainers" if container.init else "containers"
+            path = f"spec.{group}{{{container.name}}}"
+        self.ctx.events.record(pod, event_type, reason, message, component=COMPONENT,
+                               host=run.node, field_path=path)
+
+    def _later(self, run: PodRun, container: ContainerRun, delay: float,
+               action: Callable[[], None]) -> None:
+        generation = container.generation
+
+        def fire() -> None:
+            if self.runs.get(run.uid) is run and container.generation == generation:
+                action()
+                self._flush(run)
+
+        container.timers.append(self.ctx.clock.call_later(delay, fire))
+
+    def _log(self, container: ContainerRun, level: str, text: str) -> None:
+        container.logs.append(f"{self.ctx.clock.micro_timestamp()} {level} {text}")
+
+    # ------------------------------------------------------------ lifecycle
+
+    def _advance(self, run: PodRun) -> None:
+        """Start the next init container, or every main container once init is done."""
+        pending_init = next((c for c in run.init if not c.completed), None)
+        if pending_init is not None:
+            if pending_init.state == "waiting" and not pending_init.ever_started \
+                    and not pending_init.timers:
+                self._prepare(run, pending_init)
+        else:
+            for container in run.main:
+                if not container.ever_started and not container.timers:
+                    self._prepare(run, container)
+        self._flush(run)
+
+    def _prepare(self, run: PodRun, container: ContainerRun) -> None:
+        pod = self._pod(run)
+        if pod is None:
+            return
+        volume_problem = missing_volume(self.ctx.store, pod)
+        if volume_problem:
+            container.state, container.reason, container.message = "waiting", \
+                "ContainerCreating", ""
+            self._event(run, "Warning", "FailedMount", volume_problem)
+            self._later(run, container, 10.0, lambda: self._prepare(run, container))
+            return
+        env, problem = resolve_environment(self.ctx.store, pod, container.spec, run.ip)
+        if problem:
+            container.state, container.reason = "waiting", "CreateContainerConfigError"
+            container.message = problem
+            self._event(run, "Warning", "Failed", f"Error: {problem}", container)
+            self._later(run, container, 10.0, lambda: self._prepare(run, container))
+            return
+        container.env = env
+        self._pull(run, container)
+
+    def _pull(self, run: PodRun, container: ContainerRun) -> None:
+        policy = container.spec.get("imagePullPolicy", "IfNotPresent")
+        if (run.node, container.image) in self._pulled and policy != "Always":
+            self._event(run, "Normal", "Pulled",
+                        f'Container image "{container.image}" already present on machine',
+                        container)
+            self._start(run, container)
+            return
+        self._event(run, "Normal", "Pulling", f'Pulling image "{container.image}"', container)
+        self._later(run, container, 0.5, lambda: self._pulled_or_failed(run, container))
+
+    def _pulled_or_failed(self, run: PodRun, container: ContainerRun) -> None:
+        spec, _ = self.ctx.images.lookup(container.image)
+        if spec is not None:
+            self._pulled.add((run.node, container.image))
+            self._event(run, "Normal", "Pulled",
+                        f'Successfully pulled image "{container.image}" in 512ms (512ms '
+                        "including waiting). Image size: 18874368 bytes.", container)
+            self._start(run, container)
+            return
+        container.pull_failures += 1
+        error = self.ctx.images.pull_error(container.image)
+        container.state, container.reason, container.message = "waiting", "ErrImagePull", error
+        self._event(run, "Warning", "Failed",
+                    f'Failed to pull image "{container.image}": {error}', container)
+        self._event(run, "Warning", "Failed", "Error: ErrImagePull", container)
+
+        def back_off() -> None:
+            container.reason = "ImagePullBackOff"
+            container.message = f'Back-off pulling image "{container.image}"'
+            self._event(run, "Normal", "BackOff", f'Back-off pulling image "{container.image}"',
+                        container)
+            self._event(run, "Warning", "Failed", "Error: ImagePullBackOff", container)
+            delay = min(10.0 * 2 ** (container.pull_failures - 1), MAX_BACKOFF)
+            self._later(run, container, delay, lambda: self._pull(run, container))
+
+        self._later(run, container, 1.0, back_off)
+
+    def _start(self, run: PodRun, container: ContainerRun) -> None:
+        container.generation += 1
+        container.timers = []
+        spec, crash = self.ctx.images.lookup(container.image)
+        container.behaviour = spec
+        container.container_id = new_container_id()
+        self._event(run, "Normal", "Created", f"Created container: {container.name}", container)
+        self._event(run, "Normal", "Started", f"Started container {container.name}", container)
+        container.state, container.reason, container.message = "running", "", ""
+        container.started_at = self.ctx.clock.now()
+        container.ever_started = True
+        container.ready = False
+        if spec is None:
+            return
+        command = (container.spec.get("command") or [None])[0]
+        if command and spec.command and command.rsplit("/", 1)[-1] != spec.command:
+            self._log(container, "ERROR", f"exec {command}: no such file or directory")
+            self._later(run, container, 0.2, lambda: self._terminate(run, container, "Error", 127))
+            return
+        for line in spec.start_log or [f"starting {container.name}"]:
+            self._log(container, "INFO", line)
+        if spec.hangs:
+            return
+        if spec.runs_to_completion:
+            self._later(run, container, 1.0,
+                        lambda: self._terminate(run, container, "Completed", 0))
+            return
+        failure = self._startup_failure(run, container, crash)
+        if failure is not None:
+            delay, reason, code, lines = failure
+            for line in lines:
+                self._log(container, "FATAL" if code != 137 else "INFO", line)
+            self._later(run, container, delay,
+                        lambda: self._terminate(run, container, reason, code))
+            return
+        for port in spec.listens:
+            self._log(container, "INFO", f"listening on :{port}")
+        self._schedule_probes(run, container)
+
+    def _startup_failure(self, run: PodRun, container: ContainerRun,
+                         crash: str) -> tuple[float, str, int, list[str]] | None:
+        spec = container.behaviour
+        assert spec is not None
+        if crash:
+            return 2.0, "Error", 2, crash.splitlines()
+        for name in spec.requires_env:
+            if not container.env.get(name):
+                return 1.0, "Error", 1, [f"required environment variable {name} is not set"]
+        for name, choices in spec.env_choices.items():
+            value = container.env.get(name)
+            if value is not None and value not in choices:
+                return 1.0, "Error", 1, [f'invalid value "{value}" for {name}: expected one of '
+                                         f'{", ".join(choices)}']
+        limit = ((container.spec.get("resources") or {}).get("limits") or {}).get("memory")
+        if limit is not None and quantity.mebibytes(limit) < spec.memory_mi:
+            return 3.0, "OOMKilled", 137, []
+        return None
+
+    def _terminate(self, run: PodRun, container: ContainerRun, reason: str, code: int) -> None:
+        container.state, container.reason, container.exit_code = "terminated", reason, code
+        container.finished_at = self.ctx.clock.now()
+        container.ready = False
+        if code == 0 and (container.init or (container.behaviour and
+                                             container.behaviour.runs_to_completion)):
+            container.completed = True
+            self._advance(run)
+            return
+        container.crashes += 1
+        container.last_terminated = {"exitCode": code, "reason": reason,
+                                     "startedAt": self.ctx.clock.timestamp(container.started_at),
+                                     "finishedAt": self.ctx.clock.timestamp(),
+                                     "containerID": container.container_id}
+        delay = crash_backoff(container.crashes)
+
+        def back_off() -> None:
+            container.state, container.reason = "waiting", "CrashLoopBackOff"
+            container.message = (f"back-off {int(max(delay, 10))}s restarting failed container="
+                                  f"{container.name} pod={run.name}_{run.namespace}({run.uid})")
+            self._event(run, "Warning", "BackOff",
+                        f"Back-off restarting failed container {container.name} in pod "
+                        f"{run.name}_{run.namespace}({run.uid})", container)
+            self._later(run, container, delay, lambda: self._restart(run, container))
+
+        self._later(run, container, 0.1, back_off)
+
+    def _restart(self, run: PodRun, container: ContainerRun) -> None:
+        container.previous_logs = list(container.logs)
+        container.logs.clear()
+        container.restart_count += 1
+        self._pull(run, container)
+
+    # ------------------------------------------------------------ probes
+
+    def _probe_ok(self, container: ContainerRun, probe: dict[str, Any]) -> tuple[bool, str]:
+        action = probe.get("httpGet") or probe.get("tcpSocket") or probe.get("grpc")
+        if action is None:
+            return True, ""
+        port = action.get("port")
+        if isinstance(port, str):
+            port = next((p.get("containerPort") for p in container.spec.get("ports") or []
+                         if p.get("name") == port), None)
+        listens = container.behaviour.listens if container.behaviour else []
+        if port in listens:
+            return True, ""
+        if "httpGet" in probe:
+            path = probe["httpGet"].get("path", "/")
+            return False, (f'Get "http://{{ip}}:{port}{path}": dial tcp {{ip}}:{port}: connect: '
+                           "connection refused")
+        return False, f"dial tcp {{ip}}:{port}: connect: connection refused"
+
+    def _schedule_probes(self, run: PodRun, container: ContainerRun) -> None:
+        readiness = container.spec.get("readinessProbe")
+        if container.init:
+            return
+        if readiness is None:
+            container.ready = True
+        else:
+            delay = float(readiness.get("initialDelaySeconds", 0)) + 1.0
+            self._later(run, container, delay, lambda: self._readiness(run, container))
+        liveness = container.spec.get("livenessProbe")
+        if liveness is not None:
+            ok, _ = self._probe_ok(container, liveness)
+            if not ok:
+                delay = float(liveness.get("initialDelaySeconds", 0)) + float(
+                    liveness.get("periodSeconds", 10)) * int(liveness.get("failureThreshold", 3))
+                self._later(run, container, delay, lambda: self._liveness_kill(run, container))
+
+    def _readiness(self, run: PodRun, container: ContainerRun) -> None:
+        probe = container.spec.get("readinessProbe") or {}
+        ok, message = self._probe_ok(container, probe)
+        container.ready = ok
+        if not ok:
+            self._event(run, "Warning", "Unhealthy",
+                        f"Readiness probe failed: {message.replace('{ip}', run.ip)}", container)
+            self._later(run, container, float(probe.get("periodSeconds", 10)),
+                        lambda: self._readiness(run, container))
+
+    def _liveness_kill(self, run: PodRun, container: ContainerRun) -> None:
+        probe = container.spec.get("livenessProbe") or {}
+        _, message = self._probe_ok(container, probe)
+        self._event(run, "Warning", "Unhealthy",
+                    f"Liveness probe failed: {message.replace('{ip}', run.ip)}", container)
+        self._event(run, "Normal", "Killing",
+                    f"Container {container.name} failed liveness probe, will be restarted",
+                    container)
+        self._log(container, "INFO", "received SIGTERM, shutting down")
+        self._terminate(run, container, "Error", 137)
+
+    # ------------------------------------------------------------ logs
+
+    def append_log(self, run: PodRun, container: ContainerRun, level: str, text: str) -> None:
+        self._log(container, level, text)
+
+    def read_log(self, namespace: str, pod_name: str, container_name: str | None, *,
+                 previous: bool, tail_lines: int | None) -> str:
+        run = next((r for r in self.runs.values()
+                    if r.namespace == namespace and r.name == pod_name), None)
+        pod = self.ctx.store.get("pods", namespace, pod_name)
+        names = [c["name"] for c in ((pod or {}).get("spec") or {}).get("containers") or []]
+        if container_name is None:
+            default = ((pod or {}).get("metadata", {}).get("annotations") or {}).get(
+                "kubectl.kubernetes.io/default-container")
+            if default:
+                container_name = default
+            elif len(names) == 1:
+                container_name = names[0]
+            else:
+                raise bad_request(f"a container name must be specified for pod {pod_name}, "
+                                  f"choose one of: [{' '.join(names)}]")
+        container = run.find(container_name) if run else None
+        if container is None:
+            if run is None and container_name in names:
+                raise bad_request(f'container "{container_name}" in pod "{pod_name}" is '
+                                  "waiting to start: ContainerCreating")
+            raise bad_request(f"container {container_name} is not valid for pod {pod_name}")
+        if previous:
+            if container.previous_logs is None:
+                raise bad_request(f'previous terminated container "{container_name}" in pod '
+                                  f'"{pod_name}" not found')
+            lines = list(container.previous_logs)
+        else:
+            if not container.ever_started:
+                detail = ("trying and failing to pull image" if container.pull_failures
+                          else container.reason)
+                raise bad_request(f'container "{container_name}" in pod "{pod_name}" is '
+                                  f"waiting to start: {detail}")
+            lines = list(container.logs)
+        if tail_lines is not None:
+            lines = lines[-tail_lines:] if tail_lines > 0 else []
+        return "".join(f"{line}\n" for line in lines)

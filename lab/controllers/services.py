@@ -1,0 +1,252 @@
+"""Service plumbing: cluster IP allocation, endpoints from ready pods, network policy checks."""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+from lab.cluster.errors import ApiError
+from lab.cluster.resources import ResourceType
+from lab.cluster.selectors import label_selector_from_object, matches_labels, matches_map
+from lab.controllers.context import ControllerContext
+from lab.controllers.workloads import pod_is_ready
+
+_SERVICE_RANGE = ipaddress.ip_network("10.96.0.0/16")
+
+
+def resolve_target_port(pod: dict[str, Any], target: Any) -> int | None:
+    """A service's targetPort on one pod: a number as is, a name through the container ports."""
+    if isinstance(target, int):
+        return target
+    if isinstance(target, str) and target.isdigit():
+        return int(target)
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        for port in container.get("ports") or []:
+            if port.get("name") == target:
+                return int(port["containerPort"])
+    return None
+
+
+class ClusterIPAllocator:
+    """Admission hook: gives each new Service a stable cluster IP (and NodePorts)."""
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.ctx = ctx
+        self._next = 10
+        self._next_node_port = 30000
+
+    def __call__(self, operation: str, rt: ResourceType, obj: dict[str, Any],
+                 old: dict[str, Any] | None) -> None:
+        if rt.plural != "services":
+            return
+        spec = obj.setdefault("spec", {})
+        if operation == "update" and old is not None:
+            old_spec = old.get("spec") or {}
+            spec.setdefault("clusterIP", old_spec.get("clusterIP"))
+            spec.setdefault("clusterIPs", old_spec.get("clusterIPs"))
+        if spec.get("type") == "ExternalName":
+            return
+        if not spec.get("clusterIP"):
+            used = {s["spec"].get("clusterIP") for s in self.ctx.store.iter_all("services")}
+            while True:
+                candidate = str(_SERVICE_RANGE[self._next])
+                self._next += 1
+                if candidate not in used:
+                    break
+            spec["clusterIP"] = candidate
+        if spec["clusterIP"] != "None":
+            spec["clusterIPs"] = [spec["clusterIP"]]
+        if spec.get("type") in ("NodePort", "LoadBalancer"):
+            for port in spec.get("ports") or []:
+                if not port.get("nodePort"):
+                    port["nodePort"] = self._next_node_port
+                    self._next_node_port += 1
+
+
+class EndpointsController:
+    COMPONENT = "endpoint-controller"
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.ctx = ctx
+
+    def reconcile(self) -> None:
+        for service in self.ctx.store.iter_all("services"):
+            selector = (service.get("spec") or {}).get("selector")
+            if selector:
+                self._sync(service, selector)
+
+    def _sync(self, service: dict[str, Any], selector: dict[str, str]) -> None:
+        namespace = service["metadata"]["namespace"]
+        name = service["metadata"]["name"]
+        pods = [p for p in self.ctx.store.list("pods", namespace)
+                if matches_map(selector, p["metadata"].get("labels"))
+                and (p.get("status") or {}).get("podIP")]
+        subsets: dict[tuple[tuple[str, int, str], ...], dict[str, list[dict[str, Any]]]] = {}
+        for pod in sorted(pods, key=lambda p: p["status"]["podIP"]):
+            ports = []
+            for port in service["spec"].get("ports") or []:
+                number = resolve_target_port(pod, port.get("targetPort", port.get("port")))
+                if number is None:
+                    break
+                ports.append((port.get("name", ""), number, port.get("protocol", "TCP")))
+            else:
+                address = {"ip": pod["status"]["podIP"],
+                           "nodeName": pod["spec"].get("nodeName"),
+                           "targetRef": {"kind": "Pod", "namespace": namespace,
+                                         "name": pod["metadata"]["name"],
+                                         "uid": pod["metadata"]["uid"]}}
+                bucket = subsets.setdefault(tuple(ports), {"addresses": [],
+                                                           "notReadyAddresses": []})
+                bucket["addresses" if pod_is_ready(pod) else "notReadyAddresses"].append(address)
+        rendered = []
+        for ports, bucket in subsets.items():
+            subset: dict[str, Any] = {k: v for k, v in bucket.items() if v}
+            subset["ports"] = [{**({"name": n} if n else {}), "port": p, "protocol": proto}
+                               for n, p, proto in ports]
+            rendered.append(subset)
+        existing = self.ctx.store.get("endpoints", namespace, name)
+        labels = dict(service["metadata"].get("labels") or {})
+        if existing is None:
+            endpoints = {"apiVersion": "v1", "kind": "Endpoints",
+                         "metadata": {"name": name, "namespace": namespace, "labels": labels}}
+            if rendered:
+                endpoints["subsets"] = rendered
+            self.ctx.store.create("endpoints", endpoints)
+        elif (existing.get("subsets") or []) != rendered:
+            updated = {k: v for k, v in existing.items() if k != "subsets"}
+            if rendered:
+                updated["subsets"] = rendered
+            self.ctx.store.replace("endpoints", updated)
+
+
+def network_policy_allows(ctx: ControllerContext, caller: dict[str, Any] | None,
+                          callee: dict[str, Any], port: int) -> bool:
+    """Whether ingress to ``callee`` on ``port`` from ``caller`` (None: outside) is allowed."""
+    namespace = callee["metadata"]["namespace"]
+    labels = callee["metadata"].get("labels") or {}
+    policies = [p for p in ctx.store.list("networkpolicies.networking.k8s.io", namespace)
+                if matches_labels(label_selector_from_object(p["spec"].get("podSelector")), labels)
+                and ("Ingress" in (p["spec"].get("policyTypes") or ["Ingress"]))]
+    if not policies:
+        return True
+    for policy in policies:
+        for rule in policy["spec"].get("ingress") or []:
+            ports = [p.get("port") for p in rule.get("ports") or []]
+            if ports and port not in ports and not any(
+                    resolve_target_port(callee, p) == port for p in ports if isinstance(p, str)):
+                continue
+            peers = rule.get("from")
+            if not peers:
+                return True
+            for peer in peers:
+                if _peer_matches(ctx, peer, caller, namespace):
+                    return True
+    return False
+
+
+def _peer_matches(ctx: ControllerContext, peer: dict[str, Any], caller: dict[str, Any] | None,
+                  namespace: str) -> bool:
+    if caller is None:
+        return "ipBlock" in peer
+    caller_ns = caller["metadata"]["namespace"]
+    if "namespaceSelector" in peer:
+        ns_obj = ctx.store.get("namespaces", "", caller_ns) or {"metadata": {}}
+        ns_labels = {**(ns_obj["metadata"].get("labels") or {}),
+                     "kubernetes.io/metadata.name": caller_ns}
+        if not matches_labels(label_selector_from_object(peer["namespaceSelector"]), ns_labels):
+            return False
+    elif caller_ns != namespace:
+        return False
+    if "podSelector" in peer:
+        return matches_labels(label_selector_from_object(peer["podSelector"]),
+                              caller["metadata"].get("labels") or {})
+    return "namespaceSelector" in peer
+
+
+class QuotaAdmission:
+    """Admission hook enforcing ResourceQuota on pod creation, as the real plugin words it."""
+
+    TRACKED = ("pods", "requests.cpu", "requests.memory", "limits.cpu", "limits.memory")
+
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.ctx = ctx
+
+    def __call__(self, operation: str, rt: ResourceType, obj: dict[str, Any],
+                 old: dict[str, Any] | None) -> None:
+        if rt.plural != "pods" or operation != "create":
+            return
+        namespace = obj["metadata"]["namespace"]
+        for quota in self.ctx.store.list("resourcequotas", namespace):
+            hard = (quota.get("spec") or {}).get("hard") or {}
+            used = usage(self.ctx, namespace)
+            wanted = pod_usage(obj)
+            for resource in self.TRACKED:
+                if resource not in hard:
+                    continue
+                if resource.startswith("limits.") and not wanted.get(f"has_{resource}"):
+                    raise ApiError(403, "Forbidden",
+                                   f'pods "{obj["metadata"]["name"]}" is forbidden: failed '
+                                   f"quota: {quota['metadata']['name']}: must specify "
+                                   f"{resource}", kind="pods", name=obj["metadata"]["name"])
+                from lab.cluster import quantity
+
+                if used[resource] + wanted[resource] > float(quantity.parse(hard[resource])):
+                    raise ApiError(
+                        403, "Forbidden",
+                        f'pods "{obj["metadata"]["name"]}" is forbidden: exceeded quota: '
+                        f"{quota['metadata']['name']}, requested: {resource}="
+                        f"{_fmt(resource, wanted[resource])}, used: {resource}="
+                        f"{_fmt(resource, used[resource])}, limited: {resource}="
+                        f"{hard[resource]}", kind="pods", name=obj["metadata"]["name"])
+
+
+def _fmt(resource: str, value: float) -> str:
+    if resource == "pods":
+        return str(int(value))
+    if resource.endswith("cpu"):
+        return f"{int(value * 1000)}m"
+    return f"{int(value / 2**20)}Mi"
+
+
+def pod_usage(pod: dict[str, Any]) -> dict[str, float]:
+    from lab.cluster import quantity
+
+    totals = {"pods": 1.0, "requests.cpu": 0.0, "requests.memory": 0.0, "limits.cpu": 0.0,
+              "limits.memory": 0.0, "has_limits.cpu": 1.0, "has_limits.memory": 1.0}
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        resources = container.get("resources") or {}
+        for section in ("requests", "limits"):
+            for name in ("cpu", "memory"):
+                value = (resources.get(section) or {}).get(name)
+                if value is None and section == "requests":
+                    value = (resources.get("limits") or {}).get(name)
+                if value is None:
+                    if section == "limits":
+                        totals[f"has_limits.{name}"] = 0.0
+                    continue
+                totals[f"{section}.{name}"] += float(quantity.parse(value))
+    return totals
+
+
+def usage(ctx: ControllerContext, namespace: str) -> dict[str, float]:
+    totals = {name: 0.0 for name in QuotaAdmission.TRACKED}
+    for pod in ctx.store.list("pods", namespace):
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        for name, value in pod_usage(pod).items():
+            if name in totals:
+                totals[name] += value
+    return totals
+
+
+class QuotaController:
+    def __init__(self, ctx: ControllerContext) -> None:
+        self.ctx = ctx
+
+    def reconcile(self) -> None:
+        for quota in self.ctx.store.iter_all("resourcequotas"):
+            hard = (quota.get("spec") or {}).get("hard") or {}
+            used = usage(self.ctx, quota["metadata"]["namespace"])
+            status = {"hard": dict(hard),
+                      "used": {k: _fmt(k, used[k]) if k in used else "0" for k in hard}}
+            self.ctx.write_status("resourcequotas", quota, status)

@@ -1,0 +1,1 @@
+"""Approval policy: rule model, YAML loading, evaluation, grants."""

@@ -1,0 +1,1 @@
+"""SQLite persistence through sqlite-utils: schema, migrations, the audit log."""

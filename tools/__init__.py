@@ -1,0 +1,1 @@
+"""The sandboxed tool layer: the only code that talks to Kubernetes."""

@@ -1,0 +1,1 @@
+"""The undo stack: before-images, inverse operations, conflict detection, transactions."""
