@@ -159,7 +159,7 @@ class ApiService:
         dry_run: bool = False,
     ) -> dict[str, Any]:
         old = self.get(rt, namespace, name)
-        patched = patching.apply_patch(copy.deepcopy(old), body, content_type)
+        patched = _without_nulls(patching.apply_patch(copy.deepcopy(old), body, content_type))
         # A patch that carries a resourceVersion is a precondition; one that does not is not.
         return self._write(rt, old, patched, subresource=subresource, dry_run=dry_run)
 
@@ -225,7 +225,7 @@ class ApiService:
                 raise bad_request(f"error decoding request body: {exc}") from exc
         if not isinstance(body, dict):
             raise bad_request("the request body must be a JSON object")
-        obj = copy.deepcopy(body)
+        obj = _without_nulls(body)
         kind, api_version = obj.get("kind"), obj.get("apiVersion")
         if kind and kind != rt.kind:
             raise bad_request(f"the API version in the data ({api_version}) and kind ({kind}) "
@@ -274,7 +274,8 @@ class ApiService:
 
     def _collect_dependents(self, namespace: str, owner_uid: str, propagation: str) -> None:
         """Garbage collection: dependents of a deleted owner go too (or are orphaned)."""
-        for key in ("replicasets.apps", "pods", "controllerrevisions.apps", "endpoints", "events"):
+        for key in ("replicasets.apps", "pods", "endpointslices.discovery.k8s.io",
+                    "persistentvolumeclaims"):
             for dep in self.store.list(key, namespace or None):
                 refs = dep["metadata"].get("ownerReferences") or []
                 if not any(r.get("uid") == owner_uid for r in refs):
@@ -354,6 +355,15 @@ class ApiService:
             result = {**self.get_scale(rt, namespace, name), "spec": {"replicas": replicas}}
         result["metadata"]["resourceVersion"] = written["metadata"]["resourceVersion"]
         return result
+
+
+def _without_nulls(value: Any) -> Any:
+    """Drop null fields, as decoding into the API types and re-encoding does on a real server."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
 
 
 def admission_invalid_scale(name: str, replicas: Any) -> ApiError:

@@ -124,3 +124,22 @@ def openapi_v3_group_version(group_name: str, version: str) -> dict[str, Any] | 
     return {"openapi": "3.0.0",
             "info": {"title": "Stratus lab", "version": SERVER_VERSION["gitVersion"]},
             "paths": paths, "components": {"schemas": {}}}
+
+
+def _proto_string(field: int, value: str) -> bytes:
+    data = value.encode()
+    return bytes([(field << 3) | 2, len(data)]) + data
+
+
+def openapi_v2(protobuf: bool) -> bytes:
+    """An OpenAPI v2 document with no definitions.
+
+    kubectl 1.20 downloads it (as gnostic protobuf) before ``apply`` to validate objects; with
+    no definitions it skips schema validation, which the server then does itself.
+    """
+    title, version = "Stratus lab", str(SERVER_VERSION["gitVersion"])
+    if not protobuf:
+        return json.dumps({"swagger": "2.0", "info": {"title": title, "version": version},
+                           "paths": {}, "definitions": {}}).encode()
+    info = _proto_string(1, title) + _proto_string(2, version)
+    return _proto_string(1, "2.0") + bytes([(2 << 3) | 2, len(info)]) + info

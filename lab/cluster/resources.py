@@ -91,6 +91,7 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ResourceType("apps", "v1", "StatefulSet", "statefulsets", True, ("sts",),
                  ("scale", "status"), ("all",)),
     ResourceType("apps", "v1", "DaemonSet", "daemonsets", True, ("ds",), ("status",), ("all",)),
+    ResourceType("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True),
     ResourceType("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", True,
                  ("netpol",)),
     ResourceType("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers",

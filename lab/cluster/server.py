@@ -160,6 +160,11 @@ class ApiHttpServer:
         if head == "version":
             return _json_response(discovery.SERVER_VERSION)
         if head == "openapi":
+            if parts[1:] == ["v2"]:
+                protobuf = "protobuf" in request.headers.get("Accept", "")
+                return web.Response(body=discovery.openapi_v2(protobuf), content_type=(
+                    "application/com.github.proto-openapi.spec.v2.v1.0+protobuf" if protobuf
+                    else JSON))
             return self._openapi(parts[1:])
         if head == "api":
             if len(parts) == 1:

@@ -64,16 +64,13 @@ class Kubelet:
         self._ip_counter.clear()
 
     def _admit(self, pod: dict[str, Any], node: str) -> None:
-        node_obj = self.ctx.store.get("nodes", "", node)
-        node_index = 1
-        host_ip = "10.0.0.1"
-        if node_obj is not None:
-            host_ip = next((a["address"] for a in (node_obj.get("status") or {}).get(
-                "addresses") or [] if a.get("type") == "InternalIP"), host_ip)
-            node_index = int(host_ip.rsplit(".", 1)[1])
+        node_obj = self.ctx.store.get("nodes", "", node) or {}
+        host_ip = next((a["address"] for a in (node_obj.get("status") or {}).get(
+            "addresses") or [] if a.get("type") == "InternalIP"), "10.0.0.1")
+        cidr = (node_obj.get("spec") or {}).get("podCIDR") or "10.244.0.0/24"
         counter = self._ip_counter.get(node, 1) + 1
         self._ip_counter[node] = counter
-        ip = f"10.244.{node_index}.{counter % 250 + 2}"
+        ip = f"{cidr.rsplit('.', 1)[0]}.{counter % 250 + 2}"
         spec = pod.get("spec") or {}
         run = PodRun(
             uid=pod["metadata"]["uid"], namespace=pod["metadata"]["namespace"],

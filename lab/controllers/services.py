@@ -8,8 +8,8 @@ from typing import Any
 from lab.cluster.errors import ApiError
 from lab.cluster.resources import ResourceType
 from lab.cluster.selectors import label_selector_from_object, matches_labels, matches_map
-from lab.controllers.context import ControllerContext
-from lab.controllers.workloads import pod_is_ready
+from lab.controllers.context import ControllerContext, owner_reference
+from lab.controllers.workloads import pod_is_ready, template_hash
 
 _SERVICE_RANGE = ipaddress.ip_network("10.96.0.0/16")
 
@@ -74,6 +74,10 @@ class EndpointsController:
             selector = (service.get("spec") or {}).get("selector")
             if selector:
                 self._sync(service, selector)
+        for endpoints in self.ctx.store.iter_all("endpoints"):
+            meta = endpoints["metadata"]
+            if self.ctx.store.get("services", meta["namespace"], meta["name"]) is None:
+                self.ctx.store.delete("endpoints", meta["namespace"], meta["name"])
 
     def _sync(self, service: dict[str, Any], selector: dict[str, str]) -> None:
         namespace = service["metadata"]["namespace"]
@@ -104,6 +108,7 @@ class EndpointsController:
             subset["ports"] = [{**({"name": n} if n else {}), "port": p, "protocol": proto}
                                for n, p, proto in ports]
             rendered.append(subset)
+        self._sync_slice(service, rendered)
         existing = self.ctx.store.get("endpoints", namespace, name)
         labels = dict(service["metadata"].get("labels") or {})
         if existing is None:
@@ -117,6 +122,37 @@ class EndpointsController:
             if rendered:
                 updated["subsets"] = rendered
             self.ctx.store.replace("endpoints", updated)
+
+
+    def _sync_slice(self, service: dict[str, Any], subsets: list[dict[str, Any]]) -> None:
+        """The EndpointSlice kubectl 1.3x reads for ``describe service``."""
+        namespace = service["metadata"]["namespace"]
+        name = service["metadata"]["name"]
+        slice_name = f"{name}-{template_hash({'service': service['metadata']['uid']})[:5]}"
+        endpoints = []
+        ports: list[dict[str, Any]] = []
+        for subset in subsets:
+            ports = subset["ports"]
+            for ready_key, ready in (("addresses", True), ("notReadyAddresses", False)):
+                for address in subset.get(ready_key) or []:
+                    endpoints.append({"addresses": [address["ip"]],
+                                      "conditions": {"ready": ready, "serving": ready,
+                                                     "terminating": False},
+                                      "nodeName": address.get("nodeName"),
+                                      "targetRef": address.get("targetRef")})
+        body = {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                "metadata": {"name": slice_name, "namespace": namespace,
+                             "labels": {"kubernetes.io/service-name": name,
+                                        "endpointslice.kubernetes.io/managed-by":
+                                            "endpointslice-controller.k8s.io"},
+                             "ownerReferences": [owner_reference(service)]},
+                "addressType": "IPv4", "endpoints": endpoints, "ports": ports}
+        existing = self.ctx.store.get("endpointslices.discovery.k8s.io", namespace, slice_name)
+        if existing is None:
+            self.ctx.store.create("endpointslices.discovery.k8s.io", body)
+        elif (existing.get("endpoints"), existing.get("ports")) != (endpoints, ports):
+            self.ctx.store.replace("endpointslices.discovery.k8s.io",
+                                   {**existing, "endpoints": endpoints, "ports": ports})
 
 
 def network_policy_allows(ctx: ControllerContext, caller: dict[str, Any] | None,
