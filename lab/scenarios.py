@@ -176,7 +176,7 @@ def substitute(value: Any, params: dict[str, Any]) -> Any:
     if isinstance(value, list):
         return [substitute(v, params) for v in value]
     if isinstance(value, dict):
-        return {k: substitute(v, params) for k, v in value.items()}
+        return {str(substitute(k, params)): substitute(v, params) for k, v in value.items()}
     return value
 
 
@@ -206,7 +206,7 @@ def apply_fault(api: ApiService, fault: Fault, namespace: str, params: dict[str,
     values = resolve_params(fault, params)
     done: list[str] = []
     for raw in fault.steps:
-        step = Step.model_validate(substitute(raw.model_dump(exclude_none=True), values))
+        step = Step.model_validate(substitute(raw.model_dump(), values))
         try:
             done.append(_apply_step(api, step, namespace, now))
         except ApiError as error:
