@@ -1,0 +1,99 @@
+"""Shared fixtures: a lab cluster served over real HTTP, kubeconfigs, and the kubectl matrix."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lab.client import LabClient
+from lab.runner import LabServer, write_kubeconfig
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Lab:
+    """A running lab: its URL, a kubeconfig for it, and a client for ``/lab/v1``."""
+
+    server: LabServer
+    kubeconfig: Path
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    @property
+    def control(self) -> LabClient:
+        return LabClient(self.url)
+
+    def reset(self) -> None:
+        self.control.post("/lab/v1/reset")
+
+    def settle(self) -> dict[str, Any]:
+        result: dict[str, Any] = self.control.post("/lab/v1/settle")
+        return result
+
+
+@pytest.fixture(scope="session")
+def lab_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    server = LabServer(apps=["hotel", "shop"]).start()
+    kubeconfig = write_kubeconfig(tmp_path_factory.mktemp("kube") / "config", server.url, "hotel")
+    yield Lab(server, kubeconfig)
+    server.stop()
+
+
+@pytest.fixture
+def lab(lab_session: Lab) -> Lab:
+    """The shared lab, reset to fresh apps before the test."""
+    lab_session.reset()
+    return lab_session
+
+
+def _kubectl_binaries() -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
+    system = shutil.which("kubectl")
+    if system:
+        found.append(("system", system))
+    unpacked = REPO / ".cache" / "kubectl-1.20" / "usr" / "bin" / "kubectl"
+    if unpacked.is_file():
+        found.append(("1.20", str(unpacked)))
+    return found
+
+
+KUBECTLS = _kubectl_binaries()
+
+
+@dataclass
+class Kubectl:
+    binary: str
+    env: dict[str, str]
+
+    def run(self, *args: str, stdin: str | None = None, check: bool = True,
+            namespace: str | None = "hotel") -> subprocess.CompletedProcess[str]:
+        command = [self.binary, *(["-n", namespace] if namespace else []), *args]
+        result = subprocess.run(command, input=stdin, text=True, capture_output=True,
+                                env=self.env, timeout=60, check=False)
+        if check and result.returncode != 0:
+            raise AssertionError(f"{' '.join(command)} failed ({result.returncode}):\n"
+                                 f"{result.stderr}{result.stdout}")
+        return result
+
+    def out(self, *args: str, **kwargs: Any) -> str:
+        return self.run(*args, **kwargs).stdout
+
+
+@pytest.fixture(params=[name for name, _ in KUBECTLS] or ["missing"])
+def kubectl(request: pytest.FixtureRequest, lab: Lab, tmp_path: Path) -> Kubectl:
+    if not KUBECTLS:
+        pytest.fail("no kubectl found: the test command installs it (see README)")
+    binary = dict(KUBECTLS)[request.param]
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path),
+           "KUBECONFIG": str(lab.kubeconfig), "KUBECACHEDIR": str(tmp_path / "cache")}
+    return Kubectl(binary, env)

@@ -1,0 +1,189 @@
+"""The real kubectl binaries (every version found) against the lab, verb by verb."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import Kubectl, Lab
+
+RESOURCES = ["ns", "no", "po", "svc", "ep", "ev", "cm", "secrets", "sa", "pvc", "quota",
+             "deploy", "rs", "sts", "ds", "netpol", "hpa", "sc", "endpointslices"]
+
+
+EXTRA_OBJECTS = """
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: generous, namespace: hotel}
+spec: {hard: {pods: "100"}}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: allow-all, namespace: hotel}
+spec:
+  podSelector: {}
+  ingress: [{}]
+"""
+
+
+@pytest.mark.parametrize("resource", RESOURCES)
+def test_get_every_resource_in_every_format(kubectl: Kubectl, resource: str) -> None:
+    kubectl.run("apply", "-f", "-", stdin=EXTRA_OBJECTS)
+    table = kubectl.out("get", resource, "-A")
+    assert table.splitlines()[0].startswith(("NAMESPACE", "NAME", "LAST SEEN"))
+    wide = kubectl.out("get", resource, "-A", "-o", "wide")
+    assert wide.strip()
+    listing = json.loads(kubectl.out("get", resource, "-A", "-o", "json"))
+    assert listing["kind"] == "List"
+    assert all(item["kind"] and item["apiVersion"] for item in listing["items"])
+    assert "apiVersion:" in kubectl.out("get", resource, "-A", "-o", "yaml")
+    names = kubectl.out("get", resource, "-A", "-o", "name").split()
+    assert len(names) == len(listing["items"])
+
+
+def test_get_pods_prints_the_columns_a_user_expects(kubectl: Kubectl) -> None:
+    header, *rows = kubectl.out("get", "pods").splitlines()
+    assert header.split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    geo = next(r for r in rows if r.startswith("geo-"))
+    assert geo.split()[1:3] == ["1/1", "Running"]
+    wide = kubectl.out("get", "pods", "-o", "wide").splitlines()[0].split()
+    assert {"IP", "NODE"} <= set(wide)
+    deployments = kubectl.out("get", "deploy").splitlines()[0].split()
+    assert deployments == ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]
+
+
+def test_label_and_field_selectors(kubectl: Kubectl) -> None:
+    assert kubectl.out("get", "pods", "-l", "app=geo", "-o", "name").count("pod/") == 1
+    assert kubectl.out("get", "pods", "-l", "tier in (database)", "-o", "name").count("pod/") == 6
+    others = kubectl.out("get", "pods", "-l", "app!=geo", "-o", "name").split()
+    assert len(others) == 16 and not any(name.startswith("pod/geo-") for name in others)
+    assert kubectl.out("get", "pods", "-l", "!tier", "-o", "name").strip() == ""
+    running = kubectl.out("get", "pods", "-A", "--field-selector", "status.phase=Running",
+                          "-o", "name", namespace=None)
+    assert running.count("pod/") >= 17 + 11
+    on_node = kubectl.out("get", "pods", "-A", "--field-selector", "spec.nodeName=node-1",
+                          "-o", "json", namespace=None)
+    assert all(p["spec"]["nodeName"] == "node-1" for p in json.loads(on_node)["items"])
+    bad = kubectl.run("get", "pods", "--field-selector", "spec.bogus=1", check=False)
+    assert bad.returncode != 0 and "field label not supported" in bad.stderr
+
+
+def test_describe_pod_deployment_service_node(kubectl: Kubectl) -> None:
+    pod = kubectl.out("describe", "pod", "-l", "app=geo")
+    assert "Controlled By:  ReplicaSet/geo-" in pod and "Started container geo" in pod
+    deployment = kubectl.out("describe", "deployment", "geo")
+    assert "1 desired | 1 updated | 1 total | 1 available" in deployment
+    assert "NewReplicaSet:" in deployment
+    service = kubectl.out("describe", "service", "geo")
+    assert "TargetPort:" in service and ":8083" in service.split("Endpoints:")[1].splitlines()[0]
+    node = kubectl.out("describe", "node", "node-1", namespace=None)
+    assert "Non-terminated Pods:" in node and "Allocated resources:" in node
+
+
+def test_logs_tail_container_and_previous(kubectl: Kubectl) -> None:
+    assert kubectl.out("logs", "deploy/geo", "--tail=1").count("\n") == 1
+    assert "listening on :8083" in kubectl.out("logs", "deploy/geo", "-c", "geo")
+    missing = kubectl.run("logs", "deploy/geo", "--previous", check=False)
+    assert missing.returncode != 0 and "previous terminated container" in missing.stderr
+    kubectl.run("set", "image", "deploy/rate", "rate=stratus/hotel-rate:1.2")
+    previous = kubectl.out("logs", "deploy/rate", "--previous")
+    assert "panic: runtime error" in previous
+
+
+def test_scale_and_rollout_restart_status_history_undo(kubectl: Kubectl) -> None:
+    kubectl.run("scale", "deploy/geo", "--replicas=3")
+    assert kubectl.out("get", "deploy", "geo", "-o", "jsonpath={.status.readyReplicas}") == "3"
+    kubectl.run("rollout", "restart", "deploy/geo")
+    assert "successfully rolled out" in kubectl.out("rollout", "status", "deploy/geo",
+                                                    "--timeout=20s")
+    kubectl.run("set", "image", "deploy/geo", "geo=stratus/hotel-geo:1.1")
+    history = kubectl.out("rollout", "history", "deploy/geo")
+    assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == \
+        ["1", "2", "3"]
+    kubectl.run("rollout", "undo", "deploy/geo")
+    image = kubectl.out("get", "deploy", "geo", "-o",
+                        "jsonpath={.spec.template.spec.containers[0].image}")
+    assert image == "stratus/hotel-geo:1.0"
+    history = kubectl.out("rollout", "history", "deploy/geo")
+    assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == \
+        ["1", "3", "4"]
+    kubectl.run("rollout", "undo", "deploy/geo", "--to-revision=1")
+    assert kubectl.out("get", "rs", "-l", "app=geo", "-o", "name").count("replicaset") == 3
+
+
+def test_set_image_and_env(kubectl: Kubectl) -> None:
+    kubectl.run("set", "image", "deploy/search", "search=stratus/hotel-search:1.1")
+    assert "stratus/hotel-search:1.1" in kubectl.out("get", "pods", "-l", "app=search", "-o",
+                                                      "jsonpath={.items[*].spec.containers[0].image}")
+    kubectl.run("set", "env", "deploy/search", "FEATURE_X=on")
+    assert "FEATURE_X=on" in kubectl.out("set", "env", "deploy/search", "--list")
+    kubectl.run("set", "env", "deploy/search", "FEATURE_X-")
+    listed = kubectl.out("set", "env", "deploy/search", "--list")
+    assert "FEATURE_X" not in listed and "LOG_LEVEL" in listed
+
+
+def test_patch_with_all_three_types(kubectl: Kubectl) -> None:
+    kubectl.run("patch", "deploy", "geo", "--type=merge", "-p",
+                '{"metadata":{"labels":{"merged":"yes"}}}')
+    kubectl.run("patch", "deploy", "geo", "--type=json", "-p",
+                '[{"op":"add","path":"/metadata/labels/json","value":"yes"}]')
+    kubectl.run("patch", "deploy", "geo", "-p",
+                '{"spec":{"template":{"spec":{"containers":[{"name":"geo",'
+                '"resources":{"limits":{"memory":"300Mi"}}}]}}}}')
+    deployment = json.loads(kubectl.out("get", "deploy", "geo", "-o", "json"))
+    assert deployment["metadata"]["labels"]["merged"] == "yes"
+    assert deployment["metadata"]["labels"]["json"] == "yes"
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["resources"]["limits"]["memory"] == "300Mi"
+    assert container["image"] == "stratus/hotel-geo:1.0"  # strategic merge kept the rest
+    bad = kubectl.run("patch", "deploy", "geo", "--type=json", "-p",
+                      '[{"op":"replace","path":"/spec/nope/x","value":1}]', check=False)
+    assert bad.returncode != 0
+
+
+def test_label_annotate_cordon_uncordon(kubectl: Kubectl) -> None:
+    kubectl.run("label", "pod", "-l", "app=geo", "team=search")
+    assert kubectl.out("get", "pods", "-l", "team=search", "-o", "name").count("pod/") == 1
+    kubectl.run("annotate", "deploy", "geo", "owner=sre")
+    assert kubectl.out("get", "deploy", "geo", "-o",
+                       "jsonpath={.metadata.annotations.owner}") == "sre"
+    kubectl.run("cordon", "node-1", namespace=None)
+    assert "SchedulingDisabled" in kubectl.out("get", "node", "node-1", namespace=None)
+    kubectl.run("uncordon", "node-1", namespace=None)
+    assert "SchedulingDisabled" not in kubectl.out("get", "node", "node-1", namespace=None)
+
+
+def test_delete_pod_is_replaced_by_its_replica_set(kubectl: Kubectl) -> None:
+    before = kubectl.out("get", "pods", "-l", "app=geo", "-o", "name").strip()
+    kubectl.run("delete", "pod", "-l", "app=geo")
+    after = kubectl.out("get", "pods", "-l", "app=geo", "-o", "name").strip()
+    assert after and after != before
+
+
+def test_apply_creates_then_updates_and_wait(kubectl: Kubectl) -> None:
+    manifest = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: hotel}
+spec:
+  replicas: REPLICAS
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: memcached:1.6.7}]
+"""
+    created = kubectl.run("apply", "-f", "-", stdin=manifest.replace("REPLICAS", "1"))
+    assert "created" in created.stdout and "warning" not in created.stderr.lower()
+    updated = kubectl.run("apply", "-f", "-", stdin=manifest.replace("REPLICAS", "3"))
+    assert "configured" in updated.stdout
+    kubectl.run("wait", "--for=condition=Available", "deploy/web", "--timeout=20s")
+    assert kubectl.out("get", "deploy", "web", "-o", "jsonpath={.status.availableReplicas}") == "3"
+
+
+def test_unknown_resource_and_object_errors(kubectl: Kubectl, lab: Lab) -> None:
+    missing = kubectl.run("get", "deploy", "nope", check=False)
+    assert missing.returncode != 0 and 'deployments.apps "nope" not found' in missing.stderr
+    unknown = kubectl.run("get", "widgets", check=False)
+    assert unknown.returncode != 0
