@@ -69,12 +69,13 @@ class ObjectStore:
         """The object as JSON bytes, cached per resourceVersion (lists of 1,000 pods stay fast)."""
         meta = obj["metadata"]
         cache_key = (key, meta.get("namespace", ""), meta["name"])
-        cached = self._json.get(cache_key)
+        stored = self.get(key, cache_key[1], cache_key[2]) is obj
         rv = meta.get("resourceVersion", "")
+        cached = self._json.get(cache_key) if stored else None
         if cached and cached[0] == rv:
             return cached[1]
         data = json.dumps(obj, separators=(",", ":")).encode()
-        if self.get(key, cache_key[1], cache_key[2]) is obj:
+        if stored:
             self._json[cache_key] = (rv, data)
         return data
 
