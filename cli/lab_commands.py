@@ -16,9 +16,12 @@ from lab.cluster_sim import available_apps
 from lab.runner import LabNotRunning, LabServer, server_url_from_kubeconfig, write_kubeconfig
 
 _KUBECONFIG = click.option(
-    "--kubeconfig", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    "--kubeconfig",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
     help="The lab's kubeconfig (default: $STRATUS_LAB_KUBECONFIG or "
-         "~/.local/share/stratus/lab/kubeconfig).")
+    "~/.local/share/stratus/lab/kubeconfig).",
+)
 
 
 def _client(kubeconfig: Path | None) -> LabClient:
@@ -29,8 +32,9 @@ def _client(kubeconfig: Path | None) -> LabClient:
         raise click.ClickException(str(error)) from error
 
 
-def _call(kubeconfig: Path | None, method: str, path: str,
-          body: dict[str, Any] | None = None) -> Any:
+def _call(
+    kubeconfig: Path | None, method: str, path: str, body: dict[str, Any] | None = None
+) -> Any:
     client = _client(kubeconfig)
     try:
         return client.request(method, path, body)
@@ -44,30 +48,48 @@ def lab() -> None:
 
 
 @lab.command()
-@click.option("--app", "apps", multiple=True, default=("hotel",), show_default=True,
-              help=f"Sample app to deploy (repeatable): {', '.join(available_apps())}, or none.")
-@click.option("--port", type=click.IntRange(0, 65535), default=0,
-              help="Port on 127.0.0.1 (default: a free port).")
+@click.option(
+    "--app",
+    "apps",
+    multiple=True,
+    default=("hotel",),
+    show_default=True,
+    help=f"Sample app to deploy (repeatable): {', '.join(available_apps())}, or none.",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=0,
+    help="Port on 127.0.0.1 (default: a free port).",
+)
 @_KUBECONFIG
-@click.option("--clock", type=click.Choice([REALTIME, INSTANT]), default=REALTIME,
-              show_default=True,
-              help="realtime: pods take seconds to start, as in a cluster; instant: every write "
-                   "settles the cluster at once (for scripts and tests).")
+@click.option(
+    "--clock",
+    type=click.Choice([REALTIME, INSTANT]),
+    default=REALTIME,
+    show_default=True,
+    help="realtime: pods take seconds to start, as in a cluster; instant: every write "
+    "settles the cluster at once (for scripts and tests).",
+)
 def up(apps: tuple[str, ...], port: int, kubeconfig: Path | None, clock: str) -> None:
     """Start the lab cluster and write its kubeconfig; runs until interrupted."""
     chosen = [a for a in apps if a != "none"]
     unknown = [a for a in chosen if a not in available_apps()]
     if unknown:
-        raise click.ClickException(f"unknown app {unknown[0]!r}; available: "
-                                   f"{', '.join(available_apps())}")
+        raise click.ClickException(
+            f"unknown app {unknown[0]!r}; available: {', '.join(available_apps())}"
+        )
     path = kubeconfig or paths.lab_kubeconfig()
     server = LabServer(mode=clock, apps=chosen, port=port)
 
     def ready(running: LabServer) -> None:
         namespace = "hotel" if "hotel" in chosen else (chosen[0] if chosen else "default")
         write_kubeconfig(path, running.url, namespace)
-        click.echo(f"lab ready: {running.url} kubeconfig={path} apps={','.join(chosen) or '-'} "
-                   f"clock={clock} (export KUBECONFIG={path})", nl=True)
+        click.echo(
+            f"lab ready: {running.url} kubeconfig={path} apps={','.join(chosen) or '-'} "
+            f"clock={clock} (export KUBECONFIG={path})",
+            nl=True,
+        )
 
     try:
         server.run_forever(ready)
@@ -89,8 +111,9 @@ def list_scenarios(as_json: bool) -> None:
     width = max(len(s.name) for s in found)
     for scenario in found:
         category = scenario.root_cause.category if scenario.root_cause else "none"
-        click.echo(f"{scenario.name:<{width}}  {scenario.app:<6} {category:<24} "
-                   f"{scenario.description}")
+        click.echo(
+            f"{scenario.name:<{width}}  {scenario.app:<6} {category:<24} {scenario.description}"
+        )
 
 
 @lab.command("faults")
@@ -116,25 +139,31 @@ def _parse_params(pairs: tuple[str, ...]) -> dict[str, Any]:
 @click.option("-n", "--namespace", default=None, help="Namespace for a single fault.")
 @click.option("--param", "params", multiple=True, help="Fault parameter KEY=VALUE (repeatable).")
 @_KUBECONFIG
-def inject(name: str, namespace: str | None, params: tuple[str, ...],
-           kubeconfig: Path | None) -> None:
+def inject(
+    name: str, namespace: str | None, params: tuple[str, ...], kubeconfig: Path | None
+) -> None:
     """Inject a scenario (by name) or a single fault (with -n and --param)."""
     is_scenario = (scenarios.SCENARIOS_DIR / f"{name}.yaml").is_file()
     if is_scenario:
         if params or namespace:
-            raise click.UsageError("--param and --namespace apply to single faults, not "
-                                   "scenarios")
+            raise click.UsageError("--param and --namespace apply to single faults, not scenarios")
         result = _call(kubeconfig, "POST", f"/lab/v1/scenarios/{name}/inject", {})
         target = f"scenario {result['scenario']} in namespace {result['namespace']}"
     elif (scenarios.FAULTS_DIR / f"{name}.yaml").is_file():
         if not namespace:
             raise click.UsageError("a single fault needs --namespace")
-        result = _call(kubeconfig, "POST", f"/lab/v1/faults/{name}/inject",
-                       {"namespace": namespace, "params": _parse_params(params)})
+        result = _call(
+            kubeconfig,
+            "POST",
+            f"/lab/v1/faults/{name}/inject",
+            {"namespace": namespace, "params": _parse_params(params)},
+        )
         target = f"fault {result['fault']} in namespace {result['namespace']}"
     else:
-        raise click.ClickException(f"no scenario or fault named {name!r}; see 'stratus lab "
-                                   "scenarios' and 'stratus lab faults'")
+        raise click.ClickException(
+            f"no scenario or fault named {name!r}; see 'stratus lab "
+            "scenarios' and 'stratus lab faults'"
+        )
     click.echo(f"injected {target}")
     for line in result["applied"]:
         click.echo(f"  {line}")
@@ -151,8 +180,10 @@ def check(scenario: str, as_json: bool, kubeconfig: Path | None) -> None:
         click.echo(json.dumps(verdict, indent=2))
     else:
         state = "PASS" if verdict["passed"] else "FAIL"
-        click.echo(f"{state} {scenario}: mitigated={verdict['mitigated']} "
-                   f"no_collateral_damage={verdict['no_collateral_damage']}")
+        click.echo(
+            f"{state} {scenario}: mitigated={verdict['mitigated']} "
+            f"no_collateral_damage={verdict['no_collateral_damage']}"
+        )
         for problem in verdict["problems"]:
             click.echo(f"  problem: {problem}")
         for damage in verdict["collateral_damage"]:

@@ -25,8 +25,12 @@ class LabClient:
 
     def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(f"{self.url}{path}", data=data, method=method,
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            f"{self.url}{path}",
+            data=data,
+            method=method,
+            headers={"Content-Type": "application/json"},
+        )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 return json.loads(response.read() or b"null")
@@ -38,8 +42,9 @@ class LabClient:
                 message = raw.decode(errors="replace")
             raise LabRequestFailed(error.code, message) from error
         except (urllib.error.URLError, ConnectionError, TimeoutError) as error:
-            raise LabNotRunning(f"cannot reach the lab at {self.url}: {error}; is "
-                                "'stratus lab up' running?") from error
+            raise LabNotRunning(
+                f"cannot reach the lab at {self.url}: {error}; is 'stratus lab up' running?"
+            ) from error
 
     def get(self, path: str) -> Any:
         return self.request("GET", path)

@@ -12,7 +12,7 @@ import asyncio
 import time
 from importlib import resources as pkg_resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
@@ -42,6 +42,11 @@ from lab.controllers.services import (
 )
 from lab.controllers.traffic import TrafficSimulator
 from lab.images import ImageCatalog
+
+
+class Controller(Protocol):
+    def reconcile(self) -> None: ...
+
 
 APPS_DIR = Path(str(pkg_resources.files("lab"))) / "apps"
 MAX_ROUNDS = 60
@@ -80,7 +85,7 @@ class Cluster:
         self.kubelet = Kubelet(self.ctx)
         self.scheduler = Scheduler(self.ctx)
         self.traffic = TrafficSimulator(self.ctx, self.kubelet)
-        self.controllers = [
+        self.controllers: list[Controller] = [
             ServiceAccountController(self.ctx),
             DeploymentController(self.ctx),
             ReplicaSetController(self.ctx),
@@ -103,10 +108,18 @@ class Cluster:
     def now(self) -> float:
         return self.clock.now()
 
-    def read_log(self, namespace: str, pod: str, container: str | None, *, previous: bool,
-                 tail_lines: int | None) -> str:
-        return self.kubelet.read_log(namespace, pod, container, previous=previous,
-                                     tail_lines=tail_lines)
+    def read_log(
+        self,
+        namespace: str,
+        pod: str,
+        container: str | None,
+        *,
+        previous: bool,
+        tail_lines: int | None,
+    ) -> str:
+        return self.kubelet.read_log(
+            namespace, pod, container, previous=previous, tail_lines=tail_lines
+        )
 
     def after_write(self) -> None:
         """Let the controllers react to a write before the next request is served."""
@@ -154,10 +167,14 @@ class Cluster:
                 timers += self.clock.run_due()
                 rounds += self.reconcile()
             self.traffic.tick(TRAFFIC_WINDOW)
-        return {"mode": self.clock.mode, "virtual_seconds": round(self.clock.now() - begin, 3),
-                "timers": timers, "rounds": rounds,
-                "elapsed_ms": round((time.perf_counter() - started) * 1000, 3),
-                "resource_version": self.store.resource_version}
+        return {
+            "mode": self.clock.mode,
+            "virtual_seconds": round(self.clock.now() - begin, 3),
+            "timers": timers,
+            "rounds": rounds,
+            "elapsed_ms": round((time.perf_counter() - started) * 1000, 3),
+            "resource_version": self.store.resource_version,
+        }
 
     async def run_realtime(self, tick: float = 0.1, traffic_every: float = 1.0) -> None:
         """The demo's heartbeat: due timers, controllers, and a traffic tick every second."""
@@ -188,8 +205,9 @@ class Cluster:
         """Deploy a sample app's manifests (idempotent); returns its namespaces."""
         path = APPS_DIR / app
         if app == "base" or not path.is_dir():
-            raise ApiError(404, "NotFound", f'unknown app "{app}"; available: '
-                                            f"{', '.join(available_apps())}")
+            raise ApiError(
+                404, "NotFound", f'unknown app "{app}"; available: {", ".join(available_apps())}'
+            )
         documents = load_manifests(path)
         namespaces = sorted({d["metadata"]["name"] for d in documents if d["kind"] == "Namespace"})
         for doc in sorted(documents, key=lambda d: d["kind"] != "Namespace"):

@@ -35,11 +35,13 @@ async def _json_body(request: web.Request) -> dict[str, Any]:
     try:
         body = json.loads(raw)
     except ValueError as exc:
-        raise web.HTTPBadRequest(text=json.dumps({"error": f"invalid JSON: {exc}"}),
-                                 content_type=JSON) from exc
+        raise web.HTTPBadRequest(
+            text=json.dumps({"error": f"invalid JSON: {exc}"}), content_type=JSON
+        ) from exc
     if not isinstance(body, dict):
-        raise web.HTTPBadRequest(text=json.dumps({"error": "expected a JSON object"}),
-                                 content_type=JSON)
+        raise web.HTTPBadRequest(
+            text=json.dumps({"error": "expected a JSON object"}), content_type=JSON
+        )
     return body
 
 
@@ -49,9 +51,15 @@ class LabControl:
         self.baselines: dict[str, dict[str, Any]] = {}
 
     async def info(self, request: web.Request) -> web.Response:
-        return _ok({"mode": self.cluster.clock.mode, "now": self.cluster.clock.timestamp(),
-                    "apps": self.cluster.installed_apps, "available_apps": available_apps(),
-                    "resource_version": self.cluster.store.resource_version})
+        return _ok(
+            {
+                "mode": self.cluster.clock.mode,
+                "now": self.cluster.clock.timestamp(),
+                "apps": self.cluster.installed_apps,
+                "available_apps": available_apps(),
+                "resource_version": self.cluster.store.resource_version,
+            }
+        )
 
     async def settle(self, request: web.Request) -> web.Response:
         body = await _json_body(request)
@@ -77,16 +85,32 @@ class LabControl:
             found = scenarios.list_scenarios()
         except scenarios.ScenarioError as error:
             return _fail(500, str(error))
-        return _ok([{"name": s.name, "app": s.app, "namespace": s.namespace,
-                     "description": s.description,
-                     "faults": [f.fault for f in s.faults],
-                     "category": s.root_cause.category if s.root_cause else "none"}
-                    for s in found])
+        return _ok(
+            [
+                {
+                    "name": s.name,
+                    "app": s.app,
+                    "namespace": s.namespace,
+                    "description": s.description,
+                    "faults": [f.fault for f in s.faults],
+                    "category": s.root_cause.category if s.root_cause else "none",
+                }
+                for s in found
+            ]
+        )
 
     async def list_faults(self, request: web.Request) -> web.Response:
-        return _ok([{"name": f.name, "description": f.description, "category": f.category,
-                     "params": {k: asdict_param(v) for k, v in f.params.items()}}
-                    for f in scenarios.list_faults()])
+        return _ok(
+            [
+                {
+                    "name": f.name,
+                    "description": f.description,
+                    "category": f.category,
+                    "params": {k: asdict_param(v) for k, v in f.params.items()},
+                }
+                for f in scenarios.list_faults()
+            ]
+        )
 
     async def inject_scenario(self, request: web.Request) -> web.Response:
         try:
@@ -94,18 +118,21 @@ class LabControl:
             if scenario.app not in self.cluster.installed_apps:
                 self.cluster.install_app(scenario.app)
             self.cluster.settle()
-            self.baselines[scenario.name] = oracle.baseline(self.cluster.store,
-                                                            scenario.namespace)
+            self.baselines[scenario.name] = oracle.baseline(self.cluster.store, scenario.namespace)
             applied: list[str] = []
             for use in scenario.faults:
                 fault = scenarios.load_fault(use.fault)
-                applied += scenarios.apply_fault(self.cluster.api, fault, scenario.namespace,
-                                                 use.params, self.cluster.clock.timestamp())
+                applied += scenarios.apply_fault(
+                    self.cluster.api,
+                    fault,
+                    scenario.namespace,
+                    use.params,
+                    self.cluster.clock.timestamp(),
+                )
         except scenarios.ScenarioError as error:
             return _fail(400, str(error))
         self.cluster.settle()
-        return _ok({"scenario": scenario.name, "namespace": scenario.namespace,
-                    "applied": applied})
+        return _ok({"scenario": scenario.name, "namespace": scenario.namespace, "applied": applied})
 
     async def inject_fault(self, request: web.Request) -> web.Response:
         body = await _json_body(request)
@@ -114,9 +141,13 @@ class LabControl:
             return _fail(400, "a fault needs a namespace")
         try:
             fault = scenarios.load_fault(request.match_info["name"])
-            applied = scenarios.apply_fault(self.cluster.api, fault, namespace,
-                                            dict(body.get("params") or {}),
-                                            self.cluster.clock.timestamp())
+            applied = scenarios.apply_fault(
+                self.cluster.api,
+                fault,
+                namespace,
+                dict(body.get("params") or {}),
+                self.cluster.clock.timestamp(),
+            )
         except scenarios.ScenarioError as error:
             return _fail(400, str(error))
         self.cluster.settle()
@@ -129,12 +160,15 @@ class LabControl:
             return _fail(404, str(error))
         before = self.baselines.get(scenario.name)
         if before is None:
-            return _fail(409, f"scenario {scenario.name} was not injected into this lab; run "
-                              f"'stratus lab inject {scenario.name}' first")
+            return _fail(
+                409,
+                f"scenario {scenario.name} was not injected into this lab; run "
+                f"'stratus lab inject {scenario.name}' first",
+            )
         self.cluster.settle()
-        verdict = oracle.evaluate(self.cluster.store,
-                                  self.cluster.traffic.report(scenario.namespace), scenario,
-                                  before)
+        verdict = oracle.evaluate(
+            self.cluster.store, self.cluster.traffic.report(scenario.namespace), scenario, before
+        )
         return _ok(verdict.to_dict())
 
     async def set_denials(self, request: web.Request) -> web.Response:

@@ -54,7 +54,7 @@ def split_image(reference: str) -> tuple[str, str]:
     ref = reference.split("@", 1)[0]
     for prefix in ("docker.io/library/", "docker.io/", "index.docker.io/"):
         if ref.startswith(prefix):
-            ref = ref[len(prefix):]
+            ref = ref[len(prefix) :]
     last = ref.rsplit("/", 1)[-1]
     if ":" in last:
         repo, tag = ref.rsplit(":", 1)
@@ -84,14 +84,19 @@ class ImageCatalog:
         return None, ""
 
     def pull_error(self, reference: str) -> str:
-        repo, tag = split_image(reference)
-        full = reference if "/" in reference.split(":")[0] else f"docker.io/library/{reference}"
+        repo, _ = split_image(reference)
+        bare = "/" not in reference.split(":", maxsplit=1)[0]
+        full = f"docker.io/library/{reference}" if bare else reference
         if repo in self.images:
-            return (f'rpc error: code = NotFound desc = failed to pull and unpack image '
-                    f'"{full}": failed to resolve reference "{full}": {full}: not found')
-        return (f'rpc error: code = Unknown desc = failed to pull and unpack image "{full}": '
-                f'failed to resolve reference "{full}": pull access denied, repository does '
-                "not exist or may require authorization")
+            return (
+                f"rpc error: code = NotFound desc = failed to pull and unpack image "
+                f'"{full}": failed to resolve reference "{full}": {full}: not found'
+            )
+        return (
+            f'rpc error: code = Unknown desc = failed to pull and unpack image "{full}": '
+            f'failed to resolve reference "{full}": pull access denied, repository does '
+            "not exist or may require authorization"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {name: spec.model_dump() for name, spec in self.images.items()}

@@ -18,8 +18,14 @@ from lab.controllers.workloads import pod_is_ready
 from lab.scenarios import Check, Scenario
 
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
-_BAD_WAITING = {"CrashLoopBackOff", "ImagePullBackOff", "ErrImagePull",
-                "CreateContainerConfigError", "CreateContainerError", "RunContainerError"}
+_BAD_WAITING = {
+    "CrashLoopBackOff",
+    "ImagePullBackOff",
+    "ErrImagePull",
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "RunContainerError",
+}
 
 
 @dataclass
@@ -35,28 +41,34 @@ class Verdict:
         return self.mitigated and self.no_collateral_damage
 
     def to_dict(self) -> dict[str, Any]:
-        return {"scenario": self.scenario, "passed": self.passed, "mitigated": self.mitigated,
-                "no_collateral_damage": self.no_collateral_damage, "problems": self.problems,
-                "collateral_damage": self.damage}
+        return {
+            "scenario": self.scenario,
+            "passed": self.passed,
+            "mitigated": self.mitigated,
+            "no_collateral_damage": self.no_collateral_damage,
+            "problems": self.problems,
+            "collateral_damage": self.damage,
+        }
 
 
 def _containers(obj: dict[str, Any]) -> dict[str, str]:
     template = (obj.get("spec") or {}).get("template") or {}
-    return {c["name"]: c.get("image", "") for c in (template.get("spec") or {}).get(
-        "containers") or []}
+    return {
+        c["name"]: c.get("image", "") for c in (template.get("spec") or {}).get("containers") or []
+    }
 
 
 def baseline(store: ObjectStore, namespace: str) -> dict[str, Any]:
     """What must still hold after the incident, for every workload and service."""
     snapshot: dict[str, Any] = {}
     for kind in WORKLOAD_KINDS:
-        for obj in store.list(by_kind(kind).key, namespace):
+        for obj in store.list_objects(by_kind(kind).key, namespace):
             snapshot[f"{kind}/{obj['metadata']['name']}"] = {
                 "replicas": (obj.get("spec") or {}).get("replicas"),
                 "images": _containers(obj),
                 "selector": (obj.get("spec") or {}).get("selector"),
             }
-    for svc in store.list("services", namespace):
+    for svc in store.list_objects("services", namespace):
         spec = svc.get("spec") or {}
         snapshot[f"Service/{svc['metadata']['name']}"] = {
             "selector": spec.get("selector"),
@@ -65,8 +77,7 @@ def baseline(store: ObjectStore, namespace: str) -> dict[str, Any]:
     return snapshot
 
 
-def collateral_damage(before: dict[str, Any], after: dict[str, Any],
-                      faulty: set[str]) -> list[str]:
+def collateral_damage(before: dict[str, Any], after: dict[str, Any], faulty: set[str]) -> list[str]:
     damage = []
     for key, expected in before.items():
         if key in faulty:
@@ -84,7 +95,7 @@ def collateral_damage(before: dict[str, Any], after: dict[str, Any],
 def _workload_problems(store: ObjectStore, namespace: str, before: dict[str, Any]) -> list[str]:
     problems = []
     for kind in WORKLOAD_KINDS:
-        for obj in store.list(by_kind(kind).key, namespace):
+        for obj in store.list_objects(by_kind(kind).key, namespace):
             name = f"{kind}/{obj['metadata']['name']}"
             status = obj.get("status") or {}
             if kind == "DaemonSet":
@@ -109,7 +120,7 @@ def _workload_problems(store: ObjectStore, namespace: str, before: dict[str, Any
 
 def _pod_problems(store: ObjectStore, namespace: str) -> list[str]:
     problems = []
-    for pod in store.list("pods", namespace):
+    for pod in store.list_objects("pods", namespace):
         name = f"Pod/{pod['metadata']['name']}"
         status = pod.get("status") or {}
         if status.get("phase") == "Pending" and not (pod.get("spec") or {}).get("nodeName"):
@@ -155,20 +166,24 @@ def _check(store: ObjectStore, namespace: str, check: Check) -> str | None:
     return None
 
 
-def evaluate(store: ObjectStore, traffic: dict[str, Any], scenario: Scenario,
-             before: dict[str, Any]) -> Verdict:
+def evaluate(
+    store: ObjectStore, traffic: dict[str, Any], scenario: Scenario, before: dict[str, Any]
+) -> Verdict:
     namespace = scenario.namespace
     problems = _workload_problems(store, namespace, before)
     problems += _pod_problems(store, namespace)
     for service, counters in traffic.items():
         if counters["error_rate"] > 0:
-            problems.append(f"Service/{service} fails {counters['error_rate']:.0%} of requests: "
-                            f"{counters['last_error']}")
+            problems.append(
+                f"Service/{service} fails {counters['error_rate']:.0%} of requests: "
+                f"{counters['last_error']}"
+            )
     for check in scenario.oracle.checks:
         problem = _check(store, namespace, check)
         if problem:
             problems.append(problem)
-    faulty = {f"{r.kind}/{r.name}" for r in (scenario.root_cause.resources
-                                             if scenario.root_cause else [])}
+    faulty = {
+        f"{r.kind}/{r.name}" for r in (scenario.root_cause.resources if scenario.root_cause else [])
+    }
     damage = collateral_damage(before, baseline(store, namespace), faulty)
     return Verdict(scenario.name, not problems, not damage, problems, damage)

@@ -21,7 +21,7 @@ from lab.cluster.server import ApiHttpServer
 from lab.cluster_sim import Cluster
 from lab.control import control_routes
 
-LAB_TOKEN = "stratus-lab-token"  # noqa: S105 - a fixed token for a local, throwaway cluster
+LAB_TOKEN = "stratus-lab-token"
 CONTEXT = "stratus-lab"
 
 
@@ -31,8 +31,16 @@ def kubeconfig(url: str, namespace: str = "default") -> dict[str, Any]:
         "kind": "Config",
         "clusters": [{"name": CONTEXT, "cluster": {"server": url}}],
         "users": [{"name": "stratus-lab-admin", "user": {"token": LAB_TOKEN}}],
-        "contexts": [{"name": CONTEXT, "context": {"cluster": CONTEXT, "namespace": namespace,
-                                                   "user": "stratus-lab-admin"}}],
+        "contexts": [
+            {
+                "name": CONTEXT,
+                "context": {
+                    "cluster": CONTEXT,
+                    "namespace": namespace,
+                    "user": "stratus-lab-admin",
+                },
+            }
+        ],
         "current-context": CONTEXT,
         "preferences": {},
     }
@@ -50,8 +58,9 @@ def server_url_from_kubeconfig(path: Path) -> str:
     try:
         config = yaml.safe_load(path.read_text())
     except FileNotFoundError as exc:
-        raise LabNotRunning(f"no kubeconfig at {path}: start the lab with 'stratus lab up'") \
-            from exc
+        raise LabNotRunning(
+            f"no kubeconfig at {path}: start the lab with 'stratus lab up'"
+        ) from exc
     except yaml.YAMLError as exc:
         raise LabNotRunning(f"{path} is not a kubeconfig file: {exc}") from exc
     try:
@@ -68,8 +77,14 @@ class LabNotRunning(Exception):
 
 
 class LabServer:
-    def __init__(self, *, mode: str = INSTANT, apps: list[str] | None = None,
-                 host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        mode: str = INSTANT,
+        apps: list[str] | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
         if mode not in (INSTANT, REALTIME):
             raise ValueError(f"unknown clock mode {mode!r}")
         self.mode = mode
@@ -124,8 +139,7 @@ class LabServer:
             self._loop.close()
 
     def start(self, timeout: float = 30.0) -> LabServer:
-        self._thread = threading.Thread(target=self._thread_main, name="stratus-lab",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._thread_main, name="stratus-lab", daemon=True)
         self._thread.start()
         if not self._ready.wait(timeout):
             raise RuntimeError("the lab did not start in time")

@@ -132,8 +132,9 @@ def _validated(model: type[_Model], path: Path) -> _Model:
     try:
         return model.model_validate(_load_yaml(path))
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
-                             for e in exc.errors())
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+        )
         raise ScenarioError(f"{path}: {problems}") from exc
 
 
@@ -191,17 +192,22 @@ def resolve_params(fault: Fault, given: dict[str, Any]) -> dict[str, Any]:
         elif param.default is not None:
             resolved[name] = param.default
         else:
-            raise ScenarioError(f"fault {fault.name} needs parameter {name!r} "
-                                f"({param.description})")
+            raise ScenarioError(
+                f"fault {fault.name} needs parameter {name!r} ({param.description})"
+            )
     return resolved
 
 
-_PATCH_TYPES = {"json": "application/json-patch+json", "merge": "application/merge-patch+json",
-                "strategic": "application/strategic-merge-patch+json"}
+_PATCH_TYPES = {
+    "json": "application/json-patch+json",
+    "merge": "application/merge-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+}
 
 
-def apply_fault(api: ApiService, fault: Fault, namespace: str, params: dict[str, Any],
-                now: str) -> list[str]:
+def apply_fault(
+    api: ApiService, fault: Fault, namespace: str, params: dict[str, Any], now: str
+) -> list[str]:
     """Apply a fault's steps through the API; returns one line per mutation made."""
     values = resolve_params(fault, params)
     done: list[str] = []
@@ -217,8 +223,13 @@ def apply_fault(api: ApiService, fault: Fault, namespace: str, params: dict[str,
 def _apply_step(api: ApiService, step: Step, namespace: str, now: str) -> str:
     if step.patch is not None:
         rt = by_kind(step.patch.kind)
-        api.patch(rt, namespace, step.patch.name, json.dumps(step.patch.body).encode(),
-                  _PATCH_TYPES[step.patch.type])
+        api.patch(
+            rt,
+            namespace,
+            step.patch.name,
+            json.dumps(step.patch.body).encode(),
+            _PATCH_TYPES[step.patch.type],
+        )
         return f"patched {rt.singular}/{step.patch.name}"
     if step.create is not None:
         rt = by_kind(step.create["kind"])
@@ -230,9 +241,15 @@ def _apply_step(api: ApiService, step: Step, namespace: str, now: str) -> str:
         return f"deleted {rt.singular}/{step.delete.name}"
     if step.restart is not None:
         rt = by_kind(step.restart.kind)
-        body = {"spec": {"template": {"metadata": {"annotations": {
-            "kubectl.kubernetes.io/restartedAt": now}}}}}
-        api.patch(rt, namespace, step.restart.name, json.dumps(body).encode(),
-                  _PATCH_TYPES["strategic"])
+        body = {
+            "spec": {
+                "template": {
+                    "metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": now}}
+                }
+            }
+        }
+        api.patch(
+            rt, namespace, step.restart.name, json.dumps(body).encode(), _PATCH_TYPES["strategic"]
+        )
         return f"restarted {rt.singular}/{step.restart.name}"
     raise ScenarioError("a fault step must be one of patch, create, delete, restart")

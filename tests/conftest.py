@@ -75,14 +75,27 @@ class Kubectl:
     binary: str
     env: dict[str, str]
 
-    def run(self, *args: str, stdin: str | None = None, check: bool = True,
-            namespace: str | None = "hotel") -> subprocess.CompletedProcess[str]:
+    def run(
+        self,
+        *args: str,
+        stdin: str | None = None,
+        check: bool = True,
+        namespace: str | None = "hotel",
+    ) -> subprocess.CompletedProcess[str]:
         command = [self.binary, *(["-n", namespace] if namespace else []), *args]
-        result = subprocess.run(command, input=stdin, text=True, capture_output=True,
-                                env=self.env, timeout=60, check=False)
+        result = subprocess.run(
+            command,
+            input=stdin,
+            text=True,
+            capture_output=True,
+            env=self.env,
+            timeout=60,
+            check=False,
+        )
         if check and result.returncode != 0:
-            raise AssertionError(f"{' '.join(command)} failed ({result.returncode}):\n"
-                                 f"{result.stderr}{result.stdout}")
+            raise AssertionError(
+                f"{' '.join(command)} failed ({result.returncode}):\n{result.stderr}{result.stdout}"
+            )
         return result
 
     def out(self, *args: str, **kwargs: Any) -> str:
@@ -94,6 +107,10 @@ def kubectl(request: pytest.FixtureRequest, lab: Lab, tmp_path: Path) -> Kubectl
     if not KUBECTLS:
         pytest.fail("no kubectl found: the test command installs it (see README)")
     binary = dict(KUBECTLS)[request.param]
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path),
-           "KUBECONFIG": str(lab.kubeconfig), "KUBECACHEDIR": str(tmp_path / "cache")}
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "KUBECONFIG": str(lab.kubeconfig),
+        "KUBECACHEDIR": str(tmp_path / "cache"),
+    }
     return Kubectl(binary, env)

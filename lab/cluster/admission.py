@@ -18,7 +18,9 @@ from lab.cluster.resources import ResourceType
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_LABEL_KEY = re.compile(
+    r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+)
 _CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
 _LABEL_NAMED = ("namespaces", "services")
 _WORKLOADS = ("deployments", "replicasets", "statefulsets", "daemonsets")
@@ -30,8 +32,12 @@ _WORKLOADS = ("deployments", "replicasets", "statefulsets", "daemonsets")
 def _default_probe(probe: dict[str, Any] | None) -> None:
     if not probe:
         return
-    for key, value in (("timeoutSeconds", 1), ("periodSeconds", 10), ("successThreshold", 1),
-                       ("failureThreshold", 3)):
+    for key, value in (
+        ("timeoutSeconds", 1),
+        ("periodSeconds", 10),
+        ("successThreshold", 1),
+        ("failureThreshold", 3),
+    ):
         probe.setdefault(key, value)
     if "httpGet" in probe:
         probe["httpGet"].setdefault("scheme", "HTTP")
@@ -93,13 +99,17 @@ def apply_defaults(rt: ResourceType, obj: dict[str, Any]) -> None:
                 rolling.setdefault("maxSurge", "25%")
         elif rt.plural == "statefulsets":
             spec.setdefault("podManagementPolicy", "OrderedReady")
-            spec.setdefault("updateStrategy",
-                            {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}})
+            spec.setdefault(
+                "updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}
+            )
         elif rt.plural == "daemonsets":
-            spec.setdefault("updateStrategy", {
-                "type": "RollingUpdate",
-                "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0},
-            })
+            spec.setdefault(
+                "updateStrategy",
+                {
+                    "type": "RollingUpdate",
+                    "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0},
+                },
+            )
     elif rt.plural == "services" and isinstance(spec, dict):
         spec.setdefault("type", "ClusterIP")
         spec.setdefault("sessionAffinity", "None")
@@ -142,11 +152,17 @@ def _validate_labels(labels: Any, field: str, problems: _Problems) -> None:
         return
     for key, value in labels.items():
         if not _LABEL_KEY.match(str(key)) or len(str(key).split("/")[-1]) > 63:
-            problems.add(field, f'Invalid value: "{key}": name part must consist of alphanumeric '
-                                "characters, '-', '_' or '.'")
+            problems.add(
+                field,
+                f'Invalid value: "{key}": name part must consist of alphanumeric '
+                "characters, '-', '_' or '.'",
+            )
         if not isinstance(value, str) or not _LABEL_VALUE.match(value) or len(value) > 63:
-            problems.add(field, f'Invalid value: "{value}": a valid label must be an empty string '
-                                "or consist of alphanumeric characters, '-', '_' or '.'")
+            problems.add(
+                field,
+                f'Invalid value: "{value}": a valid label must be an empty string '
+                "or consist of alphanumeric characters, '-', '_' or '.'",
+            )
 
 
 def _validate_resources(resources: Any, field: str, problems: _Problems) -> None:
@@ -155,9 +171,11 @@ def _validate_resources(resources: Any, field: str, problems: _Problems) -> None
     for section in ("requests", "limits"):
         for name, value in (resources.get(section) or {}).items():
             if not quantity.is_valid(value):
-                problems.add(f"{field}.{section}[{name}]",
-                             f'Invalid value: "{value}": quantities must match the regular '
-                             "expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
+                problems.add(
+                    f"{field}.{section}[{name}]",
+                    f'Invalid value: "{value}": quantities must match the regular '
+                    "expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+                )
 
 
 def _validate_pod_spec(spec: Any, field: str, problems: _Problems) -> None:
@@ -180,9 +198,12 @@ def _validate_pod_spec(spec: Any, field: str, problems: _Problems) -> None:
             if not name:
                 problems.add(f"{where}.name", "Required value")
             elif not _DNS_LABEL.match(str(name)):
-                problems.add(f"{where}.name", f'Invalid value: "{name}": a lowercase RFC 1123 label '
-                                              "must consist of lower case alphanumeric characters "
-                                              "or '-'")
+                problems.add(
+                    f"{where}.name",
+                    f'Invalid value: "{name}": a lowercase RFC 1123 label '
+                    "must consist of lower case alphanumeric characters "
+                    "or '-'",
+                )
             elif name in seen:
                 problems.add(f"{where}.name", f'Duplicate value: "{name}"')
             seen.add(str(name))
@@ -191,8 +212,10 @@ def _validate_pod_spec(spec: Any, field: str, problems: _Problems) -> None:
             for p_index, port in enumerate(container.get("ports") or []):
                 number = port.get("containerPort") if isinstance(port, dict) else None
                 if not isinstance(number, int) or not 0 < number < 65536:
-                    problems.add(f"{where}.ports[{p_index}].containerPort",
-                                 f"Invalid value: {number}: must be between 1 and 65535, inclusive")
+                    problems.add(
+                        f"{where}.ports[{p_index}].containerPort",
+                        f"Invalid value: {number}: must be between 1 and 65535, inclusive",
+                    )
             _validate_resources(container.get("resources"), f"{where}.resources", problems)
 
 
@@ -209,18 +232,23 @@ def _validate_workload(rt: ResourceType, spec: Any, problems: _Problems) -> None
         return
     replicas = spec.get("replicas")
     if replicas is not None and (not isinstance(replicas, int) or replicas < 0):
-        problems.add("spec.replicas", f"Invalid value: {replicas}: must be greater than or "
-                                      "equal to 0")
+        problems.add(
+            "spec.replicas", f"Invalid value: {replicas}: must be greater than or equal to 0"
+        )
     selector = spec.get("selector")
-    if not isinstance(selector, dict) or not (selector.get("matchLabels")
-                                              or selector.get("matchExpressions")):
+    if not isinstance(selector, dict) or not (
+        selector.get("matchLabels") or selector.get("matchExpressions")
+    ):
         problems.add("spec.selector", "Required value")
     elif not _selector_matches_template(spec):
-        problems.add("spec.template.metadata.labels",
-                     "Invalid value: `selector` does not match template `labels`")
+        problems.add(
+            "spec.template.metadata.labels",
+            "Invalid value: `selector` does not match template `labels`",
+        )
     template = spec.get("template") or {}
-    _validate_labels((template.get("metadata") or {}).get("labels"),
-                     "spec.template.metadata.labels", problems)
+    _validate_labels(
+        (template.get("metadata") or {}).get("labels"), "spec.template.metadata.labels", problems
+    )
     _validate_pod_spec(template.get("spec"), "spec.template.spec", problems)
 
 
@@ -228,18 +256,26 @@ def _validate_service(spec: Any, problems: _Problems) -> None:
     if not isinstance(spec, dict):
         problems.add("spec", "Required value")
         return
-    if spec.get("type", "ClusterIP") not in ("ClusterIP", "NodePort", "LoadBalancer",
-                                             "ExternalName"):
+    if spec.get("type", "ClusterIP") not in (
+        "ClusterIP",
+        "NodePort",
+        "LoadBalancer",
+        "ExternalName",
+    ):
         problems.add("spec.type", f'Unsupported value: "{spec.get("type")}"')
     for index, port in enumerate(spec.get("ports") or []):
         number = port.get("port") if isinstance(port, dict) else None
         if not isinstance(number, int) or not 0 < number < 65536:
-            problems.add(f"spec.ports[{index}].port",
-                         f"Invalid value: {number}: must be between 1 and 65535, inclusive")
+            problems.add(
+                f"spec.ports[{index}].port",
+                f"Invalid value: {number}: must be between 1 and 65535, inclusive",
+            )
         target = port.get("targetPort") if isinstance(port, dict) else None
         if isinstance(target, int) and not 0 < target < 65536:
-            problems.add(f"spec.ports[{index}].targetPort",
-                         f"Invalid value: {target}: must be between 1 and 65535, inclusive")
+            problems.add(
+                f"spec.ports[{index}].targetPort",
+                f"Invalid value: {target}: must be between 1 and 65535, inclusive",
+            )
     if spec.get("selector") is not None:
         _validate_labels(spec.get("selector"), "spec.selector", problems)
 
@@ -259,18 +295,24 @@ def validate(rt: ResourceType, obj: Any, old: dict[str, Any] | None = None) -> N
         if not name:
             problems.add("metadata.name", "Required value: name or generateName is required")
         elif not pattern.match(name) or len(name) > (63 if rt.plural in _LABEL_NAMED else 253):
-            problems.add("metadata.name",
-                         f'Invalid value: "{name}": a lowercase RFC 1123 '
-                         f'{"label" if rt.plural in _LABEL_NAMED else "subdomain"} must consist '
-                         "of lower case alphanumeric characters, '-' or '.'")
+            problems.add(
+                "metadata.name",
+                f'Invalid value: "{name}": a lowercase RFC 1123 '
+                f"{'label' if rt.plural in _LABEL_NAMED else 'subdomain'} must consist "
+                "of lower case alphanumeric characters, '-' or '.'",
+            )
         _validate_labels(meta.get("labels"), "metadata.labels", problems)
     spec = obj.get("spec")
     if rt.plural == "pods":
         _validate_pod_spec(spec, "spec", problems)
     elif rt.plural in _WORKLOADS:
         _validate_workload(rt, spec, problems)
-        if old is not None and isinstance(spec, dict) and rt.group == "apps" and \
-                spec.get("selector") != (old.get("spec") or {}).get("selector"):
+        if (
+            old is not None
+            and isinstance(spec, dict)
+            and rt.group == "apps"
+            and spec.get("selector") != (old.get("spec") or {}).get("selector")
+        ):
             problems.add("spec.selector", "Invalid value: field is immutable")
     elif rt.plural == "services":
         _validate_service(spec, problems)
@@ -280,10 +322,13 @@ def validate(rt: ResourceType, obj: Any, old: dict[str, Any] | None = None) -> N
                 problems.add("spec.clusterIP", "Invalid value: field is immutable")
     elif rt.plural in ("configmaps", "secrets"):
         for section in ("data", "binaryData"):
-            for key in (obj.get(section) or {}):
+            for key in obj.get(section) or {}:
                 if not _CONFIG_KEY.match(str(key)):
-                    problems.add(f"{section}[{key}]", f'Invalid value: "{key}": a valid config '
-                                                      "key must consist of alphanumeric "
-                                                      "characters, '-', '_' or '.'")
+                    problems.add(
+                        f"{section}[{key}]",
+                        f'Invalid value: "{key}": a valid config '
+                        "key must consist of alphanumeric "
+                        "characters, '-', '_' or '.'",
+                    )
     if problems.items:
         raise invalid(rt.kind, name, problems.items, rt.group)

@@ -50,8 +50,11 @@ class Denial:
     user: str = "stratus"
 
     def applies(self, verb: str, rt: ResourceType, namespace: str) -> bool:
-        return (fnmatchcase(verb, self.verb) and fnmatchcase(rt.plural, self.resource)
-                and fnmatchcase(namespace or "", self.namespace))
+        return (
+            fnmatchcase(verb, self.verb)
+            and fnmatchcase(rt.plural, self.resource)
+            and fnmatchcase(namespace or "", self.namespace)
+        )
 
 
 class ApiService:
@@ -71,7 +74,8 @@ class ApiService:
                 raise forbidden(
                     f'{target} is forbidden: User "{denial.user}" cannot {verb} resource '
                     f'"{rt.plural}" in API group "{rt.group}"{where}',
-                    kind=rt.plural, name=name,
+                    kind=rt.plural,
+                    name=name,
                 )
 
     # ------------------------------------------------------------ reads
@@ -82,7 +86,7 @@ class ApiService:
             raise not_found(rt.plural, name, rt.group)
         return obj
 
-    def list(
+    def list_objects(
         self,
         rt: ResourceType,
         namespace: str | None,
@@ -90,8 +94,11 @@ class ApiService:
         fields: FieldSelector = (),
     ) -> list[dict[str, Any]]:
         accept = object_filter(labels, fields)
-        return [o for o in self.store.list(rt.key, namespace if rt.namespaced else None)
-                if accept(o)]
+        return [
+            o
+            for o in self.store.list_objects(rt.key, namespace if rt.namespaced else None)
+            if accept(o)
+        ]
 
     # ------------------------------------------------------------ create
 
@@ -105,8 +112,10 @@ class ApiService:
         if rt.namespaced:
             body_ns = meta.get("namespace")
             if body_ns and namespace and body_ns != namespace:
-                raise bad_request("the namespace of the provided object does not match the "
-                                  "namespace sent on the request")
+                raise bad_request(
+                    "the namespace of the provided object does not match the "
+                    "namespace sent on the request"
+                )
             namespace = namespace or body_ns or "default"
             meta["namespace"] = namespace
             if self.store.get("namespaces", "", namespace) is None:
@@ -177,8 +186,10 @@ class ApiService:
         if not isinstance(meta, dict):
             raise bad_request("metadata must be an object")
         if meta.get("name", old_meta["name"]) != old_meta["name"]:
-            raise bad_request(f"the name of the object ({meta.get('name')}) does not match the "
-                              f"name on the URL ({old_meta['name']})")
+            raise bad_request(
+                f"the name of the object ({meta.get('name')}) does not match the "
+                f"name on the URL ({old_meta['name']})"
+            )
         sent_rv = meta.get("resourceVersion")
         if sent_rv and str(sent_rv) != old_meta["resourceVersion"]:
             raise conflict(rt.plural, old_meta["name"], rt.group)
@@ -195,8 +206,14 @@ class ApiService:
                     result["status"] = copy.deepcopy(old["status"])
                 else:
                     result.pop("status", None)
-            for keep in ("uid", "creationTimestamp", "namespace", "name", "generation",
-                         "deletionTimestamp"):
+            for keep in (
+                "uid",
+                "creationTimestamp",
+                "namespace",
+                "name",
+                "generation",
+                "deletionTimestamp",
+            ):
                 if keep in old_meta:
                     meta[keep] = old_meta[keep]
             admission.apply_defaults(rt, result)
@@ -228,13 +245,18 @@ class ApiService:
         obj = _without_nulls(body)
         kind, api_version = obj.get("kind"), obj.get("apiVersion")
         if kind and kind != rt.kind:
-            raise bad_request(f"the API version in the data ({api_version}) and kind ({kind}) "
-                              f"do not match the resource {rt.plural}.{rt.group or 'core'}")
+            raise bad_request(
+                f"the API version in the data ({api_version}) and kind ({kind}) "
+                f"do not match the resource {rt.plural}.{rt.group or 'core'}"
+            )
         if api_version and api_version != rt.api_version:
-            raise bad_request(f'the API version in the data ({api_version}) does not match the '
-                              f'expected API version ({rt.api_version})')
+            raise bad_request(
+                f"the API version in the data ({api_version}) does not match the "
+                f"expected API version ({rt.api_version})"
+            )
         obj["kind"], obj["apiVersion"] = rt.kind, rt.api_version
-        return obj
+        decoded: dict[str, Any] = obj
+        return decoded
 
     # ------------------------------------------------------------ delete
 
@@ -253,8 +275,10 @@ class ApiService:
         meta = obj["metadata"]
         if preconditions.get("uid") and preconditions["uid"] != meta["uid"]:
             raise conflict(rt.plural, name, rt.group)
-        if preconditions.get("resourceVersion") and \
-                preconditions["resourceVersion"] != meta["resourceVersion"]:
+        if (
+            preconditions.get("resourceVersion")
+            and preconditions["resourceVersion"] != meta["resourceVersion"]
+        ):
             raise conflict(rt.plural, name, rt.group)
         if dry_run:
             return obj
@@ -263,7 +287,9 @@ class ApiService:
             propagation = "Orphan"
         return self._delete_now(rt, obj, propagation)
 
-    def _delete_now(self, rt: ResourceType, obj: dict[str, Any], propagation: str) -> dict[str, Any]:
+    def _delete_now(
+        self, rt: ResourceType, obj: dict[str, Any], propagation: str
+    ) -> dict[str, Any]:
         meta = obj["metadata"]
         final = self.store.delete(rt.key, meta.get("namespace", ""), meta["name"])
         if rt.plural == "namespaces":
@@ -274,9 +300,13 @@ class ApiService:
 
     def _collect_dependents(self, namespace: str, owner_uid: str, propagation: str) -> None:
         """Garbage collection: dependents of a deleted owner go too (or are orphaned)."""
-        for key in ("replicasets.apps", "pods", "endpointslices.discovery.k8s.io",
-                    "persistentvolumeclaims"):
-            for dep in self.store.list(key, namespace or None):
+        for key in (
+            "replicasets.apps",
+            "pods",
+            "endpointslices.discovery.k8s.io",
+            "persistentvolumeclaims",
+        ):
+            for dep in self.store.list_objects(key, namespace or None):
                 refs = dep["metadata"].get("ownerReferences") or []
                 if not any(r.get("uid") == owner_uid for r in refs):
                     continue
@@ -293,7 +323,7 @@ class ApiService:
 
         for rt in RESOURCE_TYPES:
             if rt.namespaced:
-                for obj in self.store.list(rt.key, namespace):
+                for obj in self.store.list_objects(rt.key, namespace):
                     self.store.delete(rt.key, namespace, obj["metadata"]["name"])
 
     def delete_collection(
@@ -305,7 +335,7 @@ class ApiService:
         *,
         dry_run: bool = False,
     ) -> list[dict[str, Any]]:
-        victims = self.list(rt, namespace, labels, fields)
+        victims = self.list_objects(rt, namespace, labels, fields)
         if dry_run:
             return victims
         return [self._delete_now(rt, v, "Background") for v in victims]
@@ -321,8 +351,11 @@ class ApiService:
         return {
             "kind": "Scale",
             "apiVersion": "autoscaling/v1",
-            "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion",
-                                              "creationTimestamp") if k in meta},
+            "metadata": {
+                k: meta[k]
+                for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+                if k in meta
+            },
             "spec": {"replicas": obj["spec"].get("replicas", 1)},
             "status": {
                 "replicas": (obj.get("status") or {}).get("replicas", 0),
@@ -348,8 +381,9 @@ class ApiService:
             raise conflict(f"{rt.plural}", name, rt.group)
         obj["spec"]["replicas"] = replicas
         obj["metadata"].pop("resourceVersion", None)
-        written = self._write(rt, self.get(rt, namespace, name), obj, subresource="",
-                              dry_run=dry_run)
+        written = self._write(
+            rt, self.get(rt, namespace, name), obj, subresource="", dry_run=dry_run
+        )
         result = self.get_scale(rt, namespace, name) if not dry_run else None
         if result is None:
             result = {**self.get_scale(rt, namespace, name), "spec": {"replicas": replicas}}
@@ -369,6 +403,9 @@ def _without_nulls(value: Any) -> Any:
 def admission_invalid_scale(name: str, replicas: Any) -> ApiError:
     from lab.cluster.errors import invalid
 
-    return invalid("Scale", name, [("spec.replicas", f"Invalid value: {replicas}: must be "
-                                                     "greater than or equal to 0")],
-                   "autoscaling")
+    return invalid(
+        "Scale",
+        name,
+        [("spec.replicas", f"Invalid value: {replicas}: must be greater than or equal to 0")],
+        "autoscaling",
+    )

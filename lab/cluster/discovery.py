@@ -27,13 +27,20 @@ SERVER_VERSION = {
     "platform": "linux/amd64",
 }
 
-_SUBRESOURCE_VERBS = {"status": ["get", "patch", "update"], "scale": ["get", "patch", "update"],
-                      "log": ["get"], "eviction": ["create"]}
+_SUBRESOURCE_VERBS = {
+    "status": ["get", "patch", "update"],
+    "scale": ["get", "patch", "update"],
+    "log": ["get"],
+    "eviction": ["create"],
+}
 
 
 def core_versions(address: str) -> dict[str, Any]:
-    return {"kind": "APIVersions", "versions": ["v1"],
-            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": address}]}
+    return {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": address}],
+    }
 
 
 def _group_entry(name: str, versions: list[str]) -> dict[str, Any]:
@@ -42,8 +49,11 @@ def _group_entry(name: str, versions: list[str]) -> dict[str, Any]:
 
 
 def group_list() -> dict[str, Any]:
-    return {"kind": "APIGroupList", "apiVersion": "v1",
-            "groups": [_group_entry(n, vs) for n, vs in resources.groups().items()]}
+    return {
+        "kind": "APIGroupList",
+        "apiVersion": "v1",
+        "groups": [_group_entry(n, vs) for n, vs in resources.groups().items()],
+    }
 
 
 def group(name: str) -> dict[str, Any] | None:
@@ -54,9 +64,13 @@ def group(name: str) -> dict[str, Any] | None:
 
 
 def _subresource_entry(rt: ResourceType, sub: str) -> dict[str, Any]:
-    entry: dict[str, Any] = {"name": f"{rt.plural}/{sub}", "singularName": "",
-                             "namespaced": rt.namespaced, "kind": rt.kind,
-                             "verbs": _SUBRESOURCE_VERBS[sub]}
+    entry: dict[str, Any] = {
+        "name": f"{rt.plural}/{sub}",
+        "singularName": "",
+        "namespaced": rt.namespaced,
+        "kind": rt.kind,
+        "verbs": _SUBRESOURCE_VERBS[sub],
+    }
     if sub == "scale":
         entry.update(group="autoscaling", version="v1", kind="Scale")
     elif sub == "eviction":
@@ -70,9 +84,13 @@ def resource_list(group_name: str, version: str) -> dict[str, Any] | None:
         return None
     items: list[dict[str, Any]] = []
     for rt in served:
-        entry: dict[str, Any] = {"name": rt.plural, "singularName": rt.singular,
-                                 "namespaced": rt.namespaced, "kind": rt.kind,
-                                 "verbs": list(rt.verbs)}
+        entry: dict[str, Any] = {
+            "name": rt.plural,
+            "singularName": rt.singular,
+            "namespaced": rt.namespaced,
+            "kind": rt.kind,
+            "verbs": list(rt.verbs),
+        }
         if rt.short_names:
             entry["shortNames"] = list(rt.short_names)
         if rt.categories:
@@ -80,8 +98,7 @@ def resource_list(group_name: str, version: str) -> dict[str, Any] | None:
         items.append(entry)
         items.extend(_subresource_entry(rt, sub) for sub in rt.subresources)
     gv = f"{group_name}/{version}" if group_name else version
-    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv,
-            "resources": items}
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": items}
 
 
 def _gv_path(group_name: str, version: str) -> str:
@@ -111,19 +128,31 @@ def openapi_v3_group_version(group_name: str, version: str) -> dict[str, Any] | 
     paths: dict[str, Any] = {}
     for rt in served:
         prefix = f"/{_gv_path(group_name, version)}"
-        item_path = (f"{prefix}/namespaces/{{namespace}}/{rt.plural}/{{name}}" if rt.namespaced
-                     else f"{prefix}/{rt.plural}/{{name}}")
+        item_path = (
+            f"{prefix}/namespaces/{{namespace}}/{rt.plural}/{{name}}"
+            if rt.namespaced
+            else f"{prefix}/{rt.plural}/{{name}}"
+        )
         gvk = {"group": rt.group, "version": rt.version, "kind": rt.kind}
-        parameters = [{"name": "fieldValidation", "in": "query", "schema": {"type": "string"}},
-                      {"name": "dryRun", "in": "query", "schema": {"type": "string"}}]
+        parameters = [
+            {"name": "fieldValidation", "in": "query", "schema": {"type": "string"}},
+            {"name": "dryRun", "in": "query", "schema": {"type": "string"}},
+        ]
         paths[item_path] = {
-            "patch": {"operationId": f"patch{rt.kind}", "x-kubernetes-group-version-kind": gvk,
-                      "x-kubernetes-action": "patch", "parameters": parameters,
-                      "responses": {"200": {"description": "OK"}}},
+            "patch": {
+                "operationId": f"patch{rt.kind}",
+                "x-kubernetes-group-version-kind": gvk,
+                "x-kubernetes-action": "patch",
+                "parameters": parameters,
+                "responses": {"200": {"description": "OK"}},
+            },
         }
-    return {"openapi": "3.0.0",
-            "info": {"title": "Stratus lab", "version": SERVER_VERSION["gitVersion"]},
-            "paths": paths, "components": {"schemas": {}}}
+    return {
+        "openapi": "3.0.0",
+        "info": {"title": "Stratus lab", "version": SERVER_VERSION["gitVersion"]},
+        "paths": paths,
+        "components": {"schemas": {}},
+    }
 
 
 def _proto_string(field: int, value: str) -> bytes:
@@ -139,7 +168,13 @@ def openapi_v2(protobuf: bool) -> bytes:
     """
     title, version = "Stratus lab", str(SERVER_VERSION["gitVersion"])
     if not protobuf:
-        return json.dumps({"swagger": "2.0", "info": {"title": title, "version": version},
-                           "paths": {}, "definitions": {}}).encode()
+        return json.dumps(
+            {
+                "swagger": "2.0",
+                "info": {"title": title, "version": version},
+                "paths": {},
+                "definitions": {},
+            }
+        ).encode()
     info = _proto_string(1, title) + _proto_string(2, version)
     return _proto_string(1, "2.0") + bytes([(2 << 3) | 2, len(info)]) + info

@@ -54,14 +54,21 @@ class ApiError(Exception):
 
 def not_found(resource: str, name: str, group: str = "") -> ApiError:
     qualified = f"{resource}.{group}" if group else resource
-    return ApiError(404, "NotFound", f'{qualified} "{name}" not found',
-                    kind=resource, name=name, group=group)
+    return ApiError(
+        404, "NotFound", f'{qualified} "{name}" not found', kind=resource, name=name, group=group
+    )
 
 
 def already_exists(resource: str, name: str, group: str = "") -> ApiError:
     qualified = f"{resource}.{group}" if group else resource
-    return ApiError(409, "AlreadyExists", f'{qualified} "{name}" already exists',
-                    kind=resource, name=name, group=group)
+    return ApiError(
+        409,
+        "AlreadyExists",
+        f'{qualified} "{name}" already exists',
+        kind=resource,
+        name=name,
+        group=group,
+    )
 
 
 def conflict(resource: str, name: str, group: str = "") -> ApiError:
@@ -71,7 +78,9 @@ def conflict(resource: str, name: str, group: str = "") -> ApiError:
         "Conflict",
         f'Operation cannot be fulfilled on {qualified} "{name}": the object has been modified; '
         "please apply your changes to the latest version and try again",
-        kind=resource, name=name, group=group,
+        kind=resource,
+        name=name,
+        group=group,
     )
 
 
@@ -83,9 +92,12 @@ def invalid(kind: str, name: str, causes: list[tuple[str, str]], group: str = ""
         422,
         "Invalid",
         f'{qualified} "{name}" is invalid: {summary}',
-        kind=kind, name=name, group=group,
-        causes=[{"reason": "FieldValueInvalid", "message": msg, "field": fld}
-                for fld, msg in causes],
+        kind=kind,
+        name=name,
+        group=group,
+        causes=[
+            {"reason": "FieldValueInvalid", "message": msg, "field": fld} for fld, msg in causes
+        ],
     )
 
 
@@ -102,7 +114,10 @@ def method_not_allowed(message: str) -> ApiError:
 
 
 def unsupported_media_type(content_type: str) -> ApiError:
-    return ApiError(415, "UnsupportedMediaType",
-                    f'the body of the request was in an unknown format - accepted media types '
-                    f'include: application/json-patch+json, application/merge-patch+json, '
-                    f'application/strategic-merge-patch+json (got "{content_type}")')
+    return ApiError(
+        415,
+        "UnsupportedMediaType",
+        f"the body of the request was in an unknown format - accepted media types "
+        f"include: application/json-patch+json, application/merge-patch+json, "
+        f'application/strategic-merge-patch+json (got "{content_type}")',
+    )

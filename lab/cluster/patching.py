@@ -58,10 +58,11 @@ def _merge_key(path: tuple[str, ...], kind: str) -> str | None:
 
 def apply_patch(obj: dict[str, Any], body: bytes, content_type: str) -> dict[str, Any]:
     """Return the patched copy of ``obj``; raises ApiError (400/415/422) on a bad patch."""
-    media = content_type.split(";")[0].strip()
+    media = content_type.split(";", maxsplit=1)[0].strip()
     if media == APPLY_PATCH:
-        raise ApiError(415, "UnsupportedMediaType",
-                       "server-side apply is not supported by the Stratus lab")
+        raise ApiError(
+            415, "UnsupportedMediaType", "server-side apply is not supported by the Stratus lab"
+        )
     if media not in (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH):
         raise unsupported_media_type(content_type)
     try:
@@ -73,7 +74,8 @@ def apply_patch(obj: dict[str, Any], body: bytes, content_type: str) -> dict[str
     if not isinstance(document, dict):
         raise bad_request("error decoding patch: a merge patch must be a JSON object")
     if media == MERGE_PATCH:
-        return merge_patch(obj, document)
+        merged: dict[str, Any] = merge_patch(obj, document)
+        return merged
     return strategic_merge(obj, document, kind=str(obj.get("kind", "")))
 
 
@@ -129,8 +131,9 @@ def strategic_merge(
             result.pop(key, None)
         elif isinstance(value, dict):
             current = result.get(key)
-            merged = strategic_merge(current if isinstance(current, dict) else {}, value,
-                                     kind=kind, path=child_path)
+            merged = strategic_merge(
+                current if isinstance(current, dict) else {}, value, kind=kind, path=child_path
+            )
             if value.get("$patch") == "delete":
                 result.pop(key, None)
             else:
@@ -165,11 +168,15 @@ def _merge_list(current: Any, patch: list[Any], path: tuple[str, ...], kind: str
     merged = [copy.deepcopy(item) for item in current_list]
     for item in patch:
         if not isinstance(item, dict) or key not in item:
-            raise bad_request(
-                f"map: {item!r} does not contain declared merge key: {key}"
-            )
-        index = next((i for i, existing in enumerate(merged)
-                      if isinstance(existing, dict) and existing.get(key) == item[key]), None)
+            raise bad_request(f"map: {item!r} does not contain declared merge key: {key}")
+        index = next(
+            (
+                i
+                for i, existing in enumerate(merged)
+                if isinstance(existing, dict) and existing.get(key) == item[key]
+            ),
+            None,
+        )
         if item.get("$patch") == "delete":
             if index is not None:
                 merged.pop(index)
@@ -182,10 +189,12 @@ def _merge_list(current: Any, patch: list[Any], path: tuple[str, ...], kind: str
 
 
 def _apply_order(items: list[Any], order: list[Any], key: str | None) -> list[Any]:
-    """Reorder by ``$setElementOrder``; items the order does not name keep their place at the end."""
+    """Reorder by ``$setElementOrder``; items the order does not name go last."""
     if key is None:
         return items
     wanted = [o.get(key) if isinstance(o, dict) else o for o in order]
     ranked = {value: rank for rank, value in enumerate(wanted)}
-    return sorted(items, key=lambda item: ranked.get(
-        item.get(key) if isinstance(item, dict) else item, len(ranked)))
+    return sorted(
+        items,
+        key=lambda item: ranked.get(item.get(key) if isinstance(item, dict) else item, len(ranked)),
+    )

@@ -42,7 +42,7 @@ def _split_top_level(text: str) -> list[str]:
     """Split on commas that are not inside parentheses."""
     parts: list[str] = []
     depth = 0
-    current = []
+    current: list[str] = []
     for char in text:
         if char == "(":
             depth += 1
@@ -58,7 +58,7 @@ def _split_top_level(text: str) -> list[str]:
 
 
 def _check_key(key: str, source: str) -> str:
-    if not _KEY.match(key) or len(key.split("/")[-1]) > 63:
+    if not _KEY.match(key) or len(key.rsplit("/", maxsplit=1)[-1]) > 63:
         raise bad_request(f'unable to parse requirement: invalid label key "{key}" in "{source}"')
     return key
 
@@ -87,14 +87,18 @@ def parse_label_selector(text: str | None) -> LabelSelector:
             )
             if not values:
                 raise bad_request(f'unable to parse requirement: empty value set in "{text}"')
-            requirements.append(Requirement(_check_key(set_expr["key"], text),
-                                            set_expr["op"], values))
+            requirements.append(
+                Requirement(_check_key(set_expr["key"], text), set_expr["op"], values)
+            )
             continue
         for op, name in (("!=", "!="), ("==", "="), ("=", "=")):
             if op in part:
                 key, _, value = part.partition(op)
-                requirements.append(Requirement(_check_key(key.strip(), text), name,
-                                                (_check_value(value.strip(), text),)))
+                requirements.append(
+                    Requirement(
+                        _check_key(key.strip(), text), name, (_check_value(value.strip(), text),)
+                    )
+                )
                 break
         else:
             if part.startswith("!"):
@@ -111,8 +115,9 @@ def label_selector_from_object(selector: Mapping[str, Any] | None) -> LabelSelec
     reqs = [Requirement(k, "=", (str(v),)) for k, v in (selector.get("matchLabels") or {}).items()]
     operators = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!exists"}
     for expr in selector.get("matchExpressions") or []:
-        reqs.append(Requirement(expr["key"], operators[expr["operator"]],
-                                tuple(expr.get("values") or ())))
+        reqs.append(
+            Requirement(expr["key"], operators[expr["operator"]], tuple(expr.get("values") or ()))
+        )
     return tuple(reqs)
 
 
@@ -150,14 +155,11 @@ def parse_field_selector(text: str | None, allowed: tuple[str, ...], kind: str) 
                 path, _, value = part.partition(op)
                 path = path.strip()
                 if path not in fields:
-                    raise bad_request(
-                        f'field label not supported: {path}'
-                        if kind else f"field label not supported: {path}"
-                    )
+                    raise bad_request(f"field label not supported: {path}")
                 reqs.append(FieldRequirement(path, negate, value.strip()))
                 break
         else:
-            raise bad_request(f'invalid selector: \'{text}\'; can\'t understand \'{part}\'')
+            raise bad_request(f"invalid selector: '{text}'; can't understand '{part}'")
     return tuple(reqs)
 
 

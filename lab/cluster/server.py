@@ -32,8 +32,15 @@ class Backend(Protocol):
 
     api: ApiService
 
-    def read_log(self, namespace: str, pod: str, container: str | None, *, previous: bool,
-                 tail_lines: int | None) -> str: ...
+    def read_log(
+        self,
+        namespace: str,
+        pod: str,
+        container: str | None,
+        *,
+        previous: bool,
+        tail_lines: int | None,
+    ) -> str: ...
 
     def after_write(self) -> None: ...
 
@@ -67,8 +74,11 @@ def parse_target(group: str, version: str, parts: list[str]) -> Target:
         rt = resources.by_path(group, version, plural)
         if rt is None:
             gv = f"{group}/{version}" if group else version
-            raise ApiError(404, "NotFound", f"the server could not find the requested resource "
-                                            f"({plural} in {gv})")
+            raise ApiError(
+                404,
+                "NotFound",
+                f"the server could not find the requested resource ({plural} in {gv})",
+            )
         return rt
 
     if len(parts) >= 3 and parts[0] == "namespaces":
@@ -146,14 +156,16 @@ class ApiHttpServer:
             raise
         except Exception as exc:
             log.exception("internal error serving %s %s", request.method, request.path)
-            return _error_response(ApiError(500, "InternalError",
-                                            f"Internal error occurred: {exc}"))
+            return _error_response(
+                ApiError(500, "InternalError", f"Internal error occurred: {exc}")
+            )
 
     async def _route(self, request: web.Request) -> web.StreamResponse:
         parts = [p for p in request.path.split("/") if p]
         if not parts:
-            return _json_response({"paths": ["/api", "/api/v1", "/apis", "/version",
-                                             "/openapi/v3", "/healthz"]})
+            return _json_response(
+                {"paths": ["/api", "/api/v1", "/apis", "/version", "/openapi/v3", "/healthz"]}
+            )
         head = parts[0]
         if head in ("healthz", "readyz", "livez"):
             return web.Response(text="ok")
@@ -162,9 +174,14 @@ class ApiHttpServer:
         if head == "openapi":
             if parts[1:] == ["v2"]:
                 protobuf = "protobuf" in request.headers.get("Accept", "")
-                return web.Response(body=discovery.openapi_v2(protobuf), content_type=(
-                    "application/com.github.proto-openapi.spec.v2.v1.0+protobuf" if protobuf
-                    else JSON))
+                return web.Response(
+                    body=discovery.openapi_v2(protobuf),
+                    content_type=(
+                        "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+                        if protobuf
+                        else JSON
+                    ),
+                )
             return self._openapi(parts[1:])
         if head == "api":
             if len(parts) == 1:
@@ -180,14 +197,16 @@ class ApiHttpServer:
             if len(parts) == 2:
                 found = discovery.group(parts[1])
                 if found is None:
-                    raise ApiError(404, "NotFound", "the server could not find the requested "
-                                                    "resource")
+                    raise ApiError(
+                        404, "NotFound", "the server could not find the requested resource"
+                    )
                 return _json_response(found)
             if len(parts) == 3:
                 listing = discovery.resource_list(parts[1], parts[2])
                 if listing is None:
-                    raise ApiError(404, "NotFound", "the server could not find the requested "
-                                                    "resource")
+                    raise ApiError(
+                        404, "NotFound", "the server could not find the requested resource"
+                    )
                 return _json_response(listing)
             return await self._resource(request, parse_target(parts[1], parts[2], parts[3:]))
         raise ApiError(404, "NotFound", "the server could not find the requested resource")
@@ -197,8 +216,13 @@ class ApiHttpServer:
             return _json_response(discovery.openapi_v3_root())
         if len(parts) >= 3 and parts[0] == "v3":
             rest = parts[1:]
-            group_name, version = ("", rest[1]) if rest[0] == "api" else (rest[1], rest[2]) \
-                if len(rest) >= 3 else ("?", "?")
+            group_name, version = (
+                ("", rest[1])
+                if rest[0] == "api"
+                else (rest[1], rest[2])
+                if len(rest) >= 3
+                else ("?", "?")
+            )
             doc = discovery.openapi_v3_group_version(group_name, version)
             if doc is not None:
                 return _json_response(doc)
@@ -211,10 +235,15 @@ class ApiHttpServer:
         rt, ns, name, sub = target.rt, target.namespace, target.name, target.subresource
         if sub and sub not in rt.subresources:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
-        verb = {"GET": "get" if name else ("watch" if request.query.get("watch") in
-                                           ("true", "1") else "list"),
-                "POST": "create", "PUT": "update", "PATCH": "patch",
-                "DELETE": "delete" if name else "deletecollection"}.get(method)
+        verb = {
+            "GET": "get"
+            if name
+            else ("watch" if request.query.get("watch") in ("true", "1") else "list"),
+            "POST": "create",
+            "PUT": "update",
+            "PATCH": "patch",
+            "DELETE": "delete" if name else "deletecollection",
+        }.get(method)
         if verb is None:
             raise method_not_allowed(f"{method} is not supported")
         self.api.authorize(verb, rt, ns, name)
@@ -226,8 +255,9 @@ class ApiHttpServer:
             await _read_body(request)
             self.api.delete(rt, ns, name)
             self.backend.after_write()
-            return _json_response({"kind": "Status", "apiVersion": "v1", "status": "Success",
-                                   "metadata": {}}, 201)
+            return _json_response(
+                {"kind": "Status", "apiVersion": "v1", "status": "Success", "metadata": {}}, 201
+            )
         if method == "GET":
             if name:
                 return self._object_response(request, rt, self.api.get(rt, ns, name))
@@ -236,17 +266,29 @@ class ApiHttpServer:
             return self._list(request, rt, ns)
         dry_run = _dry_run(request)
         if method == "POST" and not name:
-            obj = self.api.create(rt, ns, _decode_json(await _read_body(request)),
-                                  dry_run=dry_run)
+            obj = self.api.create(rt, ns, _decode_json(await _read_body(request)), dry_run=dry_run)
             return self._written(request, rt, obj, 201, dry_run)
         if method == "PUT" and name:
-            obj = self.api.update(rt, ns, name, _decode_json(await _read_body(request)),
-                                  subresource=sub, dry_run=dry_run)
+            obj = self.api.update(
+                rt,
+                ns,
+                name,
+                _decode_json(await _read_body(request)),
+                subresource=sub,
+                dry_run=dry_run,
+            )
             return self._written(request, rt, obj, 200, dry_run)
         if method == "PATCH" and name:
             body = await _read_body(request)
-            obj = self.api.patch(rt, ns, name, body, request.headers.get("Content-Type", ""),
-                                 subresource=sub, dry_run=dry_run)
+            obj = self.api.patch(
+                rt,
+                ns,
+                name,
+                body,
+                request.headers.get("Content-Type", ""),
+                subresource=sub,
+                dry_run=dry_run,
+            )
             return self._written(request, rt, obj, 200, dry_run)
         if method == "DELETE" and name:
             raw = await _read_body(request)
@@ -259,47 +301,69 @@ class ApiHttpServer:
             return self._written(request, rt, obj, 200, dry_run)
         if method == "DELETE":
             labels = parse_label_selector(request.query.get("labelSelector"))
-            fields = parse_field_selector(request.query.get("fieldSelector"),
-                                          rt.field_selectors, rt.kind)
+            fields = parse_field_selector(
+                request.query.get("fieldSelector"), rt.field_selectors, rt.kind
+            )
             gone = self.api.delete_collection(rt, ns, labels, fields, dry_run=dry_run)
             if not dry_run:
                 self.backend.after_write()
-            return _json_response({"kind": rt.list_kind, "apiVersion": rt.api_version,
-                                   "metadata": {}, "items": gone})
+            return _json_response(
+                {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": {}, "items": gone}
+            )
         raise method_not_allowed(f"{method} is not supported on this path")
 
-    def _written(self, request: web.Request, rt: ResourceType, obj: dict[str, Any], status: int,
-                 dry_run: bool) -> web.Response:
+    def _written(
+        self,
+        request: web.Request,
+        rt: ResourceType,
+        obj: dict[str, Any],
+        status: int,
+        dry_run: bool,
+    ) -> web.Response:
         if not dry_run:
             self.backend.after_write()
         return self._object_response(request, rt, obj, status)
 
-    def _object_response(self, request: web.Request, rt: ResourceType, obj: dict[str, Any],
-                         status: int = 200) -> web.Response:
+    def _object_response(
+        self, request: web.Request, rt: ResourceType, obj: dict[str, Any], status: int = 200
+    ) -> web.Response:
         if _wants_table(request):
             return _json_response(self._table(request, rt, [obj]), status)
-        return web.Response(body=self.api.store.encoded(rt.key, obj), status=status,
-                            content_type=JSON)
+        return web.Response(
+            body=self.api.store.encoded(rt.key, obj), status=status, content_type=JSON
+        )
 
-    def _table(self, request: web.Request, rt: ResourceType,
-               objects: list[dict[str, Any]]) -> dict[str, Any]:
-        return tables.table(rt, objects, self.backend.now(),
-                            resource_version=str(self.api.store.resource_version),
-                            include_object=request.query.get("includeObject", "Metadata"))
+    def _table(
+        self, request: web.Request, rt: ResourceType, objects: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        return tables.table(
+            rt,
+            objects,
+            self.backend.now(),
+            resource_version=str(self.api.store.resource_version),
+            include_object=request.query.get("includeObject", "Metadata"),
+        )
 
     def _list(self, request: web.Request, rt: ResourceType, ns: str) -> web.Response:
         labels = parse_label_selector(request.query.get("labelSelector"))
-        fields = parse_field_selector(request.query.get("fieldSelector"), rt.field_selectors,
-                                      rt.kind)
-        items = self.api.list(rt, ns or None, labels, fields)
+        fields = parse_field_selector(
+            request.query.get("fieldSelector"), rt.field_selectors, rt.kind
+        )
+        items = self.api.list_objects(rt, ns or None, labels, fields)
         rv = str(self.api.store.resource_version)
         if _wants_table(request):
             return _json_response(self._table(request, rt, items))
         store = self.api.store
-        head = _dump({"kind": rt.list_kind, "apiVersion": rt.api_version,
-                      "metadata": {"resourceVersion": rv}})[:-1]
-        body = b"".join((head, b',"items":[', b",".join(store.encoded(rt.key, o) for o in items),
-                         b"]}"))
+        head = _dump(
+            {
+                "kind": rt.list_kind,
+                "apiVersion": rt.api_version,
+                "metadata": {"resourceVersion": rv},
+            }
+        )[:-1]
+        body = b"".join(
+            (head, b',"items":[', b",".join(store.encoded(rt.key, o) for o in items), b"]}")
+        )
         return web.Response(body=body, content_type=JSON)
 
     async def _scale(self, request: web.Request, target: Target) -> web.Response:
@@ -313,8 +377,9 @@ class ApiHttpServer:
         elif request.method == "PATCH":
             from lab.cluster.patching import apply_patch
 
-            scale = apply_patch(self.api.get_scale(rt, ns, name), body,
-                                request.headers.get("Content-Type", ""))
+            scale = apply_patch(
+                self.api.get_scale(rt, ns, name), body, request.headers.get("Content-Type", "")
+            )
         else:
             raise method_not_allowed(f"{request.method} is not supported on scale")
         if not isinstance(scale, dict):
@@ -332,16 +397,21 @@ class ApiHttpServer:
             raise bad_request(f"invalid tailLines {tail!r}") from exc
         self.api.get(target.rt, target.namespace, target.name)
         text = self.backend.read_log(
-            target.namespace, target.name, request.query.get("container"),
-            previous=request.query.get("previous") in ("true", "1"), tail_lines=tail_lines)
+            target.namespace,
+            target.name,
+            request.query.get("container"),
+            previous=request.query.get("previous") in ("true", "1"),
+            tail_lines=tail_lines,
+        )
         return web.Response(text=text, content_type="text/plain")
 
     # ------------------------------------------------------------ watch
 
     async def _watch(self, request: web.Request, rt: ResourceType, ns: str) -> web.StreamResponse:
         labels = parse_label_selector(request.query.get("labelSelector"))
-        fields = parse_field_selector(request.query.get("fieldSelector"), rt.field_selectors,
-                                      rt.kind)
+        fields = parse_field_selector(
+            request.query.get("fieldSelector"), rt.field_selectors, rt.kind
+        )
         accept = object_filter(labels, fields)
         as_table = _wants_table(request)
         try:
@@ -359,19 +429,28 @@ class ApiHttpServer:
         store.subscribe(listener)
         try:
             if start_rv in ("", "0"):
-                backlog = [WatchEvent(store.resource_version, "ADDED", rt.key, o, None)
-                           for o in self.api.list(rt, ns or None)]
+                backlog = [
+                    WatchEvent(store.resource_version, "ADDED", rt.key, o, None)
+                    for o in self.api.list_objects(rt, ns or None)
+                ]
             else:
                 try:
-                    backlog = [e for e in store.events_since(rt.key, int(start_rv))
-                               if not ns or e.obj["metadata"].get("namespace") == ns]
+                    backlog = [
+                        e
+                        for e in store.events_since(rt.key, int(start_rv))
+                        if not ns or e.obj["metadata"].get("namespace") == ns
+                    ]
                 except (ValueError, ResourceVersionTooOld):
                     backlog = []
-                    expired = ApiError(410, "Expired", f"too old resource version: {start_rv} "
-                                                       f"({store.resource_version})")
+                    expired = ApiError(
+                        410,
+                        "Expired",
+                        f"too old resource version: {start_rv} ({store.resource_version})",
+                    )
                     response = await self._start_stream(request)
-                    await response.write(_dump({"type": "ERROR",
-                                                "object": expired.status()}) + b"\n")
+                    await response.write(
+                        _dump({"type": "ERROR", "object": expired.status()}) + b"\n"
+                    )
                     return response
             response = await self._start_stream(request)
             sent = 0
@@ -402,9 +481,15 @@ class ApiHttpServer:
         await response.prepare(request)
         return response
 
-    async def _send(self, response: web.StreamResponse, rt: ResourceType, request: web.Request,
-                    event: WatchEvent, accept: Callable[[dict[str, Any]], bool],
-                    as_table: bool) -> None:
+    async def _send(
+        self,
+        response: web.StreamResponse,
+        rt: ResourceType,
+        request: web.Request,
+        event: WatchEvent,
+        accept: Callable[[dict[str, Any]], bool],
+        as_table: bool,
+    ) -> None:
         kind = event.type
         now_ok = accept(event.obj)
         if kind == "MODIFIED":
@@ -421,8 +506,12 @@ class ApiHttpServer:
         await response.write(_dump({"type": kind, "object": obj}) + b"\n")
 
 
-async def serve(app: web.Application, host: str, port: int,
-                started: Callable[[int], Awaitable[None] | None] | None = None) -> web.AppRunner:
+async def serve(
+    app: web.Application,
+    host: str,
+    port: int,
+    started: Callable[[int], Awaitable[None] | None] | None = None,
+) -> web.AppRunner:
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
     await runner.setup()
     site = web.TCPSite(runner, host, port, reuse_address=True)
@@ -436,4 +525,3 @@ async def serve(app: web.Application, host: str, port: int,
         if asyncio.iscoroutine(result):
             await result
     return runner
-

@@ -53,7 +53,7 @@ class ObjectStore:
     def get(self, key: str, namespace: str, name: str) -> dict[str, Any] | None:
         return self._objects.get(key, {}).get((namespace, name))
 
-    def list(self, key: str, namespace: str | None = None) -> list[dict[str, Any]]:
+    def list_objects(self, key: str, namespace: str | None = None) -> list[dict[str, Any]]:
         bucket = self._objects.get(key, {})
         if namespace:
             items = [obj for (ns, _), obj in bucket.items() if ns == namespace]

@@ -61,8 +61,9 @@ def pod_status_reason(pod: dict[str, Any]) -> str:
         elif state.get("terminated", {}).get("reason"):
             reason = state["terminated"]["reason"]
     conditions = status.get("conditions") or []
-    unschedulable = any(c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable"
-                        for c in conditions)
+    unschedulable = any(
+        c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable" for c in conditions
+    )
     if unschedulable and reason == "Pending":
         return "Pending"
     return str(reason)
@@ -88,8 +89,9 @@ def _pod_row(pod: dict[str, Any], now: float) -> list[Any]:
 
 
 def _containers_of(obj: dict[str, Any]) -> list[dict[str, Any]]:
-    return list((((obj.get("spec") or {}).get("template") or {}).get("spec") or {})
-                .get("containers") or [])
+    return list(
+        (((obj.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []
+    )
 
 
 def _selector_text(obj: dict[str, Any]) -> str:
@@ -100,43 +102,63 @@ def _selector_text(obj: dict[str, Any]) -> str:
 
 def _workload_wide(obj: dict[str, Any]) -> list[Any]:
     containers = _containers_of(obj)
-    return [",".join(c.get("name", "") for c in containers),
-            ",".join(c.get("image", "") for c in containers), _selector_text(obj)]
+    return [
+        ",".join(c.get("name", "") for c in containers),
+        ",".join(c.get("image", "") for c in containers),
+        _selector_text(obj),
+    ]
 
 
 def _deployment_row(obj: dict[str, Any], now: float) -> list[Any]:
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
-    return [obj["metadata"]["name"],
-            f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 1)}",
-            status.get("updatedReplicas", 0), status.get("availableReplicas", 0),
-            age(obj["metadata"].get("creationTimestamp"), now), *_workload_wide(obj)]
+    return [
+        obj["metadata"]["name"],
+        f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 1)}",
+        status.get("updatedReplicas", 0),
+        status.get("availableReplicas", 0),
+        age(obj["metadata"].get("creationTimestamp"), now),
+        *_workload_wide(obj),
+    ]
 
 
 def _replicaset_row(obj: dict[str, Any], now: float) -> list[Any]:
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
-    return [obj["metadata"]["name"], spec.get("replicas", 0), status.get("replicas", 0),
-            status.get("readyReplicas", 0), age(obj["metadata"].get("creationTimestamp"), now),
-            *_workload_wide(obj)]
+    return [
+        obj["metadata"]["name"],
+        spec.get("replicas", 0),
+        status.get("replicas", 0),
+        status.get("readyReplicas", 0),
+        age(obj["metadata"].get("creationTimestamp"), now),
+        *_workload_wide(obj),
+    ]
 
 
 def _statefulset_row(obj: dict[str, Any], now: float) -> list[Any]:
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
     containers = _containers_of(obj)
-    return [obj["metadata"]["name"],
-            f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 1)}",
-            age(obj["metadata"].get("creationTimestamp"), now),
-            ",".join(c.get("name", "") for c in containers),
-            ",".join(c.get("image", "") for c in containers)]
+    return [
+        obj["metadata"]["name"],
+        f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 1)}",
+        age(obj["metadata"].get("creationTimestamp"), now),
+        ",".join(c.get("name", "") for c in containers),
+        ",".join(c.get("image", "") for c in containers),
+    ]
 
 
 def _daemonset_row(obj: dict[str, Any], now: float) -> list[Any]:
     status = obj.get("status") or {}
     selector = ((obj.get("spec") or {}).get("template") or {}).get("spec", {}).get("nodeSelector")
-    return [obj["metadata"]["name"], status.get("desiredNumberScheduled", 0),
-            status.get("currentNumberScheduled", 0), status.get("numberReady", 0),
-            status.get("updatedNumberScheduled", 0), status.get("numberAvailable", 0),
-            ",".join(f"{k}={v}" for k, v in (selector or {}).items()) or "<none>",
-            age(obj["metadata"].get("creationTimestamp"), now), *_workload_wide(obj)]
+    return [
+        obj["metadata"]["name"],
+        status.get("desiredNumberScheduled", 0),
+        status.get("currentNumberScheduled", 0),
+        status.get("numberReady", 0),
+        status.get("updatedNumberScheduled", 0),
+        status.get("numberAvailable", 0),
+        ",".join(f"{k}={v}" for k, v in (selector or {}).items()) or "<none>",
+        age(obj["metadata"].get("creationTimestamp"), now),
+        *_workload_wide(obj),
+    ]
 
 
 def _port_text(port: dict[str, Any]) -> str:
@@ -150,40 +172,69 @@ def _service_row(obj: dict[str, Any], now: float) -> list[Any]:
     spec = obj.get("spec") or {}
     ports = ",".join(_port_text(p) for p in spec.get("ports") or []) or "<none>"
     selector = ",".join(f"{k}={v}" for k, v in (spec.get("selector") or {}).items()) or "<none>"
-    return [obj["metadata"]["name"], spec.get("type", "ClusterIP"),
-            spec.get("clusterIP") or "<none>", "<none>", ports,
-            age(obj["metadata"].get("creationTimestamp"), now), selector]
+    return [
+        obj["metadata"]["name"],
+        spec.get("type", "ClusterIP"),
+        spec.get("clusterIP") or "<none>",
+        "<none>",
+        ports,
+        age(obj["metadata"].get("creationTimestamp"), now),
+        selector,
+    ]
 
 
 def _node_row(obj: dict[str, Any], now: float) -> list[Any]:
     status = obj.get("status") or {}
-    ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
+    ready: dict[str, Any] = next(
+        (c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {}
+    )
     state = "Ready" if ready.get("status") == "True" else "NotReady"
     if (obj.get("spec") or {}).get("unschedulable"):
         state += ",SchedulingDisabled"
     labels = obj["metadata"].get("labels") or {}
-    roles = ",".join(sorted(k.split("/", 1)[1] for k in labels
-                            if k.startswith("node-role.kubernetes.io/"))) or "<none>"
+    roles = (
+        ",".join(
+            sorted(k.split("/", 1)[1] for k in labels if k.startswith("node-role.kubernetes.io/"))
+        )
+        or "<none>"
+    )
     info = status.get("nodeInfo") or {}
-    internal = next((a.get("address") for a in status.get("addresses") or []
-                     if a.get("type") == "InternalIP"), "<none>")
-    return [obj["metadata"]["name"], state, roles,
-            age(obj["metadata"].get("creationTimestamp"), now), info.get("kubeletVersion", ""),
-            internal, "<none>", info.get("osImage", ""), info.get("kernelVersion", ""),
-            info.get("containerRuntimeVersion", "")]
+    internal = next(
+        (a.get("address") for a in status.get("addresses") or [] if a.get("type") == "InternalIP"),
+        "<none>",
+    )
+    return [
+        obj["metadata"]["name"],
+        state,
+        roles,
+        age(obj["metadata"].get("creationTimestamp"), now),
+        info.get("kubeletVersion", ""),
+        internal,
+        "<none>",
+        info.get("osImage", ""),
+        info.get("kernelVersion", ""),
+        info.get("containerRuntimeVersion", ""),
+    ]
 
 
 def _event_row(obj: dict[str, Any], now: float) -> list[Any]:
     involved = obj.get("involvedObject") or {}
-    last = obj.get("lastTimestamp") or obj.get("eventTime") or \
-        obj["metadata"].get("creationTimestamp")
+    last = (
+        obj.get("lastTimestamp") or obj.get("eventTime") or obj["metadata"].get("creationTimestamp")
+    )
     if isinstance(last, str) and "." in last:
         last = last.split(".")[0] + "Z"
-    return [age(last, now), obj.get("type", ""), obj.get("reason", ""),
-            f"{involved.get('kind', '').lower()}/{involved.get('name', '')}",
-            obj.get("message", ""), (obj.get("source") or {}).get("component", ""),
-            age(obj.get("firstTimestamp"), now), obj.get("count", 1),
-            obj["metadata"]["name"]]
+    return [
+        age(last, now),
+        obj.get("type", ""),
+        obj.get("reason", ""),
+        f"{involved.get('kind', '').lower()}/{involved.get('name', '')}",
+        obj.get("message", ""),
+        (obj.get("source") or {}).get("component", ""),
+        age(obj.get("firstTimestamp"), now),
+        obj.get("count", 1),
+        obj["metadata"]["name"],
+    ]
 
 
 def _endpoints_row(obj: dict[str, Any], now: float) -> list[Any]:
@@ -192,55 +243,141 @@ def _endpoints_row(obj: dict[str, Any], now: float) -> list[Any]:
         for address in subset.get("addresses") or []:
             for port in subset.get("ports") or []:
                 addresses.append(f"{address.get('ip')}:{port.get('port')}")
-    shown = ",".join(addresses[:3]) + (f" + {len(addresses) - 3} more..."
-                                       if len(addresses) > 3 else "")
-    return [obj["metadata"]["name"], shown or "<none>",
-            age(obj["metadata"].get("creationTimestamp"), now)]
+    shown = ",".join(addresses[:3]) + (
+        f" + {len(addresses) - 3} more..." if len(addresses) > 3 else ""
+    )
+    return [
+        obj["metadata"]["name"],
+        shown or "<none>",
+        age(obj["metadata"].get("creationTimestamp"), now),
+    ]
 
 
 def _default_row(obj: dict[str, Any], now: float) -> list[Any]:
     return [obj["metadata"]["name"], age(obj["metadata"].get("creationTimestamp"), now)]
 
 
-_WORKLOAD_WIDE: list[Column] = [("Containers", "string", 1), ("Images", "string", 1),
-                                ("Selector", "string", 1)]
+_WORKLOAD_WIDE: list[Column] = [
+    ("Containers", "string", 1),
+    ("Images", "string", 1),
+    ("Selector", "string", 1),
+]
 PRINTERS: dict[str, Printer] = {
-    "pods": ([("Name", "string", 0), ("Ready", "string", 0), ("Status", "string", 0),
-              ("Restarts", "string", 0), ("Age", "string", 0), ("IP", "string", 1),
-              ("Node", "string", 1), ("Nominated Node", "string", 1),
-              ("Readiness Gates", "string", 1)], _pod_row),
-    "deployments": ([("Name", "string", 0), ("Ready", "string", 0),
-                     ("Up-to-date", "integer", 0), ("Available", "integer", 0),
-                     ("Age", "string", 0), *_WORKLOAD_WIDE], _deployment_row),
-    "replicasets": ([("Name", "string", 0), ("Desired", "integer", 0),
-                     ("Current", "integer", 0), ("Ready", "integer", 0), ("Age", "string", 0),
-                     *_WORKLOAD_WIDE], _replicaset_row),
-    "statefulsets": ([("Name", "string", 0), ("Ready", "string", 0), ("Age", "string", 0),
-                      ("Containers", "string", 1), ("Images", "string", 1)], _statefulset_row),
-    "daemonsets": ([("Name", "string", 0), ("Desired", "integer", 0), ("Current", "integer", 0),
-                    ("Ready", "integer", 0), ("Up-to-date", "integer", 0),
-                    ("Available", "integer", 0), ("Node Selector", "string", 0),
-                    ("Age", "string", 0), *_WORKLOAD_WIDE], _daemonset_row),
-    "services": ([("Name", "string", 0), ("Type", "string", 0), ("Cluster-IP", "string", 0),
-                  ("External-IP", "string", 0), ("Port(s)", "string", 0), ("Age", "string", 0),
-                  ("Selector", "string", 1)], _service_row),
-    "nodes": ([("Name", "string", 0), ("Status", "string", 0), ("Roles", "string", 0),
-               ("Age", "string", 0), ("Version", "string", 0), ("Internal-IP", "string", 1),
-               ("External-IP", "string", 1), ("OS-Image", "string", 1),
-               ("Kernel-Version", "string", 1), ("Container-Runtime", "string", 1)], _node_row),
-    "events": ([("Last Seen", "string", 0), ("Type", "string", 0), ("Reason", "string", 0),
-                ("Object", "string", 0), ("Message", "string", 0), ("Source", "string", 1),
-                ("First Seen", "string", 1), ("Count", "string", 1), ("Name", "string", 1)],
-               _event_row),
-    "endpoints": ([("Name", "string", 0), ("Endpoints", "string", 0), ("Age", "string", 0)],
-                  _endpoints_row),
+    "pods": (
+        [
+            ("Name", "string", 0),
+            ("Ready", "string", 0),
+            ("Status", "string", 0),
+            ("Restarts", "string", 0),
+            ("Age", "string", 0),
+            ("IP", "string", 1),
+            ("Node", "string", 1),
+            ("Nominated Node", "string", 1),
+            ("Readiness Gates", "string", 1),
+        ],
+        _pod_row,
+    ),
+    "deployments": (
+        [
+            ("Name", "string", 0),
+            ("Ready", "string", 0),
+            ("Up-to-date", "integer", 0),
+            ("Available", "integer", 0),
+            ("Age", "string", 0),
+            *_WORKLOAD_WIDE,
+        ],
+        _deployment_row,
+    ),
+    "replicasets": (
+        [
+            ("Name", "string", 0),
+            ("Desired", "integer", 0),
+            ("Current", "integer", 0),
+            ("Ready", "integer", 0),
+            ("Age", "string", 0),
+            *_WORKLOAD_WIDE,
+        ],
+        _replicaset_row,
+    ),
+    "statefulsets": (
+        [
+            ("Name", "string", 0),
+            ("Ready", "string", 0),
+            ("Age", "string", 0),
+            ("Containers", "string", 1),
+            ("Images", "string", 1),
+        ],
+        _statefulset_row,
+    ),
+    "daemonsets": (
+        [
+            ("Name", "string", 0),
+            ("Desired", "integer", 0),
+            ("Current", "integer", 0),
+            ("Ready", "integer", 0),
+            ("Up-to-date", "integer", 0),
+            ("Available", "integer", 0),
+            ("Node Selector", "string", 0),
+            ("Age", "string", 0),
+            *_WORKLOAD_WIDE,
+        ],
+        _daemonset_row,
+    ),
+    "services": (
+        [
+            ("Name", "string", 0),
+            ("Type", "string", 0),
+            ("Cluster-IP", "string", 0),
+            ("External-IP", "string", 0),
+            ("Port(s)", "string", 0),
+            ("Age", "string", 0),
+            ("Selector", "string", 1),
+        ],
+        _service_row,
+    ),
+    "nodes": (
+        [
+            ("Name", "string", 0),
+            ("Status", "string", 0),
+            ("Roles", "string", 0),
+            ("Age", "string", 0),
+            ("Version", "string", 0),
+            ("Internal-IP", "string", 1),
+            ("External-IP", "string", 1),
+            ("OS-Image", "string", 1),
+            ("Kernel-Version", "string", 1),
+            ("Container-Runtime", "string", 1),
+        ],
+        _node_row,
+    ),
+    "events": (
+        [
+            ("Last Seen", "string", 0),
+            ("Type", "string", 0),
+            ("Reason", "string", 0),
+            ("Object", "string", 0),
+            ("Message", "string", 0),
+            ("Source", "string", 1),
+            ("First Seen", "string", 1),
+            ("Count", "string", 1),
+            ("Name", "string", 1),
+        ],
+        _event_row,
+    ),
+    "endpoints": (
+        [("Name", "string", 0), ("Endpoints", "string", 0), ("Age", "string", 0)],
+        _endpoints_row,
+    ),
 }
 _DEFAULT: Printer = ([("Name", "string", 0), ("Age", "string", 0)], _default_row)
 
 
 def partial_metadata(obj: dict[str, Any]) -> dict[str, Any]:
-    return {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
-            "metadata": obj["metadata"]}
+    return {
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": obj["metadata"],
+    }
 
 
 def table(
@@ -267,8 +404,13 @@ def table(
         "apiVersion": "meta.k8s.io/v1",
         "metadata": {"resourceVersion": resource_version},
         "columnDefinitions": [
-            {"name": name, "type": kind, "format": "name" if name == "Name" else "",
-             "description": f"{name} of the {rt.singular}", "priority": priority}
+            {
+                "name": name,
+                "type": kind,
+                "format": "name" if name == "Name" else "",
+                "description": f"{name} of the {rt.singular}",
+                "priority": priority,
+            }
             for name, kind, priority in columns
         ],
         "rows": rows,

@@ -7,8 +7,11 @@ from typing import Any
 from lab.cluster.resources import by_kind
 from lab.controllers.context import ControllerContext
 
-_SCALE_TARGETS = {"Deployment": "deployments.apps", "StatefulSet": "statefulsets.apps",
-                  "ReplicaSet": "replicasets.apps"}
+_SCALE_TARGETS = {
+    "Deployment": "deployments.apps",
+    "StatefulSet": "statefulsets.apps",
+    "ReplicaSet": "replicasets.apps",
+}
 
 
 class ServiceAccountController:
@@ -21,9 +24,14 @@ class ServiceAccountController:
         for namespace in self.ctx.store.iter_all("namespaces"):
             name = namespace["metadata"]["name"]
             if self.ctx.store.get("serviceaccounts", name, "default") is None:
-                self.ctx.store.create("serviceaccounts", {
-                    "apiVersion": "v1", "kind": "ServiceAccount",
-                    "metadata": {"name": "default", "namespace": name}})
+                self.ctx.store.create(
+                    "serviceaccounts",
+                    {
+                        "apiVersion": "v1",
+                        "kind": "ServiceAccount",
+                        "metadata": {"name": "default", "namespace": name},
+                    },
+                )
 
 
 class HorizontalPodAutoscalerController:
@@ -50,11 +58,20 @@ class HorizontalPodAutoscalerController:
         target = self.ctx.store.get(key, namespace, ref.get("name", "")) if key else None
         now = self.ctx.clock.timestamp()
         if target is None:
-            status = {"currentReplicas": 0, "desiredReplicas": 0, "conditions": [
-                {"type": "AbleToScale", "status": "False", "reason": "FailedGetScale",
-                 "message": f'the HPA controller was unable to get the target\'s current scale: '
-                            f'{(ref.get("kind") or "").lower()}s "{ref.get("name")}" not found',
-                 "lastTransitionTime": now}]}
+            status = {
+                "currentReplicas": 0,
+                "desiredReplicas": 0,
+                "conditions": [
+                    {
+                        "type": "AbleToScale",
+                        "status": "False",
+                        "reason": "FailedGetScale",
+                        "message": "the HPA controller was unable to get the target's current "
+                        f'scale: {(ref.get("kind") or "").lower()}s "{ref.get("name")}" not found',
+                        "lastTransitionTime": now,
+                    }
+                ],
+            }
             self._write(hpa, status)
             return
         current = int(target["spec"].get("replicas", 1))
@@ -62,39 +79,71 @@ class HorizontalPodAutoscalerController:
         high = int(spec.get("maxReplicas", current))
         desired = min(max(current, low), high)
         limited = desired != current
+        reason = (
+            "All metrics below target"
+            if desired < current
+            else "Current number of replicas below Spec.MinReplicas"
+        )
         if limited and key is not None:
-            self.ctx.api.patch(by_kind(target["kind"]), namespace, target["metadata"]["name"],
-                               f'{{"spec":{{"replicas":{desired}}}}}'.encode(),
-                               "application/merge-patch+json")
-            self.ctx.events.record(hpa, "Normal", "SuccessfulRescale",
-                                   f"New size: {desired}; reason: "
-                                   f"{'All metrics below target' if desired < current else 'Current number of replicas below Spec.MinReplicas'}",
-                                   component="horizontal-pod-autoscaler")
+            self.ctx.api.patch(
+                by_kind(target["kind"]),
+                namespace,
+                target["metadata"]["name"],
+                f'{{"spec":{{"replicas":{desired}}}}}'.encode(),
+                "application/merge-patch+json",
+            )
+            self.ctx.events.record(
+                hpa,
+                "Normal",
+                "SuccessfulRescale",
+                f"New size: {desired}; reason: {reason}",
+                component="horizontal-pod-autoscaler",
+            )
         status = {
-            "currentReplicas": current, "desiredReplicas": desired,
-            "currentMetrics": [{"type": "Resource", "resource": {
-                "name": "cpu", "current": {"averageUtilization": self.UTILIZATION,
-                                           "averageValue": "40m"}}}],
+            "currentReplicas": current,
+            "desiredReplicas": desired,
+            "currentMetrics": [
+                {
+                    "type": "Resource",
+                    "resource": {
+                        "name": "cpu",
+                        "current": {"averageUtilization": self.UTILIZATION, "averageValue": "40m"},
+                    },
+                }
+            ],
             "conditions": [
-                {"type": "AbleToScale", "status": "True", "reason": "ReadyForNewScale",
-                 "message": "recommended size matches current size", "lastTransitionTime": now},
-                {"type": "ScalingActive", "status": "True", "reason": "ValidMetricFound",
-                 "message": "the HPA was able to successfully calculate a replica count from cpu "
-                            "resource utilization (percentage of request)",
-                 "lastTransitionTime": now},
-                {"type": "ScalingLimited", "status": "True" if limited else "False",
-                 "reason": "TooManyReplicas" if desired < current else "DesiredWithinRange",
-                 "message": "the desired count is within the acceptable range",
-                 "lastTransitionTime": now},
+                {
+                    "type": "AbleToScale",
+                    "status": "True",
+                    "reason": "ReadyForNewScale",
+                    "message": "recommended size matches current size",
+                    "lastTransitionTime": now,
+                },
+                {
+                    "type": "ScalingActive",
+                    "status": "True",
+                    "reason": "ValidMetricFound",
+                    "message": "the HPA was able to successfully calculate a replica count "
+                    "from cpu resource utilization (percentage of request)",
+                    "lastTransitionTime": now,
+                },
+                {
+                    "type": "ScalingLimited",
+                    "status": "True" if limited else "False",
+                    "reason": "TooManyReplicas" if desired < current else "DesiredWithinRange",
+                    "message": "the desired count is within the acceptable range",
+                    "lastTransitionTime": now,
+                },
             ],
         }
         self._write(hpa, status)
 
     def _write(self, hpa: dict[str, Any], status: dict[str, Any]) -> None:
         old = hpa.get("status") or {}
-        if {k: v for k, v in old.items() if k != "conditions"} == \
-                {k: v for k, v in status.items() if k != "conditions"} and \
-                [(c["type"], c["status"]) for c in old.get("conditions") or []] == \
-                [(c["type"], c["status"]) for c in status.get("conditions") or []]:
+        if {k: v for k, v in old.items() if k != "conditions"} == {
+            k: v for k, v in status.items() if k != "conditions"
+        } and [(c["type"], c["status"]) for c in old.get("conditions") or []] == [
+            (c["type"], c["status"]) for c in status.get("conditions") or []
+        ]:
             return
         self.ctx.write_status("horizontalpodautoscalers.autoscaling", hpa, status)

@@ -105,9 +105,12 @@ def resolve_environment(
             prefix = entry.get("prefix", "")
             for key, value in data.items():
                 env[prefix + key] = _decode(value) if kind == "Secret" else str(value)
-    fields = {"metadata.name": pod["metadata"]["name"], "metadata.namespace": namespace,
-              "status.podIP": pod_ip, "spec.nodeName": (pod.get("spec") or {}).get("nodeName",
-                                                                                   "")}
+    fields = {
+        "metadata.name": pod["metadata"]["name"],
+        "metadata.namespace": namespace,
+        "status.podIP": pod_ip,
+        "spec.nodeName": (pod.get("spec") or {}).get("nodeName", ""),
+    }
     for var in container.get("env") or []:
         name = var.get("name", "")
         if "value" in var:
@@ -142,15 +145,25 @@ def missing_volume(store: ObjectStore, pod: dict[str, Any]) -> str:
     namespace = pod["metadata"]["namespace"]
     for volume in (pod.get("spec") or {}).get("volumes") or []:
         cm = volume.get("configMap")
-        if cm and not cm.get("optional") and store.get("configmaps", namespace,
-                                                        cm.get("name", "")) is None:
-            return f'MountVolume.SetUp failed for volume "{volume["name"]}" : configmap ' \
-                   f'"{cm.get("name")}" not found'
+        if (
+            cm
+            and not cm.get("optional")
+            and store.get("configmaps", namespace, cm.get("name", "")) is None
+        ):
+            return (
+                f'MountVolume.SetUp failed for volume "{volume["name"]}" : configmap '
+                f'"{cm.get("name")}" not found'
+            )
         secret = volume.get("secret")
-        if secret and not secret.get("optional") and store.get(
-                "secrets", namespace, secret.get("secretName", "")) is None:
-            return f'MountVolume.SetUp failed for volume "{volume["name"]}" : secret ' \
-                   f'"{secret.get("secretName")}" not found'
+        if (
+            secret
+            and not secret.get("optional")
+            and store.get("secrets", namespace, secret.get("secretName", "")) is None
+        ):
+            return (
+                f'MountVolume.SetUp failed for volume "{volume["name"]}" : secret '
+                f'"{secret.get("secretName")}" not found'
+            )
     return ""
 
 
@@ -158,10 +171,15 @@ def _container_state(run: ContainerRun, clock: Clock) -> dict[str, Any]:
     if run.state == "running":
         return {"running": {"startedAt": clock.timestamp(run.started_at)}}
     if run.state == "terminated":
-        return {"terminated": {"exitCode": run.exit_code, "reason": run.reason,
-                               "startedAt": clock.timestamp(run.started_at),
-                               "finishedAt": clock.timestamp(run.finished_at),
-                               "containerID": run.container_id}}
+        return {
+            "terminated": {
+                "exitCode": run.exit_code,
+                "reason": run.reason,
+                "startedAt": clock.timestamp(run.started_at),
+                "finishedAt": clock.timestamp(run.finished_at),
+                "containerID": run.container_id,
+            }
+        }
     waiting: dict[str, Any] = {"reason": run.reason}
     if run.message:
         waiting["message"] = run.message
@@ -177,7 +195,9 @@ def container_status(run: ContainerRun, clock: Clock) -> dict[str, Any]:
         "restartCount": run.restart_count,
         "image": run.image,
         "imageID": f"docker.io/{run.image.split(':')[0]}@sha256:"
-                   f"{hashlib.sha256(run.image.encode()).hexdigest()}" if run.ever_started else "",
+        f"{hashlib.sha256(run.image.encode()).hexdigest()}"
+        if run.ever_started
+        else "",
         "started": run.state == "running",
     }
     if run.container_id:
@@ -185,13 +205,23 @@ def container_status(run: ContainerRun, clock: Clock) -> dict[str, Any]:
     return status
 
 
-def _condition(kind: str, ok: bool, now: str, reason: str = "", message: str = "",
-               previous: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+def _condition(
+    kind: str,
+    ok: bool,
+    now: str,
+    reason: str = "",
+    message: str = "",
+    previous: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     value = "True" if ok else "False"
     old = (previous or {}).get(kind)
     transition = old["lastTransitionTime"] if old and old.get("status") == value else now
-    result: dict[str, Any] = {"type": kind, "status": value, "lastProbeTime": None,
-                              "lastTransitionTime": transition}
+    result: dict[str, Any] = {
+        "type": kind,
+        "status": value,
+        "lastProbeTime": None,
+        "lastTransitionTime": transition,
+    }
     if not ok and reason:
         result.update(reason=reason, message=message)
     return result
@@ -206,18 +236,39 @@ def pod_status(run: PodRun, pod: dict[str, Any], clock: Clock) -> dict[str, Any]
     phase = "Running" if initialized and any(c.ever_started for c in run.main) else "Pending"
     conditions = [
         _condition("PodReadyToStartContainers", True, now, previous=previous),
-        _condition("Initialized", initialized, now, "ContainersNotInitialized",
-                   f"containers with incomplete status: [{' '.join(incomplete)}]", previous),
-        _condition("Ready", not unready, now, "ContainersNotReady",
-                   f"containers with unready status: [{' '.join(unready)}]", previous),
-        _condition("ContainersReady", not unready, now, "ContainersNotReady",
-                   f"containers with unready status: [{' '.join(unready)}]", previous),
+        _condition(
+            "Initialized",
+            initialized,
+            now,
+            "ContainersNotInitialized",
+            f"containers with incomplete status: [{' '.join(incomplete)}]",
+            previous,
+        ),
+        _condition(
+            "Ready",
+            not unready,
+            now,
+            "ContainersNotReady",
+            f"containers with unready status: [{' '.join(unready)}]",
+            previous,
+        ),
+        _condition(
+            "ContainersReady",
+            not unready,
+            now,
+            "ContainersNotReady",
+            f"containers with unready status: [{' '.join(unready)}]",
+            previous,
+        ),
         previous.get("PodScheduled") or _condition("PodScheduled", True, now),
     ]
     requests = any((c.spec.get("resources") or {}).get("requests") for c in run.main)
-    limits = all((c.spec.get("resources") or {}).get("limits") == (c.spec.get("resources")
-                                                                   or {}).get("requests")
-                 and (c.spec.get("resources") or {}).get("limits") for c in run.main)
+    limits = all(
+        (c.spec.get("resources") or {}).get("limits")
+        == (c.spec.get("resources") or {}).get("requests")
+        and (c.spec.get("resources") or {}).get("limits")
+        for c in run.main
+    )
     status: dict[str, Any] = {
         "phase": phase,
         "conditions": conditions,

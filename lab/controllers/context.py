@@ -13,9 +13,14 @@ from lab.images import ImageCatalog
 
 
 def owner_reference(owner: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": owner["apiVersion"], "kind": owner["kind"],
-            "name": owner["metadata"]["name"], "uid": owner["metadata"]["uid"],
-            "controller": True, "blockOwnerDeletion": True}
+    return {
+        "apiVersion": owner["apiVersion"],
+        "kind": owner["kind"],
+        "name": owner["metadata"]["name"],
+        "uid": owner["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
 
 
 def controller_uid(obj: dict[str, Any]) -> str | None:
@@ -52,30 +57,43 @@ class EventRecorder:
         name = self._index.get(key)
         existing = self.store.get("events", namespace, name) if name else None
         if existing is not None:
-            updated = {**existing, "count": int(existing.get("count", 1)) + 1,
-                       "lastTimestamp": now}
+            updated = {**existing, "count": int(existing.get("count", 1)) + 1, "lastTimestamp": now}
             self.store.replace("events", updated)
             return
         name = f"{meta['name']}.{secrets.token_hex(8)}"
-        involved = {"kind": obj["kind"], "namespace": meta.get("namespace", ""),
-                    "name": meta["name"], "uid": meta.get("uid", ""),
-                    "apiVersion": obj["apiVersion"],
-                    "resourceVersion": meta.get("resourceVersion", "")}
+        involved = {
+            "kind": obj["kind"],
+            "namespace": meta.get("namespace", ""),
+            "name": meta["name"],
+            "uid": meta.get("uid", ""),
+            "apiVersion": obj["apiVersion"],
+            "resourceVersion": meta.get("resourceVersion", ""),
+        }
         if field_path:
             involved["fieldPath"] = field_path
         source = {"component": component, **({"host": host} if host else {})}
-        event = {"kind": "Event", "apiVersion": "v1",
-                 "metadata": {"name": name, "namespace": namespace},
-                 "involvedObject": involved, "reason": reason, "message": message,
-                 "source": source, "firstTimestamp": now, "lastTimestamp": now, "count": 1,
-                 "type": event_type, "eventTime": None, "reportingComponent": component,
-                 "reportingInstance": host or ""}
+        event = {
+            "kind": "Event",
+            "apiVersion": "v1",
+            "metadata": {"name": name, "namespace": namespace},
+            "involvedObject": involved,
+            "reason": reason,
+            "message": message,
+            "source": source,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+            "type": event_type,
+            "eventTime": None,
+            "reportingComponent": component,
+            "reportingInstance": host or "",
+        }
         self.store.create("events", event)
         self._index[key] = name
         self._trim(namespace)
 
     def _trim(self, namespace: str) -> None:
-        events = self.store.list("events", namespace)
+        events = self.store.list_objects("events", namespace)
         if len(events) <= self.limit_per_namespace:
             return
         events.sort(key=lambda e: e.get("lastTimestamp") or "")

@@ -53,8 +53,14 @@ class DeploymentController:
     def _sync(self, deployment: dict[str, Any]) -> None:
         spec = deployment["spec"]
         replica_sets = owned(self.ctx, "replicasets.apps", deployment)
-        new_rs = next((rs for rs in replica_sets
-                       if without_hash_label(rs["spec"]["template"]) == spec["template"]), None)
+        new_rs = next(
+            (
+                rs
+                for rs in replica_sets
+                if without_hash_label(rs["spec"]["template"]) == spec["template"]
+            ),
+            None,
+        )
         max_revision = max((_revision(rs) for rs in replica_sets), default=0)
         if new_rs is None:
             new_rs = self._create_replica_set(deployment, max_revision + 1)
@@ -77,54 +83,79 @@ class DeploymentController:
         template.setdefault("metadata", {}).setdefault("labels", {})[HASH_LABEL] = pod_hash
         selector = copy.deepcopy(deployment["spec"]["selector"])
         selector.setdefault("matchLabels", {})[HASH_LABEL] = pod_hash
-        annotations = {REVISION: str(revision),
-                       "deployment.kubernetes.io/desired-replicas":
-                           str(deployment["spec"].get("replicas", 1))}
+        annotations = {
+            REVISION: str(revision),
+            "deployment.kubernetes.io/desired-replicas": str(deployment["spec"].get("replicas", 1)),
+        }
         cause = (deployment["metadata"].get("annotations") or {}).get(CHANGE_CAUSE)
         if cause:
             annotations[CHANGE_CAUSE] = cause
         name = f"{deployment['metadata']['name']}-{pod_hash}"
-        rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet",
-              "metadata": {"name": name, "namespace": deployment["metadata"]["namespace"],
-                           "labels": dict(template["metadata"]["labels"]),
-                           "annotations": annotations,
-                           "ownerReferences": [owner_reference(deployment)]},
-              "spec": {"replicas": 0, "minReadySeconds": deployment["spec"].get(
-                  "minReadySeconds", 0), "selector": selector, "template": template}}
+        rs: dict[str, Any] = {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {
+                "name": name,
+                "namespace": deployment["metadata"]["namespace"],
+                "labels": dict(template["metadata"]["labels"]),
+                "annotations": annotations,
+                "ownerReferences": [owner_reference(deployment)],
+            },
+            "spec": {
+                "replicas": 0,
+                "minReadySeconds": deployment["spec"].get("minReadySeconds", 0),
+                "selector": selector,
+                "template": template,
+            },
+        }
         return self.ctx.api.create(by_kind("ReplicaSet"), rs["metadata"]["namespace"], rs)
 
-    def _annotate(self, rs: dict[str, Any], deployment: dict[str, Any],
-                  revision: int) -> dict[str, Any]:
+    def _annotate(
+        self, rs: dict[str, Any], deployment: dict[str, Any], revision: int
+    ) -> dict[str, Any]:
         annotations = dict(rs["metadata"].get("annotations") or {})
         annotations[REVISION] = str(revision)
         cause = (deployment["metadata"].get("annotations") or {}).get(CHANGE_CAUSE)
         if cause:
             annotations[CHANGE_CAUSE] = cause
-        return self.ctx.write_object("replicasets.apps",
-                                     {**rs, "metadata": {**rs["metadata"],
-                                                         "annotations": annotations}})
+        return self.ctx.write_object(
+            "replicasets.apps", {**rs, "metadata": {**rs["metadata"], "annotations": annotations}}
+        )
 
     def _scale(self, deployment: dict[str, Any], rs: dict[str, Any], replicas: int) -> None:
         current = _replicas(rs)
         if current == replicas:
             return
-        fresh = self.ctx.store.get("replicasets.apps", rs["metadata"]["namespace"],
-                                   rs["metadata"]["name"]) or rs
-        annotations = {**(fresh["metadata"].get("annotations") or {}),
-                       "deployment.kubernetes.io/desired-replicas":
-                           str(deployment["spec"].get("replicas", 1))}
-        updated = {**fresh, "metadata": {**fresh["metadata"], "annotations": annotations},
-                   "spec": {**fresh["spec"], "replicas": replicas}}
+        fresh = (
+            self.ctx.store.get(
+                "replicasets.apps", rs["metadata"]["namespace"], rs["metadata"]["name"]
+            )
+            or rs
+        )
+        annotations = {
+            **(fresh["metadata"].get("annotations") or {}),
+            "deployment.kubernetes.io/desired-replicas": str(deployment["spec"].get("replicas", 1)),
+        }
+        updated = {
+            **fresh,
+            "metadata": {**fresh["metadata"], "annotations": annotations},
+            "spec": {**fresh["spec"], "replicas": replicas},
+        }
         meta = updated["metadata"]
         meta["generation"] = int(meta.get("generation", 1)) + 1
         self.ctx.write_object("replicasets.apps", updated)
         direction = "up" if replicas > current else "down"
-        self.ctx.events.record(deployment, "Normal", "ScalingReplicaSet",
-                               f"Scaled {direction} replica set {rs['metadata']['name']} "
-                               f"to {replicas} from {current}", component=COMPONENT)
+        self.ctx.events.record(
+            deployment,
+            "Normal",
+            "ScalingReplicaSet",
+            f"Scaled {direction} replica set {rs['metadata']['name']} to {replicas} from {current}",
+            component=COMPONENT,
+        )
 
-    def _recreate(self, deployment: dict[str, Any], new_rs: dict[str, Any],
-                  old: list[dict[str, Any]]) -> None:
+    def _recreate(
+        self, deployment: dict[str, Any], new_rs: dict[str, Any], old: list[dict[str, Any]]
+    ) -> None:
         active_old = [rs for rs in old if _replicas(rs) > 0]
         for rs in active_old:
             self._scale(deployment, rs, 0)
@@ -132,13 +163,15 @@ class DeploymentController:
         if not active_old and not still_running:
             self._scale(deployment, new_rs, int(deployment["spec"].get("replicas", 1)))
 
-    def _rolling(self, deployment: dict[str, Any], new_rs: dict[str, Any],
-                 old: list[dict[str, Any]]) -> None:
+    def _rolling(
+        self, deployment: dict[str, Any], new_rs: dict[str, Any], old: list[dict[str, Any]]
+    ) -> None:
         desired = int(deployment["spec"].get("replicas", 1))
         rolling = (deployment["spec"].get("strategy") or {}).get("rollingUpdate") or {}
         surge = resolve_int_or_percent(rolling.get("maxSurge", "25%"), desired, round_up=True)
-        unavailable = resolve_int_or_percent(rolling.get("maxUnavailable", "25%"), desired,
-                                             round_up=False)
+        unavailable = resolve_int_or_percent(
+            rolling.get("maxUnavailable", "25%"), desired, round_up=False
+        )
         if surge == 0 and unavailable == 0:
             unavailable = 1
         if not any(_replicas(rs) for rs in old):
@@ -165,8 +198,9 @@ class DeploymentController:
             if cut > 0:
                 remaining[rs["metadata"]["uid"]] -= cut
                 budget -= cut
-        available = _available(new_rs) + sum(min(_available(rs), remaining[rs["metadata"]["uid"]])
-                                             for rs in old_sorted)
+        available = _available(new_rs) + sum(
+            min(_available(rs), remaining[rs["metadata"]["uid"]]) for rs in old_sorted
+        )
         can_remove = available - min_available
         for rs in old_sorted:
             cut = min(remaining[rs["metadata"]["uid"]], max(can_remove, 0))
@@ -177,35 +211,62 @@ class DeploymentController:
 
     def _cleanup(self, deployment: dict[str, Any], old: list[dict[str, Any]]) -> None:
         limit = int(deployment["spec"].get("revisionHistoryLimit", 10))
-        idle = sorted((rs for rs in old if _replicas(rs) == 0
-                       and not (rs.get("status") or {}).get("replicas")), key=_revision)
+        idle = sorted(
+            (
+                rs
+                for rs in old
+                if _replicas(rs) == 0 and not (rs.get("status") or {}).get("replicas")
+            ),
+            key=_revision,
+        )
         for rs in idle[: max(len(idle) - limit, 0)]:
-            self.ctx.api.delete(by_kind("ReplicaSet"), rs["metadata"]["namespace"],
-                                rs["metadata"]["name"])
+            self.ctx.api.delete(
+                by_kind("ReplicaSet"), rs["metadata"]["namespace"], rs["metadata"]["name"]
+            )
 
     def _sync_revision_annotation(self, deployment: dict[str, Any], new_rs: dict[str, Any]) -> None:
-        fresh = self.ctx.store.get("deployments.apps", deployment["metadata"]["namespace"],
-                                   deployment["metadata"]["name"])
+        fresh = self.ctx.store.get(
+            "deployments.apps", deployment["metadata"]["namespace"], deployment["metadata"]["name"]
+        )
         if fresh is None:
             return
-        revision = str(_revision(self.ctx.store.get("replicasets.apps",
-                                                    new_rs["metadata"]["namespace"],
-                                                    new_rs["metadata"]["name"]) or new_rs))
+        revision = str(
+            _revision(
+                self.ctx.store.get(
+                    "replicasets.apps", new_rs["metadata"]["namespace"], new_rs["metadata"]["name"]
+                )
+                or new_rs
+            )
+        )
         annotations = fresh["metadata"].get("annotations") or {}
         if annotations.get(REVISION) != revision:
-            self.ctx.write_object("deployments.apps", {
-                **fresh, "metadata": {**fresh["metadata"],
-                                      "annotations": {**annotations, REVISION: revision}}})
+            self.ctx.write_object(
+                "deployments.apps",
+                {
+                    **fresh,
+                    "metadata": {
+                        **fresh["metadata"],
+                        "annotations": {**annotations, REVISION: revision},
+                    },
+                },
+            )
 
     def _update_status(self, deployment: dict[str, Any]) -> None:
-        fresh = self.ctx.store.get("deployments.apps", deployment["metadata"]["namespace"],
-                                   deployment["metadata"]["name"])
+        fresh = self.ctx.store.get(
+            "deployments.apps", deployment["metadata"]["namespace"], deployment["metadata"]["name"]
+        )
         if fresh is None:
             return
         spec = fresh["spec"]
         replica_sets = owned(self.ctx, "replicasets.apps", fresh)
-        new_rs = next((rs for rs in replica_sets
-                       if without_hash_label(rs["spec"]["template"]) == spec["template"]), None)
+        new_rs = next(
+            (
+                rs
+                for rs in replica_sets
+                if without_hash_label(rs["spec"]["template"]) == spec["template"]
+            ),
+            None,
+        )
 
         def total(field: str) -> int:
             return sum(int((rs.get("status") or {}).get(field, 0)) for rs in replica_sets)
@@ -215,54 +276,97 @@ class DeploymentController:
         available = total("availableReplicas")
         updated = int((new_rs.get("status") or {}).get("replicas", 0)) if new_rs else 0
         rolling = (spec.get("strategy") or {}).get("rollingUpdate") or {}
-        max_unavailable = resolve_int_or_percent(rolling.get("maxUnavailable", "25%"), desired,
-                                                 round_up=False) \
-            if (spec.get("strategy") or {}).get("type") != "Recreate" else 0
+        max_unavailable = (
+            resolve_int_or_percent(rolling.get("maxUnavailable", "25%"), desired, round_up=False)
+            if (spec.get("strategy") or {}).get("type") != "Recreate"
+            else 0
+        )
         old_status = fresh.get("status") or {}
         previous = old_status.get("conditions") or []
         now = self.ctx.clock.timestamp()
         rs_name = new_rs["metadata"]["name"] if new_rs else fresh["metadata"]["name"]
         minimum = available >= desired - max_unavailable
-        conditions = [condition(
-            "Available", minimum,
-            "MinimumReplicasAvailable" if minimum else "MinimumReplicasUnavailable",
-            "Deployment has minimum availability." if minimum
-            else "Deployment does not have minimum availability.", now, previous)]
+        conditions = [
+            condition(
+                "Available",
+                minimum,
+                "MinimumReplicasAvailable" if minimum else "MinimumReplicasUnavailable",
+                "Deployment has minimum availability."
+                if minimum
+                else "Deployment does not have minimum availability.",
+                now,
+                previous,
+            )
+        ]
         complete = updated == desired and replicas == desired and available == desired
-        progressing = self._progressing(fresh, complete, rs_name, now, previous, old_status,
-                                        updated, available)
+        progressing = self._progressing(
+            fresh, complete, rs_name, now, previous, old_status, updated, available
+        )
         conditions.append(progressing)
-        status: dict[str, Any] = {"observedGeneration": fresh["metadata"].get("generation", 1),
-                                  "replicas": replicas, "updatedReplicas": updated,
-                                  "readyReplicas": total("readyReplicas"),
-                                  "availableReplicas": available,
-                                  "conditions": conditions}
+        status: dict[str, Any] = {
+            "observedGeneration": fresh["metadata"].get("generation", 1),
+            "replicas": replicas,
+            "updatedReplicas": updated,
+            "readyReplicas": total("readyReplicas"),
+            "availableReplicas": available,
+            "conditions": conditions,
+        }
         unavailable = max(desired - available, 0) if replicas or desired else 0
         if unavailable:
             status["unavailableReplicas"] = unavailable
         status = {k: v for k, v in status.items() if v != 0 or k == "observedGeneration"}
         self.ctx.write_status("deployments.apps", fresh, status)
 
-    def _progressing(self, deployment: dict[str, Any], complete: bool, rs_name: str, now: str,
-                     previous: list[dict[str, Any]], old_status: dict[str, Any], updated: int,
-                     available: int) -> dict[str, Any]:
+    def _progressing(
+        self,
+        deployment: dict[str, Any],
+        complete: bool,
+        rs_name: str,
+        now: str,
+        previous: list[dict[str, Any]],
+        old_status: dict[str, Any],
+        updated: int,
+        available: int,
+    ) -> dict[str, Any]:
         if complete:
-            return condition("Progressing", True, "NewReplicaSetAvailable",
-                             f'ReplicaSet "{rs_name}" has successfully progressed.', now, previous)
+            return condition(
+                "Progressing",
+                True,
+                "NewReplicaSetAvailable",
+                f'ReplicaSet "{rs_name}" has successfully progressed.',
+                now,
+                previous,
+            )
         old = next((c for c in previous if c.get("type") == "Progressing"), None)
-        made_progress = (updated != old_status.get("updatedReplicas", 0)
-                         or available != old_status.get("availableReplicas", 0)
-                         or old is None or old.get("reason") == "NewReplicaSetAvailable")
+        made_progress = (
+            updated != old_status.get("updatedReplicas", 0)
+            or available != old_status.get("availableReplicas", 0)
+            or old is None
+            or old.get("reason") == "NewReplicaSetAvailable"
+        )
         if not made_progress and old is not None:
             started = datetime.strptime(old["lastUpdateTime"], "%Y-%m-%dT%H:%M:%SZ").timestamp()
             deadline = int(deployment["spec"].get("progressDeadlineSeconds", 600))
-            if self.ctx.clock.now() - started > deadline or \
-                    old.get("reason") == "ProgressDeadlineExceeded":
-                return condition("Progressing", False, "ProgressDeadlineExceeded",
-                                 f'ReplicaSet "{rs_name}" has timed out progressing.', now,
-                                 previous)
+            if (
+                self.ctx.clock.now() - started > deadline
+                or old.get("reason") == "ProgressDeadlineExceeded"
+            ):
+                return condition(
+                    "Progressing",
+                    False,
+                    "ProgressDeadlineExceeded",
+                    f'ReplicaSet "{rs_name}" has timed out progressing.',
+                    now,
+                    previous,
+                )
             return old
-        result = condition("Progressing", True, "ReplicaSetUpdated",
-                           f'ReplicaSet "{rs_name}" is progressing.', now, previous)
+        result = condition(
+            "Progressing",
+            True,
+            "ReplicaSetUpdated",
+            f'ReplicaSet "{rs_name}" is progressing.',
+            now,
+            previous,
+        )
         result["lastUpdateTime"] = now
         return result

@@ -32,7 +32,7 @@ def crash_backoff(crashes: int) -> float:
     """Seconds before the next restart: the first is quick, then 10 s doubling to 5 min."""
     if crashes <= 1:
         return 1.0
-    return min(10.0 * 2 ** (crashes - 2), MAX_BACKOFF)
+    return min(10.0 * 2.0 ** (crashes - 2), MAX_BACKOFF)
 
 
 class Kubelet:
@@ -65,21 +65,34 @@ class Kubelet:
 
     def _admit(self, pod: dict[str, Any], node: str) -> None:
         node_obj = self.ctx.store.get("nodes", "", node) or {}
-        host_ip = next((a["address"] for a in (node_obj.get("status") or {}).get(
-            "addresses") or [] if a.get("type") == "InternalIP"), "10.0.0.1")
+        host_ip = next(
+            (
+                a["address"]
+                for a in (node_obj.get("status") or {}).get("addresses") or []
+                if a.get("type") == "InternalIP"
+            ),
+            "10.0.0.1",
+        )
         cidr = (node_obj.get("spec") or {}).get("podCIDR") or "10.244.0.0/24"
         counter = self._ip_counter.get(node, 1) + 1
         self._ip_counter[node] = counter
         ip = f"{cidr.rsplit('.', 1)[0]}.{counter % 250 + 2}"
         spec = pod.get("spec") or {}
         run = PodRun(
-            uid=pod["metadata"]["uid"], namespace=pod["metadata"]["namespace"],
-            name=pod["metadata"]["name"], node=node, ip=ip, host_ip=host_ip,
+            uid=pod["metadata"]["uid"],
+            namespace=pod["metadata"]["namespace"],
+            name=pod["metadata"]["name"],
+            node=node,
+            ip=ip,
+            host_ip=host_ip,
             started=self.ctx.clock.now(),
-            init=[ContainerRun(c["name"], c.get("image", ""), c, init=True)
-                  for c in spec.get("initContainers") or []],
-            main=[ContainerRun(c["name"], c.get("image", ""), c)
-                  for c in spec.get("containers") or []],
+            init=[
+                ContainerRun(c["name"], c.get("image", ""), c, init=True)
+                for c in spec.get("initContainers") or []
+            ],
+            main=[
+                ContainerRun(c["name"], c.get("image", ""), c) for c in spec.get("containers") or []
+            ],
         )
         self.runs[run.uid] = run
         self._advance(run)
@@ -95,8 +108,14 @@ class Kubelet:
         if pod is not None:
             self.ctx.write_status("pods", pod, pod_status(run, pod, self.ctx.clock))
 
-    def _event(self, run: PodRun, event_type: str, reason: str, message: str,
-               container: ContainerRun | None = None) -> None:
+    def _event(
+        self,
+        run: PodRun,
+        event_type: str,
+        reason: str,
+        message: str,
+        container: ContainerRun | None = None,
+    ) -> None:
         pod = self._pod(run)
         if pod is None:
             return
@@ -104,11 +123,13 @@ class Kubelet:
         if container is not None:
             group = "initContainers" if container.init else "containers"
             path = f"spec.{group}{{{container.name}}}"
-        self.ctx.events.record(pod, event_type, reason, message, component=COMPONENT,
-                               host=run.node, field_path=path)
+        self.ctx.events.record(
+            pod, event_type, reason, message, component=COMPONENT, host=run.node, field_path=path
+        )
 
-    def _later(self, run: PodRun, container: ContainerRun, delay: float,
-               action: Callable[[], None]) -> None:
+    def _later(
+        self, run: PodRun, container: ContainerRun, delay: float, action: Callable[[], None]
+    ) -> None:
         generation = container.generation
 
         def fire() -> None:
@@ -127,8 +148,11 @@ class Kubelet:
         """Start the next init container, or every main container once init is done."""
         pending_init = next((c for c in run.init if not c.completed), None)
         if pending_init is not None:
-            if pending_init.state == "waiting" and not pending_init.ever_started \
-                    and not pending_init.timers:
+            if (
+                pending_init.state == "waiting"
+                and not pending_init.ever_started
+                and not pending_init.timers
+            ):
                 self._prepare(run, pending_init)
         else:
             for container in run.main:
@@ -142,8 +166,11 @@ class Kubelet:
             return
         volume_problem = missing_volume(self.ctx.store, pod)
         if volume_problem:
-            container.state, container.reason, container.message = "waiting", \
-                "ContainerCreating", ""
+            container.state, container.reason, container.message = (
+                "waiting",
+                "ContainerCreating",
+                "",
+            )
             self._event(run, "Warning", "FailedMount", volume_problem)
             self._later(run, container, 10.0, lambda: self._prepare(run, container))
             return
@@ -160,9 +187,13 @@ class Kubelet:
     def _pull(self, run: PodRun, container: ContainerRun) -> None:
         policy = container.spec.get("imagePullPolicy", "IfNotPresent")
         if (run.node, container.image) in self._pulled and policy != "Always":
-            self._event(run, "Normal", "Pulled",
-                        f'Container image "{container.image}" already present on machine',
-                        container)
+            self._event(
+                run,
+                "Normal",
+                "Pulled",
+                f'Container image "{container.image}" already present on machine',
+                container,
+            )
             self._start(run, container)
             return
         self._event(run, "Normal", "Pulling", f'Pulling image "{container.image}"', container)
@@ -172,23 +203,34 @@ class Kubelet:
         spec, _ = self.ctx.images.lookup(container.image)
         if spec is not None:
             self._pulled.add((run.node, container.image))
-            self._event(run, "Normal", "Pulled",
-                        f'Successfully pulled image "{container.image}" in 512ms (512ms '
-                        "including waiting). Image size: 18874368 bytes.", container)
+            self._event(
+                run,
+                "Normal",
+                "Pulled",
+                f'Successfully pulled image "{container.image}" in 512ms (512ms '
+                "including waiting). Image size: 18874368 bytes.",
+                container,
+            )
             self._start(run, container)
             return
         container.pull_failures += 1
         error = self.ctx.images.pull_error(container.image)
         container.state, container.reason, container.message = "waiting", "ErrImagePull", error
-        self._event(run, "Warning", "Failed",
-                    f'Failed to pull image "{container.image}": {error}', container)
+        self._event(
+            run,
+            "Warning",
+            "Failed",
+            f'Failed to pull image "{container.image}": {error}',
+            container,
+        )
         self._event(run, "Warning", "Failed", "Error: ErrImagePull", container)
 
         def back_off() -> None:
             container.reason = "ImagePullBackOff"
             container.message = f'Back-off pulling image "{container.image}"'
-            self._event(run, "Normal", "BackOff", f'Back-off pulling image "{container.image}"',
-                        container)
+            self._event(
+                run, "Normal", "BackOff", f'Back-off pulling image "{container.image}"', container
+            )
             self._event(run, "Warning", "Failed", "Error: ImagePullBackOff", container)
             delay = min(10.0 * 2 ** (container.pull_failures - 1), MAX_BACKOFF)
             self._later(run, container, delay, lambda: self._pull(run, container))
@@ -219,23 +261,26 @@ class Kubelet:
         if spec.hangs:
             return
         if spec.runs_to_completion:
-            self._later(run, container, 1.0,
-                        lambda: self._terminate(run, container, "Completed", 0))
+            self._later(
+                run, container, 1.0, lambda: self._terminate(run, container, "Completed", 0)
+            )
             return
         failure = self._startup_failure(run, container, crash)
         if failure is not None:
             delay, reason, code, lines = failure
             for line in lines:
                 self._log(container, "FATAL" if code != 137 else "INFO", line)
-            self._later(run, container, delay,
-                        lambda: self._terminate(run, container, reason, code))
+            self._later(
+                run, container, delay, lambda: self._terminate(run, container, reason, code)
+            )
             return
         for port in spec.listens:
             self._log(container, "INFO", f"listening on :{port}")
         self._schedule_probes(run, container)
 
-    def _startup_failure(self, run: PodRun, container: ContainerRun,
-                         crash: str) -> tuple[float, str, int, list[str]] | None:
+    def _startup_failure(
+        self, run: PodRun, container: ContainerRun, crash: str
+    ) -> tuple[float, str, int, list[str]] | None:
         spec = container.behaviour
         assert spec is not None
         if crash:
@@ -246,8 +291,12 @@ class Kubelet:
         for name, choices in spec.env_choices.items():
             value = container.env.get(name)
             if value is not None and value not in choices:
-                return 1.0, "Error", 1, [f'invalid value "{value}" for {name}: expected one of '
-                                         f'{", ".join(choices)}']
+                return (
+                    1.0,
+                    "Error",
+                    1,
+                    [f'invalid value "{value}" for {name}: expected one of {", ".join(choices)}'],
+                )
         limit = ((container.spec.get("resources") or {}).get("limits") or {}).get("memory")
         if limit is not None and quantity.mebibytes(limit) < spec.memory_mi:
             return 3.0, "OOMKilled", 137, []
@@ -257,25 +306,36 @@ class Kubelet:
         container.state, container.reason, container.exit_code = "terminated", reason, code
         container.finished_at = self.ctx.clock.now()
         container.ready = False
-        if code == 0 and (container.init or (container.behaviour and
-                                             container.behaviour.runs_to_completion)):
+        if code == 0 and (
+            container.init or (container.behaviour and container.behaviour.runs_to_completion)
+        ):
             container.completed = True
             self._advance(run)
             return
         container.crashes += 1
-        container.last_terminated = {"exitCode": code, "reason": reason,
-                                     "startedAt": self.ctx.clock.timestamp(container.started_at),
-                                     "finishedAt": self.ctx.clock.timestamp(),
-                                     "containerID": container.container_id}
+        container.last_terminated = {
+            "exitCode": code,
+            "reason": reason,
+            "startedAt": self.ctx.clock.timestamp(container.started_at),
+            "finishedAt": self.ctx.clock.timestamp(),
+            "containerID": container.container_id,
+        }
         delay = crash_backoff(container.crashes)
 
         def back_off() -> None:
             container.state, container.reason = "waiting", "CrashLoopBackOff"
-            container.message = (f"back-off {int(max(delay, 10))}s restarting failed container="
-                                  f"{container.name} pod={run.name}_{run.namespace}({run.uid})")
-            self._event(run, "Warning", "BackOff",
-                        f"Back-off restarting failed container {container.name} in pod "
-                        f"{run.name}_{run.namespace}({run.uid})", container)
+            container.message = (
+                f"back-off {int(max(delay, 10))}s restarting failed container="
+                f"{container.name} pod={run.name}_{run.namespace}({run.uid})"
+            )
+            self._event(
+                run,
+                "Warning",
+                "BackOff",
+                f"Back-off restarting failed container {container.name} in pod "
+                f"{run.name}_{run.namespace}({run.uid})",
+                container,
+            )
             self._later(run, container, delay, lambda: self._restart(run, container))
 
         self._later(run, container, 0.1, back_off)
@@ -294,15 +354,23 @@ class Kubelet:
             return True, ""
         port = action.get("port")
         if isinstance(port, str):
-            port = next((p.get("containerPort") for p in container.spec.get("ports") or []
-                         if p.get("name") == port), None)
+            port = next(
+                (
+                    p.get("containerPort")
+                    for p in container.spec.get("ports") or []
+                    if p.get("name") == port
+                ),
+                None,
+            )
         listens = container.behaviour.listens if container.behaviour else []
         if port in listens:
             return True, ""
         if "httpGet" in probe:
             path = probe["httpGet"].get("path", "/")
-            return False, (f'Get "http://{{ip}}:{port}{path}": dial tcp {{ip}}:{port}: connect: '
-                           "connection refused")
+            return False, (
+                f'Get "http://{{ip}}:{port}{path}": dial tcp {{ip}}:{port}: connect: '
+                "connection refused"
+            )
         return False, f"dial tcp {{ip}}:{port}: connect: connection refused"
 
     def _schedule_probes(self, run: PodRun, container: ContainerRun) -> None:
@@ -319,7 +387,8 @@ class Kubelet:
             ok, _ = self._probe_ok(container, liveness)
             if not ok:
                 delay = float(liveness.get("initialDelaySeconds", 0)) + float(
-                    liveness.get("periodSeconds", 10)) * int(liveness.get("failureThreshold", 3))
+                    liveness.get("periodSeconds", 10)
+                ) * int(liveness.get("failureThreshold", 3))
                 self._later(run, container, delay, lambda: self._liveness_kill(run, container))
 
     def _readiness(self, run: PodRun, container: ContainerRun) -> None:
@@ -327,19 +396,37 @@ class Kubelet:
         ok, message = self._probe_ok(container, probe)
         container.ready = ok
         if not ok:
-            self._event(run, "Warning", "Unhealthy",
-                        f"Readiness probe failed: {message.replace('{ip}', run.ip)}", container)
-            self._later(run, container, float(probe.get("periodSeconds", 10)),
-                        lambda: self._readiness(run, container))
+            self._event(
+                run,
+                "Warning",
+                "Unhealthy",
+                f"Readiness probe failed: {message.replace('{ip}', run.ip)}",
+                container,
+            )
+            self._later(
+                run,
+                container,
+                float(probe.get("periodSeconds", 10)),
+                lambda: self._readiness(run, container),
+            )
 
     def _liveness_kill(self, run: PodRun, container: ContainerRun) -> None:
         probe = container.spec.get("livenessProbe") or {}
         _, message = self._probe_ok(container, probe)
-        self._event(run, "Warning", "Unhealthy",
-                    f"Liveness probe failed: {message.replace('{ip}', run.ip)}", container)
-        self._event(run, "Normal", "Killing",
-                    f"Container {container.name} failed liveness probe, will be restarted",
-                    container)
+        self._event(
+            run,
+            "Warning",
+            "Unhealthy",
+            f"Liveness probe failed: {message.replace('{ip}', run.ip)}",
+            container,
+        )
+        self._event(
+            run,
+            "Normal",
+            "Killing",
+            f"Container {container.name} failed liveness probe, will be restarted",
+            container,
+        )
         self._log(container, "INFO", "received SIGTERM, shutting down")
         self._terminate(run, container, "Error", 137)
 
@@ -348,39 +435,59 @@ class Kubelet:
     def append_log(self, run: PodRun, container: ContainerRun, level: str, text: str) -> None:
         self._log(container, level, text)
 
-    def read_log(self, namespace: str, pod_name: str, container_name: str | None, *,
-                 previous: bool, tail_lines: int | None) -> str:
-        run = next((r for r in self.runs.values()
-                    if r.namespace == namespace and r.name == pod_name), None)
+    def read_log(
+        self,
+        namespace: str,
+        pod_name: str,
+        container_name: str | None,
+        *,
+        previous: bool,
+        tail_lines: int | None,
+    ) -> str:
+        run = next(
+            (r for r in self.runs.values() if r.namespace == namespace and r.name == pod_name), None
+        )
         pod = self.ctx.store.get("pods", namespace, pod_name)
         names = [c["name"] for c in ((pod or {}).get("spec") or {}).get("containers") or []]
         if container_name is None:
             default = ((pod or {}).get("metadata", {}).get("annotations") or {}).get(
-                "kubectl.kubernetes.io/default-container")
+                "kubectl.kubernetes.io/default-container"
+            )
             if default:
                 container_name = default
             elif len(names) == 1:
                 container_name = names[0]
             else:
-                raise bad_request(f"a container name must be specified for pod {pod_name}, "
-                                  f"choose one of: [{' '.join(names)}]")
+                raise bad_request(
+                    f"a container name must be specified for pod {pod_name}, "
+                    f"choose one of: [{' '.join(names)}]"
+                )
         container = run.find(container_name) if run else None
         if container is None:
             if run is None and container_name in names:
-                raise bad_request(f'container "{container_name}" in pod "{pod_name}" is '
-                                  "waiting to start: ContainerCreating")
+                raise bad_request(
+                    f'container "{container_name}" in pod "{pod_name}" is '
+                    "waiting to start: ContainerCreating"
+                )
             raise bad_request(f"container {container_name} is not valid for pod {pod_name}")
         if previous:
             if container.previous_logs is None:
-                raise bad_request(f'previous terminated container "{container_name}" in pod '
-                                  f'"{pod_name}" not found')
+                raise bad_request(
+                    f'previous terminated container "{container_name}" in pod '
+                    f'"{pod_name}" not found'
+                )
             lines = list(container.previous_logs)
         else:
             if not container.ever_started:
-                detail = ("trying and failing to pull image" if container.pull_failures
-                          else container.reason)
-                raise bad_request(f'container "{container_name}" in pod "{pod_name}" is '
-                                  f"waiting to start: {detail}")
+                detail = (
+                    "trying and failing to pull image"
+                    if container.pull_failures
+                    else container.reason
+                )
+                raise bad_request(
+                    f'container "{container_name}" in pod "{pod_name}" is '
+                    f"waiting to start: {detail}"
+                )
             lines = list(container.logs)
         if tail_lines is not None:
             lines = lines[-tail_lines:] if tail_lines > 0 else []

@@ -55,9 +55,13 @@ class ReplicaSetController:
             failed_create = False
             self._retry_at.pop(uid, None)
             for _ in range(desired - len(pods)):
-                pod = create_pod(self.ctx, rs, rs["spec"]["template"],
-                                 generate_name=f"{rs['metadata']['name']}-",
-                                 component=self.COMPONENT)
+                pod = create_pod(
+                    self.ctx,
+                    rs,
+                    rs["spec"]["template"],
+                    generate_name=f"{rs['metadata']['name']}-",
+                    component=self.COMPONENT,
+                )
                 if pod is None:
                     # Like the real controller, back off instead of hammering admission.
                     failed_create = True
@@ -71,29 +75,46 @@ class ReplicaSetController:
             for pod in sorted(pods, key=_deletion_rank)[: len(pods) - desired]:
                 delete_pod(self.ctx, rs, pod, component=self.COMPONENT)
                 pods.remove(pod)
-        fresh = self.ctx.store.get("replicasets.apps", rs["metadata"]["namespace"],
-                                   rs["metadata"]["name"])
+        fresh = self.ctx.store.get(
+            "replicasets.apps", rs["metadata"]["namespace"], rs["metadata"]["name"]
+        )
         if fresh is None:
             return
         total, ready = _counts(pods)
-        status: dict[str, Any] = {"replicas": total, "fullyLabeledReplicas": total,
-                                  "readyReplicas": ready, "availableReplicas": ready,
-                                  "observedGeneration": fresh["metadata"].get("generation", 1)}
+        status: dict[str, Any] = {
+            "replicas": total,
+            "fullyLabeledReplicas": total,
+            "readyReplicas": ready,
+            "availableReplicas": ready,
+            "observedGeneration": fresh["metadata"].get("generation", 1),
+        }
         if failed_create:
-            message = next((e["message"] for e in self.ctx.store.list(
-                "events", rs["metadata"]["namespace"])
-                if e["involvedObject"].get("uid") == rs["metadata"]["uid"]
-                and e["reason"] == "FailedCreate"), "")
-            status["conditions"] = [{"type": "ReplicaFailure", "status": "True",
-                                     "reason": "FailedCreate", "message": message,
-                                     "lastTransitionTime": self.ctx.clock.timestamp()}]
+            message = next(
+                (
+                    e["message"]
+                    for e in self.ctx.store.list_objects("events", rs["metadata"]["namespace"])
+                    if e["involvedObject"].get("uid") == rs["metadata"]["uid"]
+                    and e["reason"] == "FailedCreate"
+                ),
+                "",
+            )
+            status["conditions"] = [
+                {
+                    "type": "ReplicaFailure",
+                    "status": "True",
+                    "reason": "FailedCreate",
+                    "message": message,
+                    "lastTransitionTime": self.ctx.clock.timestamp(),
+                }
+            ]
         elif (fresh.get("status") or {}).get("conditions"):
             status.pop("conditions", None)
         status = {k: v for k, v in status.items() if v != 0 or k == "replicas"}
         previous = fresh.get("status") or {}
         if previous.get("conditions") and "conditions" in status:
-            status["conditions"][0]["lastTransitionTime"] = \
-                previous["conditions"][0].get("lastTransitionTime")
+            status["conditions"][0]["lastTransitionTime"] = previous["conditions"][0].get(
+                "lastTransitionTime"
+            )
         self.ctx.write_status("replicasets.apps", fresh, status)
 
 
@@ -117,18 +138,26 @@ class StatefulSetController:
             pod_name = f"{name}-{ordinal}"
             pod = pods.get(pod_name)
             if pod is None:
-                create_pod(self.ctx, sts, self._template_with_claims(sts, ordinal), name=pod_name,
-                           extra_labels={REVISION_LABEL: revision,
-                                         "statefulset.kubernetes.io/pod-name": pod_name,
-                                         "apps.kubernetes.io/pod-index": str(ordinal)},
-                           component=self.COMPONENT)
+                create_pod(
+                    self.ctx,
+                    sts,
+                    self._template_with_claims(sts, ordinal),
+                    name=pod_name,
+                    extra_labels={
+                        REVISION_LABEL: revision,
+                        "statefulset.kubernetes.io/pod-name": pod_name,
+                        "apps.kubernetes.io/pod-index": str(ordinal),
+                    },
+                    component=self.COMPONENT,
+                )
                 if ordered:
                     break
             elif ordered and not pod_is_ready(pod):
                 break
         for pod_name, pod in sorted(pods.items(), reverse=True):
-            ordinal = int(pod_name.rsplit("-", 1)[1]) if pod_name.rsplit("-", 1)[1].isdigit() \
-                else desired
+            ordinal = (
+                int(pod_name.rsplit("-", 1)[1]) if pod_name.rsplit("-", 1)[1].isdigit() else desired
+            )
             if ordinal >= desired:
                 delete_pod(self.ctx, sts, pod, component=self.COMPONENT)
                 if ordered:
@@ -138,28 +167,42 @@ class StatefulSetController:
 
     def _template_with_claims(self, sts: dict[str, Any], ordinal: int) -> dict[str, Any]:
         """The pod template with one PersistentVolumeClaim per claim template and ordinal."""
-        template = copy.deepcopy(sts["spec"]["template"])
+        template: dict[str, Any] = copy.deepcopy(sts["spec"]["template"])
         namespace = sts["metadata"]["namespace"]
         volumes = template.setdefault("spec", {}).setdefault("volumes", [])
         for claim in sts["spec"].get("volumeClaimTemplates") or []:
             claim_name = f"{claim['metadata']['name']}-{sts['metadata']['name']}-{ordinal}"
             if self.ctx.store.get("persistentvolumeclaims", namespace, claim_name) is None:
-                pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-                       "metadata": {"name": claim_name, "namespace": namespace,
-                                    "labels": dict(sts["spec"]["selector"].get("matchLabels")
-                                                   or {})},
-                       "spec": copy.deepcopy(claim.get("spec") or {})}
+                pvc = {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolumeClaim",
+                    "metadata": {
+                        "name": claim_name,
+                        "namespace": namespace,
+                        "labels": dict(sts["spec"]["selector"].get("matchLabels") or {}),
+                    },
+                    "spec": copy.deepcopy(claim.get("spec") or {}),
+                }
                 self.ctx.api.create(by_kind("PersistentVolumeClaim"), namespace, pvc)
-            volumes.append({"name": claim["metadata"]["name"],
-                            "persistentVolumeClaim": {"claimName": claim_name}})
+            volumes.append(
+                {
+                    "name": claim["metadata"]["name"],
+                    "persistentVolumeClaim": {"claimName": claim_name},
+                }
+            )
         return template
 
     def _roll(self, sts: dict[str, Any], revision: str, desired: int) -> None:
-        pods = sorted(owned(self.ctx, "pods", sts), key=lambda p: p["metadata"]["name"],
-                      reverse=True)
+        pods = sorted(
+            owned(self.ctx, "pods", sts), key=lambda p: p["metadata"]["name"], reverse=True
+        )
         if not all(pod_is_ready(p) for p in pods) or len(pods) < desired:
-            stale = [p for p in pods if p["metadata"].get("labels", {}).get(REVISION_LABEL)
-                     != revision and not pod_is_ready(p)]
+            stale = [
+                p
+                for p in pods
+                if p["metadata"].get("labels", {}).get(REVISION_LABEL) != revision
+                and not pod_is_ready(p)
+            ]
             # A broken pod of an old revision is replaced at once, like the real controller
             # does once the update strategy allows it.
             for pod in stale[:1]:
@@ -171,19 +214,27 @@ class StatefulSetController:
                 return
 
     def _update_status(self, sts: dict[str, Any], revision: str) -> None:
-        fresh = self.ctx.store.get("statefulsets.apps", sts["metadata"]["namespace"],
-                                   sts["metadata"]["name"])
+        fresh = self.ctx.store.get(
+            "statefulsets.apps", sts["metadata"]["namespace"], sts["metadata"]["name"]
+        )
         if fresh is None:
             return
         pods = owned(self.ctx, "pods", fresh)
         total, ready = _counts(pods)
-        updated = sum(1 for p in pods
-                      if p["metadata"].get("labels", {}).get(REVISION_LABEL) == revision)
-        status = {"observedGeneration": fresh["metadata"].get("generation", 1),
-                  "replicas": total, "readyReplicas": ready, "currentReplicas": updated,
-                  "updatedReplicas": updated, "availableReplicas": ready,
-                  "currentRevision": revision, "updateRevision": revision,
-                  "collisionCount": 0}
+        updated = sum(
+            1 for p in pods if p["metadata"].get("labels", {}).get(REVISION_LABEL) == revision
+        )
+        status = {
+            "observedGeneration": fresh["metadata"].get("generation", 1),
+            "replicas": total,
+            "readyReplicas": ready,
+            "currentReplicas": updated,
+            "updatedReplicas": updated,
+            "availableReplicas": ready,
+            "currentRevision": revision,
+            "updateRevision": revision,
+            "collisionCount": 0,
+        }
         self.ctx.write_status("statefulsets.apps", fresh, status)
 
 
@@ -200,8 +251,11 @@ class DaemonSetController:
     def _sync(self, ds: dict[str, Any]) -> None:
         template = ds["spec"]["template"]
         revision = template_hash(template)
-        nodes = [n for n in self.ctx.store.list("nodes")
-                 if node_accepts(n, template.get("spec") or {}, ignore_unschedulable=True)[0]]
+        nodes = [
+            n
+            for n in self.ctx.store.list_objects("nodes")
+            if node_accepts(n, template.get("spec") or {}, ignore_unschedulable=True)[0]
+        ]
         pods = owned(self.ctx, "pods", ds)
         by_node: dict[str, list[dict[str, Any]]] = {}
         for pod in pods:
@@ -210,28 +264,41 @@ class DaemonSetController:
         for node in sorted(wanted):
             current = by_node.get(node, [])
             if not current:
-                create_pod(self.ctx, ds, template, generate_name=f"{ds['metadata']['name']}-",
-                           extra_labels={REVISION_LABEL: revision}, node_name=node,
-                           component=self.COMPONENT)
+                create_pod(
+                    self.ctx,
+                    ds,
+                    template,
+                    generate_name=f"{ds['metadata']['name']}-",
+                    extra_labels={REVISION_LABEL: revision},
+                    node_name=node,
+                    component=self.COMPONENT,
+                )
             elif current[0]["metadata"].get("labels", {}).get(REVISION_LABEL) != revision:
                 delete_pod(self.ctx, ds, current[0], component=self.COMPONENT)
         for node, node_pods in by_node.items():
             if node not in wanted:
                 for pod in node_pods:
                     delete_pod(self.ctx, ds, pod, component=self.COMPONENT)
-        fresh = self.ctx.store.get("daemonsets.apps", ds["metadata"]["namespace"],
-                                   ds["metadata"]["name"])
+        fresh = self.ctx.store.get(
+            "daemonsets.apps", ds["metadata"]["namespace"], ds["metadata"]["name"]
+        )
         if fresh is None:
             return
         pods = owned(self.ctx, "pods", fresh)
         scheduled = [p for p in pods if (p.get("spec") or {}).get("nodeName") in wanted]
         ready = sum(1 for p in scheduled if pod_is_ready(p))
-        updated = sum(1 for p in scheduled
-                      if p["metadata"].get("labels", {}).get(REVISION_LABEL) == revision)
-        status = {"currentNumberScheduled": len(scheduled), "desiredNumberScheduled": len(wanted),
-                  "numberMisscheduled": len(pods) - len(scheduled), "numberReady": ready,
-                  "numberAvailable": ready, "updatedNumberScheduled": updated,
-                  "observedGeneration": fresh["metadata"].get("generation", 1)}
+        updated = sum(
+            1 for p in scheduled if p["metadata"].get("labels", {}).get(REVISION_LABEL) == revision
+        )
+        status = {
+            "currentNumberScheduled": len(scheduled),
+            "desiredNumberScheduled": len(wanted),
+            "numberMisscheduled": len(pods) - len(scheduled),
+            "numberReady": ready,
+            "numberAvailable": ready,
+            "updatedNumberScheduled": updated,
+            "observedGeneration": fresh["metadata"].get("generation", 1),
+        }
         if len(wanted) - ready:
             status["numberUnavailable"] = len(wanted) - ready
         self.ctx.write_status("daemonsets.apps", fresh, status)

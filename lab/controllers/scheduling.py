@@ -21,18 +21,23 @@ def _tolerates(tolerations: list[dict[str, Any]], taint: dict[str, Any]) -> bool
         if toleration.get("effect") and toleration["effect"] != taint.get("effect"):
             continue
         operator = toleration.get("operator", "Equal")
-        if operator == "Exists" and (not toleration.get("key")
-                                     or toleration["key"] == taint.get("key")):
+        if operator == "Exists" and (
+            not toleration.get("key") or toleration["key"] == taint.get("key")
+        ):
             return True
-        if toleration.get("key") == taint.get("key") and \
-                toleration.get("value", "") == taint.get("value", ""):
+        if toleration.get("key") == taint.get("key") and toleration.get("value", "") == taint.get(
+            "value", ""
+        ):
             return True
     return False
 
 
 def _affinity_matches(node_labels: dict[str, str], pod_spec: dict[str, Any]) -> bool:
-    required = ((((pod_spec.get("affinity") or {}).get("nodeAffinity") or {})
-                 .get("requiredDuringSchedulingIgnoredDuringExecution")) or {})
+    required = (
+        ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        )
+    ) or {}
     terms = required.get("nodeSelectorTerms") or []
     if not terms:
         return True
@@ -55,20 +60,23 @@ def _affinity_matches(node_labels: dict[str, str], pod_spec: dict[str, Any]) -> 
     return False
 
 
-def node_accepts(node: dict[str, Any], pod_spec: dict[str, Any], *,
-                 ignore_unschedulable: bool = False) -> tuple[bool, str]:
+def node_accepts(
+    node: dict[str, Any], pod_spec: dict[str, Any], *, ignore_unschedulable: bool = False
+) -> tuple[bool, str]:
     """Whether a node passes the static filters; the reason is kube-scheduler's phrase."""
     labels = node["metadata"].get("labels") or {}
     if (node.get("spec") or {}).get("unschedulable") and not ignore_unschedulable:
         return False, "node(s) were unschedulable"
     selector = pod_spec.get("nodeSelector") or {}
-    if any(labels.get(k) != v for k, v in selector.items()) or \
-            not _affinity_matches(labels, pod_spec):
+    if any(labels.get(k) != v for k, v in selector.items()) or not _affinity_matches(
+        labels, pod_spec
+    ):
         return False, "node(s) didn't match Pod's node affinity/selector"
     tolerations = pod_spec.get("tolerations") or []
     for taint in (node.get("spec") or {}).get("taints") or []:
-        if taint.get("effect") in ("NoSchedule", "NoExecute") and \
-                not _tolerates(tolerations, taint):
+        if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerates(
+            tolerations, taint
+        ):
             value = f": {taint['value']}" if taint.get("value") else ""
             return False, f"node(s) had untolerated taint {{{taint.get('key')}{value}}}"
     return True, ""
@@ -89,13 +97,16 @@ class Scheduler:
         self._last_reason: dict[str, str] = {}
 
     def reconcile(self) -> None:
-        pending = [p for p in self.ctx.store.iter_all("pods")
-                   if not (p.get("spec") or {}).get("nodeName")
-                   and (p.get("spec") or {}).get("schedulerName", "default-scheduler")
-                   == "default-scheduler"]
+        pending = [
+            p
+            for p in self.ctx.store.iter_all("pods")
+            if not (p.get("spec") or {}).get("nodeName")
+            and (p.get("spec") or {}).get("schedulerName", "default-scheduler")
+            == "default-scheduler"
+        ]
         if not pending:
             return
-        nodes = self.ctx.store.list("nodes")
+        nodes = self.ctx.store.list_objects("nodes")
         usage = self._node_usage()
         for pod in sorted(pending, key=lambda p: p["metadata"].get("creationTimestamp", "")):
             self._schedule(pod, nodes, usage)
@@ -123,14 +134,18 @@ class Scheduler:
                 return "pod has unbound immediate PersistentVolumeClaims"
         return ""
 
-    def _schedule(self, pod: dict[str, Any], nodes: list[dict[str, Any]],
-                  usage: dict[str, tuple[int, float]]) -> None:
+    def _schedule(
+        self, pod: dict[str, Any], nodes: list[dict[str, Any]], usage: dict[str, tuple[int, float]]
+    ) -> None:
         spec = pod["spec"]
         problem = self._volume_problem(pod)
         if problem:
-            self._unschedulable(pod, f"0/{len(nodes)} nodes are available: {problem}. "
-                                     "preemption: 0/{n} nodes are available: {n} Preemption is "
-                                     "not helpful for scheduling.".replace("{n}", str(len(nodes))))
+            self._unschedulable(
+                pod,
+                f"0/{len(nodes)} nodes are available: {problem}. "
+                "preemption: 0/{n} nodes are available: {n} Preemption is "
+                "not helpful for scheduling.".replace("{n}", str(len(nodes))),
+            )
             return
         cpu, memory = pod_requests(spec)
         reasons: Counter[str] = Counter()
@@ -150,38 +165,62 @@ class Scheduler:
                 reasons[reason] += 1
         if not feasible:
             detail = ", ".join(f"{count} {reason}" for reason, count in sorted(reasons.items()))
-            message = (f"0/{len(nodes)} nodes are available: {detail}. preemption: "
-                       f"0/{len(nodes)} nodes are available: {len(nodes)} Preemption is not "
-                       "helpful for scheduling.")
+            message = (
+                f"0/{len(nodes)} nodes are available: {detail}. preemption: "
+                f"0/{len(nodes)} nodes are available: {len(nodes)} Preemption is not "
+                "helpful for scheduling."
+            )
             self._unschedulable(pod, message)
             return
-        chosen = min(feasible, key=lambda n: (usage.get(n["metadata"]["name"], (0, 0.0))[0],
-                                              n["metadata"]["name"]))
+        chosen = min(
+            feasible,
+            key=lambda n: (usage.get(n["metadata"]["name"], (0, 0.0))[0], n["metadata"]["name"]),
+        )
         name = chosen["metadata"]["name"]
         used = usage.get(name, (0, 0.0))
         usage[name] = (used[0] + cpu, used[1] + memory)
         status = dict(pod.get("status") or {})
         status["phase"] = status.get("phase", "Pending")
-        status["conditions"] = [c for c in status.get("conditions") or []
-                                if c.get("type") != "PodScheduled"] + [
-            {"type": "PodScheduled", "status": "True", "lastProbeTime": None,
-             "lastTransitionTime": self.ctx.clock.timestamp()}]
-        self.ctx.write_object("pods", {**pod, "spec": {**spec, "nodeName": name},
-                                       "status": status})
+        status["conditions"] = [
+            c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"
+        ] + [
+            {
+                "type": "PodScheduled",
+                "status": "True",
+                "lastProbeTime": None,
+                "lastTransitionTime": self.ctx.clock.timestamp(),
+            }
+        ]
+        self.ctx.write_object("pods", {**pod, "spec": {**spec, "nodeName": name}, "status": status})
         self._last_reason.pop(pod["metadata"]["uid"], None)
-        self.ctx.events.record(pod, "Normal", "Scheduled",
-                               f"Successfully assigned {pod['metadata']['namespace']}/"
-                               f"{pod['metadata']['name']} to {name}", component=COMPONENT)
+        self.ctx.events.record(
+            pod,
+            "Normal",
+            "Scheduled",
+            f"Successfully assigned {pod['metadata']['namespace']}/"
+            f"{pod['metadata']['name']} to {name}",
+            component=COMPONENT,
+        )
 
     def _unschedulable(self, pod: dict[str, Any], message: str) -> None:
         uid = pod["metadata"]["uid"]
         if self._last_reason.get(uid) == message:
             return
         self._last_reason[uid] = message
-        status = {"phase": "Pending", "conditions": [
-            {"type": "PodScheduled", "status": "False", "lastProbeTime": None,
-             "lastTransitionTime": self.ctx.clock.timestamp(), "reason": "Unschedulable",
-             "message": message}], "qosClass": "BestEffort"}
+        status = {
+            "phase": "Pending",
+            "conditions": [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "lastProbeTime": None,
+                    "lastTransitionTime": self.ctx.clock.timestamp(),
+                    "reason": "Unschedulable",
+                    "message": message,
+                }
+            ],
+            "qosClass": "BestEffort",
+        }
         self.ctx.write_status("pods", pod, status)
         self.ctx.events.record(pod, "Warning", "FailedScheduling", message, component=COMPONENT)
 
@@ -199,31 +238,57 @@ class VolumeBinder:
         self._reported: set[str] = set()
 
     def reconcile(self) -> None:
-        classes = {c["metadata"]["name"]: c for c in self.ctx.store.iter_all(
-            "storageclasses.storage.k8s.io")}
-        default = next((name for name, c in classes.items()
-                        if (c["metadata"].get("annotations") or {}).get(
-                            "storageclass.kubernetes.io/is-default-class") == "true"), None)
+        classes = {
+            c["metadata"]["name"]: c
+            for c in self.ctx.store.iter_all("storageclasses.storage.k8s.io")
+        }
+        default = next(
+            (
+                name
+                for name, c in classes.items()
+                if (c["metadata"].get("annotations") or {}).get(
+                    "storageclass.kubernetes.io/is-default-class"
+                )
+                == "true"
+            ),
+            None,
+        )
         for pvc in self.ctx.store.iter_all("persistentvolumeclaims"):
             if (pvc.get("status") or {}).get("phase") == "Bound":
                 continue
             wanted = (pvc.get("spec") or {}).get("storageClassName") or default
             if wanted and wanted in classes:
                 size = ((pvc["spec"].get("resources") or {}).get("requests") or {}).get(
-                    "storage", "1Gi")
-                spec = {**pvc["spec"], "storageClassName": wanted,
-                        "volumeName": f"pvc-{pvc['metadata']['uid']}"}
-                status = {"phase": "Bound", "accessModes": pvc["spec"].get(
-                    "accessModes", ["ReadWriteOnce"]), "capacity": {"storage": size}}
-                self.ctx.write_object("persistentvolumeclaims",
-                                      {**pvc, "spec": spec, "status": status})
-                self.ctx.events.record(pvc, "Normal", "ProvisioningSucceeded",
-                                       f"Successfully provisioned volume pvc-"
-                                       f"{pvc['metadata']['uid']}", component=self.COMPONENT)
+                    "storage", "1Gi"
+                )
+                spec = {
+                    **pvc["spec"],
+                    "storageClassName": wanted,
+                    "volumeName": f"pvc-{pvc['metadata']['uid']}",
+                }
+                status = {
+                    "phase": "Bound",
+                    "accessModes": pvc["spec"].get("accessModes", ["ReadWriteOnce"]),
+                    "capacity": {"storage": size},
+                }
+                self.ctx.write_object(
+                    "persistentvolumeclaims", {**pvc, "spec": spec, "status": status}
+                )
+                self.ctx.events.record(
+                    pvc,
+                    "Normal",
+                    "ProvisioningSucceeded",
+                    f"Successfully provisioned volume pvc-{pvc['metadata']['uid']}",
+                    component=self.COMPONENT,
+                )
             elif pvc["metadata"]["uid"] not in self._reported:
                 self._reported.add(pvc["metadata"]["uid"])
                 if (pvc.get("status") or {}).get("phase") != "Pending":
                     self.ctx.write_status("persistentvolumeclaims", pvc, {"phase": "Pending"})
                 self.ctx.events.record(
-                    pvc, "Warning", "ProvisioningFailed",
-                    f'storageclass.storage.k8s.io "{wanted}" not found', component=self.COMPONENT)
+                    pvc,
+                    "Warning",
+                    "ProvisioningFailed",
+                    f'storageclass.storage.k8s.io "{wanted}" not found',
+                    component=self.COMPONENT,
+                )

@@ -35,8 +35,9 @@ class ClusterIPAllocator:
         self._next = 10
         self._next_node_port = 30000
 
-    def __call__(self, operation: str, rt: ResourceType, obj: dict[str, Any],
-                 old: dict[str, Any] | None) -> None:
+    def __call__(
+        self, operation: str, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> None:
         if rt.plural != "services":
             return
         spec = obj.setdefault("spec", {})
@@ -82,38 +83,52 @@ class EndpointsController:
     def _sync(self, service: dict[str, Any], selector: dict[str, str]) -> None:
         namespace = service["metadata"]["namespace"]
         name = service["metadata"]["name"]
-        pods = [p for p in self.ctx.store.list("pods", namespace)
-                if matches_map(selector, p["metadata"].get("labels"))
-                and (p.get("status") or {}).get("podIP")]
+        pods = [
+            p
+            for p in self.ctx.store.list_objects("pods", namespace)
+            if matches_map(selector, p["metadata"].get("labels"))
+            and (p.get("status") or {}).get("podIP")
+        ]
         subsets: dict[tuple[tuple[str, int, str], ...], dict[str, list[dict[str, Any]]]] = {}
         for pod in sorted(pods, key=lambda p: p["status"]["podIP"]):
-            ports = []
+            ports: list[tuple[str, int, str]] = []
             for port in service["spec"].get("ports") or []:
                 number = resolve_target_port(pod, port.get("targetPort", port.get("port")))
                 if number is None:
                     break
                 ports.append((port.get("name", ""), number, port.get("protocol", "TCP")))
             else:
-                address = {"ip": pod["status"]["podIP"],
-                           "nodeName": pod["spec"].get("nodeName"),
-                           "targetRef": {"kind": "Pod", "namespace": namespace,
-                                         "name": pod["metadata"]["name"],
-                                         "uid": pod["metadata"]["uid"]}}
-                bucket = subsets.setdefault(tuple(ports), {"addresses": [],
-                                                           "notReadyAddresses": []})
+                address = {
+                    "ip": pod["status"]["podIP"],
+                    "nodeName": pod["spec"].get("nodeName"),
+                    "targetRef": {
+                        "kind": "Pod",
+                        "namespace": namespace,
+                        "name": pod["metadata"]["name"],
+                        "uid": pod["metadata"]["uid"],
+                    },
+                }
+                bucket = subsets.setdefault(
+                    tuple(ports), {"addresses": [], "notReadyAddresses": []}
+                )
                 bucket["addresses" if pod_is_ready(pod) else "notReadyAddresses"].append(address)
-        rendered = []
-        for ports, bucket in subsets.items():
+        rendered: list[dict[str, Any]] = []
+        for port_key, bucket in subsets.items():
             subset: dict[str, Any] = {k: v for k, v in bucket.items() if v}
-            subset["ports"] = [{**({"name": n} if n else {}), "port": p, "protocol": proto}
-                               for n, p, proto in ports]
+            subset["ports"] = [
+                {**({"name": n} if n else {}), "port": p, "protocol": proto}
+                for n, p, proto in port_key
+            ]
             rendered.append(subset)
         self._sync_slice(service, rendered)
         existing = self.ctx.store.get("endpoints", namespace, name)
         labels = dict(service["metadata"].get("labels") or {})
         if existing is None:
-            endpoints = {"apiVersion": "v1", "kind": "Endpoints",
-                         "metadata": {"name": name, "namespace": namespace, "labels": labels}}
+            endpoints: dict[str, Any] = {
+                "apiVersion": "v1",
+                "kind": "Endpoints",
+                "metadata": {"name": name, "namespace": namespace, "labels": labels},
+            }
             if rendered:
                 endpoints["subsets"] = rendered
             self.ctx.store.create("endpoints", endpoints)
@@ -122,7 +137,6 @@ class EndpointsController:
             if rendered:
                 updated["subsets"] = rendered
             self.ctx.store.replace("endpoints", updated)
-
 
     def _sync_slice(self, service: dict[str, Any], subsets: list[dict[str, Any]]) -> None:
         """The EndpointSlice kubectl 1.3x reads for ``describe service``."""
@@ -135,41 +149,64 @@ class EndpointsController:
             ports = subset["ports"]
             for ready_key, ready in (("addresses", True), ("notReadyAddresses", False)):
                 for address in subset.get(ready_key) or []:
-                    endpoints.append({"addresses": [address["ip"]],
-                                      "conditions": {"ready": ready, "serving": ready,
-                                                     "terminating": False},
-                                      "nodeName": address.get("nodeName"),
-                                      "targetRef": address.get("targetRef")})
-        body = {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-                "metadata": {"name": slice_name, "namespace": namespace,
-                             "labels": {"kubernetes.io/service-name": name,
-                                        "endpointslice.kubernetes.io/managed-by":
-                                            "endpointslice-controller.k8s.io"},
-                             "ownerReferences": [owner_reference(service)]},
-                "addressType": "IPv4", "endpoints": endpoints, "ports": ports}
+                    endpoints.append(
+                        {
+                            "addresses": [address["ip"]],
+                            "conditions": {"ready": ready, "serving": ready, "terminating": False},
+                            "nodeName": address.get("nodeName"),
+                            "targetRef": address.get("targetRef"),
+                        }
+                    )
+        body = {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {
+                "name": slice_name,
+                "namespace": namespace,
+                "labels": {
+                    "kubernetes.io/service-name": name,
+                    "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io",
+                },
+                "ownerReferences": [owner_reference(service)],
+            },
+            "addressType": "IPv4",
+            "endpoints": endpoints,
+            "ports": ports,
+        }
         existing = self.ctx.store.get("endpointslices.discovery.k8s.io", namespace, slice_name)
         if existing is None:
             self.ctx.store.create("endpointslices.discovery.k8s.io", body)
         elif (existing.get("endpoints"), existing.get("ports")) != (endpoints, ports):
-            self.ctx.store.replace("endpointslices.discovery.k8s.io",
-                                   {**existing, "endpoints": endpoints, "ports": ports})
+            self.ctx.store.replace(
+                "endpointslices.discovery.k8s.io",
+                {**existing, "endpoints": endpoints, "ports": ports},
+            )
 
 
-def network_policy_allows(ctx: ControllerContext, caller: dict[str, Any] | None,
-                          callee: dict[str, Any], port: int) -> bool:
+def network_policy_allows(
+    ctx: ControllerContext, caller: dict[str, Any] | None, callee: dict[str, Any], port: int
+) -> bool:
     """Whether ingress to ``callee`` on ``port`` from ``caller`` (None: outside) is allowed."""
     namespace = callee["metadata"]["namespace"]
     labels = callee["metadata"].get("labels") or {}
-    policies = [p for p in ctx.store.list("networkpolicies.networking.k8s.io", namespace)
-                if matches_labels(label_selector_from_object(p["spec"].get("podSelector")), labels)
-                and ("Ingress" in (p["spec"].get("policyTypes") or ["Ingress"]))]
+    policies = [
+        p
+        for p in ctx.store.list_objects("networkpolicies.networking.k8s.io", namespace)
+        if matches_labels(label_selector_from_object(p["spec"].get("podSelector")), labels)
+        and ("Ingress" in (p["spec"].get("policyTypes") or ["Ingress"]))
+    ]
     if not policies:
         return True
     for policy in policies:
         for rule in policy["spec"].get("ingress") or []:
             ports = [p.get("port") for p in rule.get("ports") or []]
-            if ports and port not in ports and not any(
-                    resolve_target_port(callee, p) == port for p in ports if isinstance(p, str)):
+            if (
+                ports
+                and port not in ports
+                and not any(
+                    resolve_target_port(callee, p) == port for p in ports if isinstance(p, str)
+                )
+            ):
                 continue
             peers = rule.get("from")
             if not peers:
@@ -180,22 +217,26 @@ def network_policy_allows(ctx: ControllerContext, caller: dict[str, Any] | None,
     return False
 
 
-def _peer_matches(ctx: ControllerContext, peer: dict[str, Any], caller: dict[str, Any] | None,
-                  namespace: str) -> bool:
+def _peer_matches(
+    ctx: ControllerContext, peer: dict[str, Any], caller: dict[str, Any] | None, namespace: str
+) -> bool:
     if caller is None:
         return "ipBlock" in peer
     caller_ns = caller["metadata"]["namespace"]
     if "namespaceSelector" in peer:
         ns_obj = ctx.store.get("namespaces", "", caller_ns) or {"metadata": {}}
-        ns_labels = {**(ns_obj["metadata"].get("labels") or {}),
-                     "kubernetes.io/metadata.name": caller_ns}
+        ns_labels = {
+            **(ns_obj["metadata"].get("labels") or {}),
+            "kubernetes.io/metadata.name": caller_ns,
+        }
         if not matches_labels(label_selector_from_object(peer["namespaceSelector"]), ns_labels):
             return False
     elif caller_ns != namespace:
         return False
     if "podSelector" in peer:
-        return matches_labels(label_selector_from_object(peer["podSelector"]),
-                              caller["metadata"].get("labels") or {})
+        return matches_labels(
+            label_selector_from_object(peer["podSelector"]), caller["metadata"].get("labels") or {}
+        )
     return "namespaceSelector" in peer
 
 
@@ -207,12 +248,13 @@ class QuotaAdmission:
     def __init__(self, ctx: ControllerContext) -> None:
         self.ctx = ctx
 
-    def __call__(self, operation: str, rt: ResourceType, obj: dict[str, Any],
-                 old: dict[str, Any] | None) -> None:
+    def __call__(
+        self, operation: str, rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None
+    ) -> None:
         if rt.plural != "pods" or operation != "create":
             return
         namespace = obj["metadata"]["namespace"]
-        for quota in self.ctx.store.list("resourcequotas", namespace):
+        for quota in self.ctx.store.list_objects("resourcequotas", namespace):
             hard = (quota.get("spec") or {}).get("hard") or {}
             used = usage(self.ctx, namespace)
             wanted = pod_usage(obj)
@@ -220,20 +262,29 @@ class QuotaAdmission:
                 if resource not in hard:
                     continue
                 if resource.startswith("limits.") and not wanted.get(f"has_{resource}"):
-                    raise ApiError(403, "Forbidden",
-                                   f'pods "{obj["metadata"]["name"]}" is forbidden: failed '
-                                   f"quota: {quota['metadata']['name']}: must specify "
-                                   f"{resource}", kind="pods", name=obj["metadata"]["name"])
+                    raise ApiError(
+                        403,
+                        "Forbidden",
+                        f'pods "{obj["metadata"]["name"]}" is forbidden: failed '
+                        f"quota: {quota['metadata']['name']}: must specify "
+                        f"{resource}",
+                        kind="pods",
+                        name=obj["metadata"]["name"],
+                    )
                 from lab.cluster import quantity
 
                 if used[resource] + wanted[resource] > float(quantity.parse(hard[resource])):
                     raise ApiError(
-                        403, "Forbidden",
+                        403,
+                        "Forbidden",
                         f'pods "{obj["metadata"]["name"]}" is forbidden: exceeded quota: '
                         f"{quota['metadata']['name']}, requested: {resource}="
                         f"{_fmt(resource, wanted[resource])}, used: {resource}="
                         f"{_fmt(resource, used[resource])}, limited: {resource}="
-                        f"{hard[resource]}", kind="pods", name=obj["metadata"]["name"])
+                        f"{hard[resource]}",
+                        kind="pods",
+                        name=obj["metadata"]["name"],
+                    )
 
 
 def _fmt(resource: str, value: float) -> str:
@@ -247,8 +298,15 @@ def _fmt(resource: str, value: float) -> str:
 def pod_usage(pod: dict[str, Any]) -> dict[str, float]:
     from lab.cluster import quantity
 
-    totals = {"pods": 1.0, "requests.cpu": 0.0, "requests.memory": 0.0, "limits.cpu": 0.0,
-              "limits.memory": 0.0, "has_limits.cpu": 1.0, "has_limits.memory": 1.0}
+    totals = {
+        "pods": 1.0,
+        "requests.cpu": 0.0,
+        "requests.memory": 0.0,
+        "limits.cpu": 0.0,
+        "limits.memory": 0.0,
+        "has_limits.cpu": 1.0,
+        "has_limits.memory": 1.0,
+    }
     for container in (pod.get("spec") or {}).get("containers") or []:
         resources = container.get("resources") or {}
         for section in ("requests", "limits"):
@@ -265,8 +323,8 @@ def pod_usage(pod: dict[str, Any]) -> dict[str, float]:
 
 
 def usage(ctx: ControllerContext, namespace: str) -> dict[str, float]:
-    totals = {name: 0.0 for name in QuotaAdmission.TRACKED}
-    for pod in ctx.store.list("pods", namespace):
+    totals = dict.fromkeys(QuotaAdmission.TRACKED, 0.0)
+    for pod in ctx.store.list_objects("pods", namespace):
         if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             continue
         for name, value in pod_usage(pod).items():
@@ -283,6 +341,8 @@ class QuotaController:
         for quota in self.ctx.store.iter_all("resourcequotas"):
             hard = (quota.get("spec") or {}).get("hard") or {}
             used = usage(self.ctx, quota["metadata"]["namespace"])
-            status = {"hard": dict(hard),
-                      "used": {k: _fmt(k, used[k]) if k in used else "0" for k in hard}}
+            status = {
+                "hard": dict(hard),
+                "used": {k: _fmt(k, used[k]) if k in used else "0" for k in hard},
+            }
             self.ctx.write_status("resourcequotas", quota, status)

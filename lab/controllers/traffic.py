@@ -27,8 +27,12 @@ class ServiceCounters:
     last_error: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"requests": int(self.requests), "errors": int(self.errors),
-                "error_rate": round(self.error_rate, 4), "last_error": self.last_error}
+        return {
+            "requests": int(self.requests),
+            "errors": int(self.errors),
+            "error_rate": round(self.error_rate, 4),
+            "last_error": self.last_error,
+        }
 
 
 @dataclass
@@ -55,8 +59,9 @@ class TrafficSimulator:
         for service in self.ctx.store.iter_all("services"):
             namespace = service["metadata"]["namespace"]
             name = service["metadata"]["name"]
-            outcome, rps = self._service_outcome(None, namespace, name, None, runs_by_ip,
-                                                 serve_memo, set())
+            outcome, rps = self._service_outcome(
+                None, namespace, name, None, runs_by_ip, serve_memo, set()
+            )
             if rps <= 0:
                 continue
             counters = self.counters.setdefault((namespace, name), ServiceCounters())
@@ -69,20 +74,30 @@ class TrafficSimulator:
             for container in self._running(run):
                 self._log_calls(run, container, runs_by_ip, serve_memo)
 
-    def _log_calls(self, run: PodRun, container: ContainerRun, runs_by_ip: dict[str, PodRun],
-                   memo: dict[str, _Outcome]) -> None:
+    def _log_calls(
+        self,
+        run: PodRun,
+        container: ContainerRun,
+        runs_by_ip: dict[str, PodRun],
+        memo: dict[str, _Outcome],
+    ) -> None:
         assert container.behaviour is not None
         caller = self.ctx.store.get("pods", run.namespace, run.name)
         for call in container.behaviour.calls:
-            outcome, _ = self._service_outcome(caller, run.namespace, call.service, call,
-                                               runs_by_ip, memo, {run.uid}, container)
+            outcome, _ = self._service_outcome(
+                caller, run.namespace, call.service, call, runs_by_ip, memo, {run.uid}, container
+            )
             if outcome.ok < 1.0:
-                self.kubelet.append_log(run, container, "ERROR",
-                                        f"request to {call.service}:{call.port} failed: "
-                                        f"{outcome.error}")
+                self.kubelet.append_log(
+                    run,
+                    container,
+                    "ERROR",
+                    f"request to {call.service}:{call.port} failed: {outcome.error}",
+                )
             else:
-                self.kubelet.append_log(run, container, "INFO",
-                                        f"request to {call.service}:{call.port} ok")
+                self.kubelet.append_log(
+                    run, container, "INFO", f"request to {call.service}:{call.port} ok"
+                )
 
     def _service_outcome(
         self,
@@ -99,34 +114,50 @@ class TrafficSimulator:
         service = self.ctx.store.get("services", namespace, service_name)
         port = call.port if call else None
         if service is None:
-            return _Outcome(0.0, f"dial tcp: lookup {service_name} on 10.96.0.10:53: no such "
-                                 "host"), 0.0
+            return _Outcome(
+                0.0, f"dial tcp: lookup {service_name} on 10.96.0.10:53: no such host"
+            ), 0.0
         ports = service["spec"].get("ports") or []
-        service_port = next((p for p in ports if p.get("port") == port), None) if port \
+        service_port = (
+            next((p for p in ports if p.get("port") == port), None)
+            if port
             else (ports[0] if ports else None)
+        )
         if service_port is None:
-            return _Outcome(0.0, f"dial tcp {service['spec'].get('clusterIP')}:{port}: connect: "
-                                 "connection refused"), 0.0
+            return _Outcome(
+                0.0,
+                f"dial tcp {service['spec'].get('clusterIP')}:{port}: connect: connection refused",
+            ), 0.0
         endpoints = self.ctx.store.get("endpoints", namespace, service_name)
         backends: list[tuple[str, int]] = []
         for subset in (endpoints or {}).get("subsets") or []:
-            subset_port = next((p["port"] for p in subset.get("ports") or []
-                                if p.get("name", "") == service_port.get("name", "")), None)
+            subset_port = next(
+                (
+                    p["port"]
+                    for p in subset.get("ports") or []
+                    if p.get("name", "") == service_port.get("name", "")
+                ),
+                None,
+            )
             if subset_port is None:
                 continue
             backends.extend((a["ip"], subset_port) for a in subset.get("addresses") or [])
         runs = [(runs_by_ip.get(ip), target) for ip, target in backends]
         live = [(run, target) for run, target in runs if run is not None]
-        rps = max((c.behaviour.rps for run, _ in live for c in self._running(run)
-                   if c.behaviour), default=10.0)
+        rps = max(
+            (c.behaviour.rps for run, _ in live for c in self._running(run) if c.behaviour),
+            default=10.0,
+        )
         if not live:
-            return _Outcome(0.0, f"no healthy upstream: service {service_name} has no ready "
-                                 "endpoints"), rps
+            return _Outcome(
+                0.0, f"no healthy upstream: service {service_name} has no ready endpoints"
+            ), rps
         total = 0.0
         error = ""
         for run, target in live:
-            outcome = self._backend_outcome(caller, run, target, call, caller_container,
-                                            runs_by_ip, memo, visiting)
+            outcome = self._backend_outcome(
+                caller, run, target, call, caller_container, runs_by_ip, memo, visiting
+            )
             total += outcome.ok
             error = error or outcome.error
         return _Outcome(total / len(live), error), rps
@@ -143,26 +174,40 @@ class TrafficSimulator:
         visiting: set[str],
     ) -> _Outcome:
         address = f"{run.ip}:{target_port}"
-        server = next((c for c in self._running(run) if c.behaviour
-                       and target_port in c.behaviour.listens), None)
+        server = next(
+            (c for c in self._running(run) if c.behaviour and target_port in c.behaviour.listens),
+            None,
+        )
         if server is None:
             return _Outcome(0.0, f"dial tcp {address}: connect: connection refused")
         callee = self.ctx.store.get("pods", run.namespace, run.name)
-        if callee is not None and caller is not None and not network_policy_allows(
-                self.ctx, caller, callee, target_port):
+        if (
+            callee is not None
+            and caller is not None
+            and not network_policy_allows(self.ctx, caller, callee, target_port)
+        ):
             return _Outcome(0.0, f"dial tcp {address}: i/o timeout")
         auth = server.behaviour.auth if server.behaviour else None
         if auth is not None and call is not None and caller_container is not None:
-            presented = (caller_container.env.get(call.user_env or ""),
-                         caller_container.env.get(call.password_env or ""))
+            presented = (
+                caller_container.env.get(call.user_env or ""),
+                caller_container.env.get(call.password_env or ""),
+            )
             expected = (server.env.get(auth.user_env), server.env.get(auth.password_env))
             if presented != expected:
-                return _Outcome(0.0, "server returned error on SASL authentication step: "
-                                     "Authentication failed.")
+                return _Outcome(
+                    0.0, "server returned error on SASL authentication step: Authentication failed."
+                )
         return self._serve(run, server, runs_by_ip, memo, visiting)
 
-    def _serve(self, run: PodRun, server: ContainerRun, runs_by_ip: dict[str, PodRun],
-               memo: dict[str, _Outcome], visiting: set[str]) -> _Outcome:
+    def _serve(
+        self,
+        run: PodRun,
+        server: ContainerRun,
+        runs_by_ip: dict[str, PodRun],
+        memo: dict[str, _Outcome],
+        visiting: set[str],
+    ) -> _Outcome:
         """Whether a backend can answer: all of its own dependencies must answer too."""
         key = f"{run.uid}/{server.name}"
         if key in memo:
@@ -174,8 +219,16 @@ class TrafficSimulator:
         ok = 1.0
         error = ""
         for call in server.behaviour.calls:
-            outcome, _ = self._service_outcome(caller, run.namespace, call.service, call,
-                                               runs_by_ip, memo, visiting | {key}, server)
+            outcome, _ = self._service_outcome(
+                caller,
+                run.namespace,
+                call.service,
+                call,
+                runs_by_ip,
+                memo,
+                visiting | {key},
+                server,
+            )
             ok *= outcome.ok
             if outcome.ok < 1.0 and not error:
                 error = f"upstream {call.service} failed: {outcome.error}"
@@ -183,5 +236,8 @@ class TrafficSimulator:
         return memo[key]
 
     def report(self, namespace: str) -> dict[str, Any]:
-        return {name: counters.to_dict()
-                for (ns, name), counters in sorted(self.counters.items()) if ns == namespace}
+        return {
+            name: counters.to_dict()
+            for (ns, name), counters in sorted(self.counters.items())
+            if ns == namespace
+        }

@@ -41,8 +41,11 @@ def resolve_int_or_percent(value: Any, total: int, *, round_up: bool) -> int:
 
 def owned(ctx: ControllerContext, key: str, owner: dict[str, Any]) -> list[dict[str, Any]]:
     uid = owner["metadata"]["uid"]
-    return [o for o in ctx.store.list(key, owner["metadata"]["namespace"])
-            if controller_uid(o) == uid]
+    return [
+        o
+        for o in ctx.store.list_objects(key, owner["metadata"]["namespace"])
+        if controller_uid(o) == uid
+    ]
 
 
 def pod_is_ready(pod: dict[str, Any]) -> bool:
@@ -82,30 +85,54 @@ def create_pod(
     try:
         created = ctx.api.create(by_kind("Pod"), namespace, pod)
     except ApiError as error:
-        ctx.events.record(owner, "Warning", "FailedCreate", f"Error creating: {error.message}",
-                          component=component)
+        ctx.events.record(
+            owner,
+            "Warning",
+            "FailedCreate",
+            f"Error creating: {error.message}",
+            component=component,
+        )
         return None
-    ctx.events.record(owner, "Normal", "SuccessfulCreate",
-                      f"Created pod: {created['metadata']['name']}", component=component)
+    ctx.events.record(
+        owner,
+        "Normal",
+        "SuccessfulCreate",
+        f"Created pod: {created['metadata']['name']}",
+        component=component,
+    )
     return created
 
 
-def delete_pod(ctx: ControllerContext, owner: dict[str, Any], pod: dict[str, Any],
-               *, component: str) -> None:
+def delete_pod(
+    ctx: ControllerContext, owner: dict[str, Any], pod: dict[str, Any], *, component: str
+) -> None:
     name = pod["metadata"]["name"]
     if ctx.store.get("pods", pod["metadata"]["namespace"], name) is None:
         return
     ctx.api.delete(by_kind("Pod"), pod["metadata"]["namespace"], name)
-    ctx.events.record(owner, "Normal", "SuccessfulDelete", f"Deleted pod: {name}",
-                      component=component)
+    ctx.events.record(
+        owner, "Normal", "SuccessfulDelete", f"Deleted pod: {name}", component=component
+    )
 
 
-def condition(kind: str, status: bool, reason: str, message: str, now: str,
-              previous: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def condition(
+    kind: str,
+    status: bool,
+    reason: str,
+    message: str,
+    now: str,
+    previous: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """A status condition that keeps its lastTransitionTime while its status does not change."""
     old = next((c for c in previous or [] if c.get("type") == kind), None)
     value = "True" if status else "False"
     transition = old["lastTransitionTime"] if old and old.get("status") == value else now
     update = old.get("lastUpdateTime", now) if old and old.get("reason") == reason else now
-    return {"type": kind, "status": value, "lastUpdateTime": update,
-            "lastTransitionTime": transition, "reason": reason, "message": message}
+    return {
+        "type": kind,
+        "status": value,
+        "lastUpdateTime": update,
+        "lastTransitionTime": transition,
+        "reason": reason,
+        "message": message,
+    }

@@ -8,8 +8,27 @@ import pytest
 
 from tests.conftest import Kubectl, Lab
 
-RESOURCES = ["ns", "no", "po", "svc", "ep", "ev", "cm", "secrets", "sa", "pvc", "quota",
-             "deploy", "rs", "sts", "ds", "netpol", "hpa", "sc", "endpointslices"]
+RESOURCES = [
+    "ns",
+    "no",
+    "po",
+    "svc",
+    "ep",
+    "ev",
+    "cm",
+    "secrets",
+    "sa",
+    "pvc",
+    "quota",
+    "deploy",
+    "rs",
+    "sts",
+    "ds",
+    "netpol",
+    "hpa",
+    "sc",
+    "endpointslices",
+]
 
 
 EXTRA_OBJECTS = """
@@ -59,11 +78,27 @@ def test_label_and_field_selectors(kubectl: Kubectl) -> None:
     others = kubectl.out("get", "pods", "-l", "app!=geo", "-o", "name").split()
     assert len(others) == 16 and not any(name.startswith("pod/geo-") for name in others)
     assert kubectl.out("get", "pods", "-l", "!tier", "-o", "name").strip() == ""
-    running = kubectl.out("get", "pods", "-A", "--field-selector", "status.phase=Running",
-                          "-o", "name", namespace=None)
+    running = kubectl.out(
+        "get",
+        "pods",
+        "-A",
+        "--field-selector",
+        "status.phase=Running",
+        "-o",
+        "name",
+        namespace=None,
+    )
     assert running.count("pod/") >= 17 + 11
-    on_node = kubectl.out("get", "pods", "-A", "--field-selector", "spec.nodeName=node-1",
-                          "-o", "json", namespace=None)
+    on_node = kubectl.out(
+        "get",
+        "pods",
+        "-A",
+        "--field-selector",
+        "spec.nodeName=node-1",
+        "-o",
+        "json",
+        namespace=None,
+    )
     assert all(p["spec"]["nodeName"] == "node-1" for p in json.loads(on_node)["items"])
     bad = kubectl.run("get", "pods", "--field-selector", "spec.bogus=1", check=False)
     assert bad.returncode != 0 and "field label not supported" in bad.stderr
@@ -95,27 +130,28 @@ def test_scale_and_rollout_restart_status_history_undo(kubectl: Kubectl) -> None
     kubectl.run("scale", "deploy/geo", "--replicas=3")
     assert kubectl.out("get", "deploy", "geo", "-o", "jsonpath={.status.readyReplicas}") == "3"
     kubectl.run("rollout", "restart", "deploy/geo")
-    assert "successfully rolled out" in kubectl.out("rollout", "status", "deploy/geo",
-                                                    "--timeout=20s")
+    assert "successfully rolled out" in kubectl.out(
+        "rollout", "status", "deploy/geo", "--timeout=20s"
+    )
     kubectl.run("set", "image", "deploy/geo", "geo=stratus/hotel-geo:1.1")
     history = kubectl.out("rollout", "history", "deploy/geo")
-    assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == \
-        ["1", "2", "3"]
+    assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == ["1", "2", "3"]
     kubectl.run("rollout", "undo", "deploy/geo")
-    image = kubectl.out("get", "deploy", "geo", "-o",
-                        "jsonpath={.spec.template.spec.containers[0].image}")
+    image = kubectl.out(
+        "get", "deploy", "geo", "-o", "jsonpath={.spec.template.spec.containers[0].image}"
+    )
     assert image == "stratus/hotel-geo:1.0"
     history = kubectl.out("rollout", "history", "deploy/geo")
-    assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == \
-        ["1", "3", "4"]
+    assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == ["1", "3", "4"]
     kubectl.run("rollout", "undo", "deploy/geo", "--to-revision=1")
     assert kubectl.out("get", "rs", "-l", "app=geo", "-o", "name").count("replicaset") == 3
 
 
 def test_set_image_and_env(kubectl: Kubectl) -> None:
     kubectl.run("set", "image", "deploy/search", "search=stratus/hotel-search:1.1")
-    assert "stratus/hotel-search:1.1" in kubectl.out("get", "pods", "-l", "app=search", "-o",
-                                                      "jsonpath={.items[*].spec.containers[0].image}")
+    assert "stratus/hotel-search:1.1" in kubectl.out(
+        "get", "pods", "-l", "app=search", "-o", "jsonpath={.items[*].spec.containers[0].image}"
+    )
     kubectl.run("set", "env", "deploy/search", "FEATURE_X=on")
     assert "FEATURE_X=on" in kubectl.out("set", "env", "deploy/search", "--list")
     kubectl.run("set", "env", "deploy/search", "FEATURE_X-")
@@ -124,21 +160,40 @@ def test_set_image_and_env(kubectl: Kubectl) -> None:
 
 
 def test_patch_with_all_three_types(kubectl: Kubectl) -> None:
-    kubectl.run("patch", "deploy", "geo", "--type=merge", "-p",
-                '{"metadata":{"labels":{"merged":"yes"}}}')
-    kubectl.run("patch", "deploy", "geo", "--type=json", "-p",
-                '[{"op":"add","path":"/metadata/labels/json","value":"yes"}]')
-    kubectl.run("patch", "deploy", "geo", "-p",
-                '{"spec":{"template":{"spec":{"containers":[{"name":"geo",'
-                '"resources":{"limits":{"memory":"300Mi"}}}]}}}}')
+    kubectl.run(
+        "patch", "deploy", "geo", "--type=merge", "-p", '{"metadata":{"labels":{"merged":"yes"}}}'
+    )
+    kubectl.run(
+        "patch",
+        "deploy",
+        "geo",
+        "--type=json",
+        "-p",
+        '[{"op":"add","path":"/metadata/labels/json","value":"yes"}]',
+    )
+    kubectl.run(
+        "patch",
+        "deploy",
+        "geo",
+        "-p",
+        '{"spec":{"template":{"spec":{"containers":[{"name":"geo",'
+        '"resources":{"limits":{"memory":"300Mi"}}}]}}}}',
+    )
     deployment = json.loads(kubectl.out("get", "deploy", "geo", "-o", "json"))
     assert deployment["metadata"]["labels"]["merged"] == "yes"
     assert deployment["metadata"]["labels"]["json"] == "yes"
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     assert container["resources"]["limits"]["memory"] == "300Mi"
     assert container["image"] == "stratus/hotel-geo:1.0"  # strategic merge kept the rest
-    bad = kubectl.run("patch", "deploy", "geo", "--type=json", "-p",
-                      '[{"op":"replace","path":"/spec/nope/x","value":1}]', check=False)
+    bad = kubectl.run(
+        "patch",
+        "deploy",
+        "geo",
+        "--type=json",
+        "-p",
+        '[{"op":"replace","path":"/spec/nope/x","value":1}]',
+        check=False,
+    )
     assert bad.returncode != 0
 
 
@@ -146,8 +201,9 @@ def test_label_annotate_cordon_uncordon(kubectl: Kubectl) -> None:
     kubectl.run("label", "pod", "-l", "app=geo", "team=search")
     assert kubectl.out("get", "pods", "-l", "team=search", "-o", "name").count("pod/") == 1
     kubectl.run("annotate", "deploy", "geo", "owner=sre")
-    assert kubectl.out("get", "deploy", "geo", "-o",
-                       "jsonpath={.metadata.annotations.owner}") == "sre"
+    assert (
+        kubectl.out("get", "deploy", "geo", "-o", "jsonpath={.metadata.annotations.owner}") == "sre"
+    )
     kubectl.run("cordon", "node-1", namespace=None)
     assert "SchedulingDisabled" in kubectl.out("get", "node", "node-1", namespace=None)
     kubectl.run("uncordon", "node-1", namespace=None)

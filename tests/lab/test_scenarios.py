@@ -22,7 +22,9 @@ def test_the_bundled_set_covers_the_required_faults() -> None:
     assert faults == {f.name for f in scenarios.list_faults()}
     assert any(len(s.faults) == 2 for s in ALL)
     assert sum(1 for s in ALL if s.is_noop) >= 2
-    assert len({s.name for s in ALL if s.faults and s.faults[0].fault == "service-target-port"}) >= 3
+    assert (
+        len({s.name for s in ALL if s.faults and s.faults[0].fault == "service-target-port"}) >= 3
+    )
     assert {s.app for s in ALL} == {"hotel", "shop"}
 
 
@@ -46,13 +48,15 @@ def test_inject_fails_the_oracle_and_the_known_fix_passes_it(
 WRONG_FIXES = [
     ("hotel-geo-target-port", ["scale", "deploy/profile", "--replicas=0"], "Deployment/profile"),
     ("hotel-rate-buggy-image", ["delete", "service", "user"], "Service/user"),
-    ("shop-catalog-selector", ["set", "image", "deploy/cart", "cart=stratus/shop-cart:2.4"],
-     "Deployment/cart"),
+    (
+        "shop-catalog-selector",
+        ["set", "image", "deploy/cart", "cart=stratus/shop-cart:2.4"],
+        "Deployment/cart",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("name", "harm", "victim"), WRONG_FIXES,
-                         ids=[w[0] for w in WRONG_FIXES])
+@pytest.mark.parametrize(("name", "harm", "victim"), WRONG_FIXES, ids=[w[0] for w in WRONG_FIXES])
 def test_a_fix_that_harms_a_neighbour_is_collateral_damage(
     lab: Lab, kubectl: Kubectl, name: str, harm: list[str], victim: str
 ) -> None:
@@ -80,15 +84,26 @@ def test_unknown_scenario_and_bad_fault_parameters(lab: Lab) -> None:
         lab.control.post("/lab/v1/faults/scale-to-zero/inject", {"namespace": "hotel"})
     assert "needs parameter 'deployment'" in str(missing.value)
     with pytest.raises(LabRequestFailed) as gone:
-        lab.control.post("/lab/v1/faults/scale-to-zero/inject",
-                         {"namespace": "hotel", "params": {"deployment": "nope"}})
+        lab.control.post(
+            "/lab/v1/faults/scale-to-zero/inject",
+            {"namespace": "hotel", "params": {"deployment": "nope"}},
+        )
     assert 'deployments.apps "nope" not found' in str(gone.value)
 
 
 def test_a_single_fault_can_be_injected_with_parameters(lab: Lab, kubectl: Kubectl) -> None:
-    lab.control.post("/lab/v1/faults/memory-limit/inject",
-                     {"namespace": "hotel", "params": {"deployment": "user", "container": "user",
-                                                       "memory": "8Mi"}})
-    assert "OOMKilled" in kubectl.out("get", "pods", "-l", "app=user", "-o",
-                                      "jsonpath={.items[0].status.containerStatuses[0]"
-                                      ".lastState.terminated.reason}")
+    lab.control.post(
+        "/lab/v1/faults/memory-limit/inject",
+        {
+            "namespace": "hotel",
+            "params": {"deployment": "user", "container": "user", "memory": "8Mi"},
+        },
+    )
+    assert "OOMKilled" in kubectl.out(
+        "get",
+        "pods",
+        "-l",
+        "app=user",
+        "-o",
+        "jsonpath={.items[0].status.containerStatuses[0].lastState.terminated.reason}",
+    )

@@ -1,0 +1,5 @@
+"""``python -m cli`` runs the ``stratus`` command."""
+
+from cli.main import main
+
+main()
