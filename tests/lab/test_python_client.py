@@ -104,7 +104,10 @@ def _events(api: client.ApiClient, pod: client.V1Pod) -> dict[str, str]:
     found = client.CoreV1Api(api).list_namespaced_event(
         pod.metadata.namespace, field_selector=f"involvedObject.name={pod.metadata.name}"
     )
-    return {e.reason: e.message for e in found.items}
+    by_reason: dict[str, list[str]] = {}
+    for event in found.items:
+        by_reason.setdefault(event.reason, []).append(event.message)
+    return {reason: "\n".join(messages) for reason, messages in by_reason.items()}
 
 
 def _patch_container(api: client.ApiClient, name: str, container: dict[str, Any]) -> None:
