@@ -37,6 +37,7 @@ class EventRecorder:
     store: ObjectStore
     clock: Clock
     _index: dict[tuple[str, str, str, str, str], str] = field(default_factory=dict)
+    _counts: dict[str, int] = field(default_factory=dict)
     limit_per_namespace: int = 2000
 
     def record(
@@ -90,18 +91,21 @@ class EventRecorder:
         }
         self.store.create("events", event)
         self._index[key] = name
-        self._trim(namespace)
+        self._counts[namespace] = self._counts.get(namespace, 0) + 1
+        if self._counts[namespace] > self.limit_per_namespace * 1.1:
+            self._trim(namespace)
 
     def _trim(self, namespace: str) -> None:
+        """Drop the oldest events, like the API server's event TTL, in batches."""
         events = self.store.list_objects("events", namespace)
-        if len(events) <= self.limit_per_namespace:
-            return
         events.sort(key=lambda e: e.get("lastTimestamp") or "")
-        for old in events[: len(events) - self.limit_per_namespace]:
+        for old in events[: max(len(events) - self.limit_per_namespace, 0)]:
             self.store.delete("events", namespace, old["metadata"]["name"])
+        self._counts[namespace] = min(len(events), self.limit_per_namespace)
 
     def clear(self) -> None:
         self._index.clear()
+        self._counts.clear()
 
 
 @dataclass
