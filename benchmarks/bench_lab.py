@@ -21,12 +21,10 @@ import tracemalloc
 import urllib.parse
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from lab import scenarios  # noqa: E402
-from lab.cluster.resources import by_kind  # noqa: E402
-from lab.cluster_sim import Cluster  # noqa: E402
-from lab.runner import LabServer  # noqa: E402
+from lab import scenarios
+from lab.cluster.resources import by_kind
+from lab.cluster_sim import Cluster
+from lab.runner import LabServer
 
 RUNS = 5
 
@@ -53,8 +51,11 @@ def startup_command() -> list[float]:
             started = time.perf_counter()
             process = subprocess.Popen(
                 [sys.executable, "-m", "cli", "lab", "up", "--app", "hotel", "--clock", "instant"],
-                stdout=subprocess.PIPE, text=True, env=env,
-                cwd=Path(__file__).resolve().parent.parent)
+                stdout=subprocess.PIPE,
+                text=True,
+                env=env,
+                cwd=Path(__file__).resolve().parent.parent,
+            )
             assert process.stdout is not None
             line = process.stdout.readline()
             times.append(time.perf_counter() - started)
@@ -66,16 +67,25 @@ def startup_command() -> list[float]:
 
 def settle_after_fault() -> dict[str, list[float]]:
     results: dict[str, list[float]] = {}
-    for name in ("hotel-rate-buggy-image", "hotel-geo-target-port", "hotel-geo-nonexistent-node",
-                 "hotel-all-nodes-cordoned"):
+    for name in (
+        "hotel-rate-buggy-image",
+        "hotel-geo-target-port",
+        "hotel-geo-nonexistent-node",
+        "hotel-all-nodes-cordoned",
+    ):
         scenario = scenarios.load_scenario(name)
         times = []
         for _ in range(RUNS):
             cluster = Cluster()
             cluster.install_app("hotel")
             for use in scenario.faults:
-                scenarios.apply_fault(cluster.api, scenarios.load_fault(use.fault), "hotel",
-                                      use.params, cluster.clock.timestamp())
+                scenarios.apply_fault(
+                    cluster.api,
+                    scenarios.load_fault(use.fault),
+                    "hotel",
+                    use.params,
+                    cluster.clock.timestamp(),
+                )
             started = time.perf_counter()
             cluster.settle()
             times.append(time.perf_counter() - started)
@@ -86,11 +96,25 @@ def settle_after_fault() -> dict[str, list[float]]:
 def _thousand_pods(cluster: Cluster) -> None:
     cluster.api.create(by_kind("Namespace"), "", {"metadata": {"name": "bench"}})
     for index in range(1000):
-        cluster.api.create(by_kind("Pod"), "bench", {
-            "metadata": {"name": f"pod-{index:04d}", "labels": {"app": "bench",
-                                                                "shard": str(index % 10)}},
-            "spec": {"containers": [{"name": "c", "image": "memcached:1.6.7",
-                                     "ports": [{"containerPort": 11211}]}]}})
+        cluster.api.create(
+            by_kind("Pod"),
+            "bench",
+            {
+                "metadata": {
+                    "name": f"pod-{index:04d}",
+                    "labels": {"app": "bench", "shard": str(index % 10)},
+                },
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "c",
+                            "image": "memcached:1.6.7",
+                            "ports": [{"containerPort": 11211}],
+                        }
+                    ]
+                },
+            },
+        )
     cluster.settle()
 
 
@@ -101,10 +125,14 @@ def list_thousand_pods() -> dict[str, list[float]]:
     results: dict[str, list[float]] = {}
     cases = {
         "json": ("/api/v1/namespaces/bench/pods", "application/json"),
-        "table": ("/api/v1/namespaces/bench/pods",
-                  "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"),
-        "label selector (100 of 1,000)": ("/api/v1/namespaces/bench/pods?labelSelector=shard%3D3",
-                                          "application/json"),
+        "table": (
+            "/api/v1/namespaces/bench/pods",
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
+        ),
+        "label selector (100 of 1,000)": (
+            "/api/v1/namespaces/bench/pods?labelSelector=shard%3D3",
+            "application/json",
+        ),
     }
     for label, (path, accept) in cases.items():
         connection = http.client.HTTPConnection(parsed.hostname, parsed.port)
@@ -138,21 +166,31 @@ def memory_thousand_pods() -> tuple[float, float]:
 def main() -> None:
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores; medians of the runs shown")
     startup = startup_in_process()
-    print(f"lab start-up with hotel, in process (server listening, apps installed): "
-          f"median {_ms(statistics.median(startup))} over {len(startup)} runs "
-          f"(min {_ms(min(startup))}, max {_ms(max(startup))})")
+    print(
+        f"lab start-up with hotel, in process (server listening, apps installed): "
+        f"median {_ms(statistics.median(startup))} over {len(startup)} runs "
+        f"(min {_ms(min(startup))}, max {_ms(max(startup))})"
+    )
     command = startup_command()
-    print(f"'stratus lab up --app hotel' to its ready line (includes interpreter start): "
-          f"median {_ms(statistics.median(command))} over {len(command)} runs")
+    print(
+        f"'stratus lab up --app hotel' to its ready line (includes interpreter start): "
+        f"median {_ms(statistics.median(command))} over {len(command)} runs"
+    )
     for name, times in settle_after_fault().items():
-        print(f"settle after fault {name}: median {_ms(statistics.median(times))} over "
-              f"{len(times)} runs (max {_ms(max(times))})")
+        print(
+            f"settle after fault {name}: median {_ms(statistics.median(times))} over "
+            f"{len(times)} runs (max {_ms(max(times))})"
+        )
     for label, times in list_thousand_pods().items():
-        print(f"list pods over HTTP, {label}: median {_ms(statistics.median(times))} over "
-              f"{len(times)} runs (max {_ms(max(times))})")
+        print(
+            f"list pods over HTTP, {label}: median {_ms(statistics.median(times))} over "
+            f"{len(times)} runs (max {_ms(max(times))})"
+        )
     traced, rss = memory_thousand_pods()
-    print(f"memory with 1,000 running pods: {traced:.1f} MiB traced by tracemalloc "
-          f"(objects, events, logs, runtime state); process RSS {rss:.0f} MiB")
+    print(
+        f"memory with 1,000 running pods: {traced:.1f} MiB traced by tracemalloc "
+        f"(objects, events, logs, runtime state); process RSS {rss:.0f} MiB"
+    )
 
 
 if __name__ == "__main__":

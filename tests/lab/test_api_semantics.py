@@ -294,3 +294,13 @@ def test_rbac_denials_answer_403(lab: Lab) -> None:
         assert call(lab, "GET", "/apis/apps/v1/namespaces/hotel/deployments/geo")[0] == 200
     finally:
         lab.control.request("PUT", "/lab/v1/rbac/denials", {"denials": []})
+
+
+def test_deletecollection_of_pods_by_selector(lab: Lab) -> None:
+    status, gone = call(lab, "DELETE", "/api/v1/namespaces/hotel/pods?labelSelector=tier%3Dcache")
+    assert status == 200 and gone["kind"] == "PodList" and len(gone["items"]) == 3
+    remaining = call(lab, "GET", "/api/v1/namespaces/hotel/pods?labelSelector=tier%3Dcache")[1]
+    assert len(remaining["items"]) == 3  # their replica sets made new ones
+    assert {p["metadata"]["uid"] for p in remaining["items"]}.isdisjoint(
+        p["metadata"]["uid"] for p in gone["items"]
+    )
