@@ -1,0 +1,65 @@
+"""One writer per resource: leases with a time-to-live, taken by compare-and-set in SQLite.
+
+A lease expires on its own, so a crashed holder does not block a resource forever.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from store.db import Store
+
+
+@dataclass(frozen=True)
+class LockHolder:
+    resource: str
+    holder: str
+    expires_at: float
+
+
+class LeaseLocks:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def try_acquire(self, resource: str, holder: str, ttl: float) -> LockHolder | None:
+        """Take the lease, or return who holds it. Re-entrant for the same holder."""
+        now = time.time()
+        with self.store.immediate() as db:
+            row = db.execute(
+                "SELECT holder, expires_at FROM locks WHERE resource = ?", [resource]
+            ).fetchone()
+            if row is not None and row[0] != holder and row[1] > now:
+                return LockHolder(resource, row[0], row[1])
+            db.execute(
+                "INSERT INTO locks VALUES (?, ?, ?, ?) ON CONFLICT(resource) DO UPDATE "
+                "SET holder = excluded.holder, acquired_at = excluded.acquired_at, "
+                "expires_at = excluded.expires_at",
+                [resource, holder, now, now + ttl],
+            )
+        return None
+
+    def acquire(
+        self, resource: str, holder: str, *, ttl: float = 60.0, wait: float = 0.0
+    ) -> LockHolder | None:
+        """Try for up to ``wait`` seconds; None when acquired, else the current holder."""
+        deadline = time.monotonic() + wait
+        while True:
+            blocker = self.try_acquire(resource, holder, ttl)
+            if blocker is None or time.monotonic() >= deadline:
+                return blocker
+            time.sleep(0.02)
+
+    def release(self, resource: str, holder: str) -> None:
+        with self.store.immediate() as db:
+            db.execute("DELETE FROM locks WHERE resource = ? AND holder = ?", [resource, holder])
+
+    def holder_of(self, resource: str) -> LockHolder | None:
+        rows = self.store.query(
+            "SELECT * FROM locks WHERE resource = ? AND expires_at > ?", [resource, time.time()]
+        )
+        return (
+            LockHolder(rows[0]["resource"], rows[0]["holder"], rows[0]["expires_at"])
+            if rows
+            else None
+        )

@@ -1,0 +1,266 @@
+"""Execution records (the executor's write-ahead log) and undo entries.
+
+An execution is recorded as ``pending`` with its before-image and planned after-image *before*
+the write reaches the cluster. Marking it ``applied`` pushes its undo entry in the same
+transaction, so there is never an applied write without an undo entry. Start-up
+reconciliation resolves executions left ``pending`` by a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from store.db import Store, utc_now
+
+PENDING, APPLIED, ABORTED, FAILED = "pending", "applied", "aborted", "failed"
+ACTIVE, UNDONE, NO_INVERSE = "active", "undone", "no_inverse"
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+@dataclass(frozen=True)
+class Execution:
+    id: str
+    incident_id: str | None
+    transaction_id: str | None
+    action: str
+    operation: str  # replace, create or delete
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    actor: str
+    state: str
+    before_image: dict[str, Any] | None
+    planned_after: dict[str, Any] | None
+    before_rv: str | None
+    written_rv: str | None
+    diff: str
+    intent: str
+    error: str | None
+    inverse_of: str | None
+    created_at: str
+
+    @property
+    def target(self) -> str:
+        return f"{self.kind.lower()}/{self.name} in {self.namespace or 'the cluster'}"
+
+
+@dataclass(frozen=True)
+class UndoEntry:
+    id: str
+    execution: Execution
+    seq: int
+    state: str
+    created_at: str
+    undone_at: str | None
+    undone_by: str | None
+    last_error: str | None
+
+
+def _loads(text: str | None) -> dict[str, Any] | None:
+    return json.loads(text) if text else None
+
+
+def _execution(row: dict[str, Any]) -> Execution:
+    return Execution(
+        id=row["id"],
+        incident_id=row["incident_id"],
+        transaction_id=row["transaction_id"],
+        action=row["action"],
+        operation=row["operation"],
+        api_version=row["api_version"],
+        kind=row["kind"],
+        namespace=row["namespace"],
+        name=row["name"],
+        actor=row["actor"],
+        state=row["state"],
+        before_image=_loads(row["before_image"]),
+        planned_after=_loads(row["planned_after"]),
+        before_rv=row["before_rv"],
+        written_rv=row["written_rv"],
+        diff=row["diff"] or "",
+        intent=row["intent"] or "",
+        error=row["error"],
+        inverse_of=row["inverse_of"],
+        created_at=row["created_at"],
+    )
+
+
+class ExecutionLog:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def begin(
+        self,
+        *,
+        action: str,
+        operation: str,
+        api_version: str,
+        kind: str,
+        namespace: str,
+        name: str,
+        actor: str,
+        before_image: dict[str, Any] | None,
+        planned_after: dict[str, Any] | None,
+        diff: str,
+        intent: str,
+        incident_id: str | None = None,
+        transaction_id: str | None = None,
+        inverse_of: str | None = None,
+    ) -> str:
+        """The write-ahead record, stored before the write is sent."""
+        execution_id = new_id("ex")
+        now = utc_now()
+        before_rv = (before_image or {}).get("metadata", {}).get("resourceVersion")
+        with self.store.immediate() as db:
+            db.table("executions").insert(
+                {
+                    "id": execution_id,
+                    "incident_id": incident_id,
+                    "transaction_id": transaction_id,
+                    "proposal_id": None,
+                    "action": action,
+                    "operation": operation,
+                    "api_version": api_version,
+                    "kind": kind,
+                    "namespace": namespace,
+                    "name": name,
+                    "actor": actor,
+                    "state": PENDING,
+                    "before_image": json.dumps(before_image) if before_image else None,
+                    "planned_after": json.dumps(planned_after) if planned_after else None,
+                    "before_rv": before_rv,
+                    "written_rv": None,
+                    "diff": diff,
+                    "intent": intent,
+                    "error": None,
+                    "inverse_of": inverse_of,
+                    "created_at": now,
+                    "updated_at": now,
+                }
+            )
+        return execution_id
+
+    def mark_applied(
+        self, execution_id: str, written_rv: str | None, *, needs_inverse: bool = True
+    ) -> str | None:
+        """Applied, and — unless it is itself an undo — pushed on the undo stack, atomically.
+
+        Returns the undo entry's id (None for an undo, whose entry is marked undone instead).
+        """
+        now = utc_now()
+        with self.store.immediate() as db:
+            row = db.execute(
+                "SELECT state, inverse_of, incident_id, transaction_id FROM "
+                "executions WHERE id = ?",
+                [execution_id],
+            ).fetchone()
+            if row is None or row[0] != PENDING:
+                raise ValueError(f"execution {execution_id} is not pending")
+            db.execute(
+                "UPDATE executions SET state = ?, written_rv = ?, updated_at = ? WHERE id = ?",
+                [APPLIED, written_rv, now, execution_id],
+            )
+            if row[1]:
+                return None
+            seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM undo_entries").fetchone()[0]
+            entry_id = new_id("undo")
+            db.table("undo_entries").insert(
+                {
+                    "id": entry_id,
+                    "execution_id": execution_id,
+                    "incident_id": row[2],
+                    "transaction_id": row[3],
+                    "seq": seq,
+                    "state": ACTIVE if needs_inverse else NO_INVERSE,
+                    "created_at": now,
+                    "undone_at": None,
+                    "undone_by": None,
+                    "last_error": None,
+                }
+            )
+        return entry_id
+
+    def finish(self, execution_id: str, state: str, error: str | None = None) -> None:
+        with self.store.immediate() as db:
+            db.execute(
+                "UPDATE executions SET state = ?, error = ?, updated_at = ? "
+                "WHERE id = ? AND state = ?",
+                [state, error, utc_now(), execution_id, PENDING],
+            )
+
+    def get(self, execution_id: str) -> Execution | None:
+        rows = self.store.query("SELECT * FROM executions WHERE id = ?", [execution_id])
+        return _execution(rows[0]) if rows else None
+
+    def pending(self) -> list[Execution]:
+        rows = self.store.query(
+            "SELECT * FROM executions WHERE state = ? ORDER BY created_at", [PENDING]
+        )
+        return [_execution(r) for r in rows]
+
+
+class UndoEntries:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def _query(self, where: str, params: list[Any]) -> list[UndoEntry]:
+        rows = self.store.query(
+            "SELECT u.id AS undo_id, u.seq, u.state AS undo_state, u.created_at AS undo_created,"
+            " u.undone_at, u.undone_by, u.last_error, e.* FROM undo_entries u "
+            f"JOIN executions e ON e.id = u.execution_id WHERE {where} ORDER BY u.seq DESC",
+            params,
+        )
+        return [
+            UndoEntry(
+                r["undo_id"],
+                _execution(r),
+                r["seq"],
+                r["undo_state"],
+                r["undo_created"],
+                r["undone_at"],
+                r["undone_by"],
+                r["last_error"],
+            )
+            for r in rows
+        ]
+
+    def get(self, entry_id: str) -> UndoEntry | None:
+        found = self._query("u.id = ?", [entry_id])
+        return found[0] if found else None
+
+    def active(
+        self, *, incident_id: str | None = None, transaction_id: str | None = None
+    ) -> list[UndoEntry]:
+        """Entries that can still be undone, newest first."""
+        where, params = "u.state = ?", [ACTIVE]
+        if incident_id:
+            where += " AND u.incident_id = ?"
+            params.append(incident_id)
+        if transaction_id:
+            where += " AND u.transaction_id = ?"
+            params.append(transaction_id)
+        return self._query(where, params)
+
+    def all(self, *, limit: int = 100) -> list[UndoEntry]:
+        return self._query("1 = 1", [])[:limit]
+
+    def mark_undone(self, entry_id: str, by: str) -> bool:
+        """Compare-and-set: True only for the caller that moved it from active to undone."""
+        with self.store.immediate() as db:
+            cursor = db.execute(
+                "UPDATE undo_entries SET state = ?, undone_at = ?, undone_by = ?,"
+                " last_error = NULL WHERE id = ? AND state = ?",
+                [UNDONE, utc_now(), by, entry_id, ACTIVE],
+            )
+            return bool(cursor.rowcount)
+
+    def record_failure(self, entry_id: str, error: str) -> None:
+        with self.store.immediate() as db:
+            db.execute("UPDATE undo_entries SET last_error = ? WHERE id = ?", [error, entry_id])

@@ -1,0 +1,65 @@
+"""The database schema as an ordered list of migrations.
+
+A migration is applied once, in order, and recorded in ``schema_migrations``; never edit one
+that has shipped — add the next.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: list[tuple[int, str]] = [
+    (
+        1,
+        """
+        CREATE TABLE incidents (
+            id TEXT PRIMARY KEY, namespace TEXT NOT NULL, state TEXT NOT NULL,
+            requested_by TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, data TEXT
+        );
+        CREATE TABLE proposals (
+            id TEXT PRIMARY KEY, incident_id TEXT, action TEXT NOT NULL, target TEXT NOT NULL,
+            state TEXT NOT NULL, plan TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL
+        );
+        CREATE TABLE decisions (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, proposal_id TEXT NOT NULL,
+            outcome TEXT NOT NULL, source TEXT NOT NULL, actor TEXT, reason TEXT,
+            created_at TEXT NOT NULL
+        );
+        CREATE TABLE executions (
+            id TEXT PRIMARY KEY, incident_id TEXT, transaction_id TEXT, proposal_id TEXT,
+            action TEXT NOT NULL, operation TEXT NOT NULL, api_version TEXT NOT NULL,
+            kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL, actor TEXT NOT NULL,
+            state TEXT NOT NULL, before_image TEXT, planned_after TEXT, before_rv TEXT,
+            written_rv TEXT, diff TEXT, intent TEXT, error TEXT, inverse_of TEXT,
+            created_at TEXT NOT NULL, updated_at TEXT NOT NULL
+        );
+        CREATE INDEX executions_state ON executions(state);
+        CREATE TABLE undo_entries (
+            id TEXT PRIMARY KEY, execution_id TEXT NOT NULL UNIQUE REFERENCES executions(id),
+            incident_id TEXT, transaction_id TEXT, seq INTEGER NOT NULL, state TEXT NOT NULL,
+            created_at TEXT NOT NULL, undone_at TEXT, undone_by TEXT, last_error TEXT
+        );
+        CREATE INDEX undo_entries_state ON undo_entries(state, seq);
+        CREATE TABLE grants (
+            id TEXT PRIMARY KEY, action TEXT NOT NULL, namespace TEXT NOT NULL,
+            resource TEXT NOT NULL, rule TEXT, created_by TEXT NOT NULL,
+            created_at TEXT NOT NULL, expires_at TEXT NOT NULL, revoked_at TEXT,
+            revoked_by TEXT
+        );
+        CREATE TABLE locks (
+            resource TEXT PRIMARY KEY, holder TEXT NOT NULL, acquired_at REAL NOT NULL,
+            expires_at REAL NOT NULL
+        );
+        CREATE TABLE audit_log (
+            seq INTEGER PRIMARY KEY, at TEXT NOT NULL, actor TEXT NOT NULL,
+            event TEXT NOT NULL, subject TEXT NOT NULL, payload TEXT NOT NULL,
+            prev_hash TEXT NOT NULL, hash TEXT NOT NULL
+        );
+        CREATE TABLE audit_head (
+            id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL, hash TEXT NOT NULL
+        );
+        CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log
+        BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+        CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
+        BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
+        """,
+    ),
+]

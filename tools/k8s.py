@@ -1,0 +1,197 @@
+"""The one module that owns the ``kubernetes`` client.
+
+It loads a kubeconfig (a path and context, or the default) or the in-cluster configuration,
+speaks to the API through the dynamic client on plain dicts, and turns every client error into
+the tool layer's own errors. The client is synchronous; async callers use ``asyncio.to_thread``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import urllib3
+from kubernetes import client, config, dynamic
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config.config_exception import ConfigException
+
+from tools import errors
+from tools.objects import ObjectRef
+
+
+def _status_message(exc: ApiException) -> str:
+    try:
+        body = json.loads(exc.body or "{}")
+        return str(body.get("message") or exc.reason)
+    except (TypeError, ValueError):
+        return str(exc.reason or exc)
+
+
+def translate(exc: Exception, what: str) -> errors.ToolError:
+    """Our error for a client error, worded for a human."""
+    if isinstance(exc, ApiException):
+        message = _status_message(exc)
+        status = exc.status or 0
+        if status == 404:
+            return errors.NotFound(f"{what}: not found ({message})")
+        if status == 409:
+            return errors.Conflict(f"{what}: {message}")
+        if status == 403:
+            return errors.Forbidden(f"{what}: forbidden by the cluster ({message})")
+        if status in (400, 422):
+            return errors.Invalid(f"{what}: the cluster rejected it ({message})")
+        if status in (401,):
+            return errors.Forbidden(f"{what}: not authenticated ({message})")
+        return errors.Unavailable(f"{what}: the API server answered {status} ({message})")
+    if isinstance(exc, urllib3.exceptions.HTTPError | OSError):
+        return errors.Unavailable(f"{what}: cannot reach the API server ({exc})")
+    return errors.ToolError(f"{what}: {exc}")
+
+
+class KubeClient:
+    """Plain-dict access to one cluster."""
+
+    def __init__(
+        self, *, kubeconfig: str | None = None, context: str | None = None, in_cluster: bool = False
+    ) -> None:
+        configuration = client.Configuration()
+        try:
+            if in_cluster:
+                config.load_incluster_config(client_configuration=configuration)
+            else:
+                config.load_kube_config(
+                    config_file=kubeconfig, context=context, client_configuration=configuration
+                )
+        except (ConfigException, OSError, TypeError) as exc:
+            source = (
+                "the in-cluster configuration"
+                if in_cluster
+                else f"kubeconfig {kubeconfig or '(default)'}"
+            )
+            raise errors.Unavailable(f"cannot load {source}: {exc}") from exc
+        configuration.retries = 1
+        self.api_client = client.ApiClient(configuration)
+        self.host = configuration.host
+        self._dynamic: dynamic.DynamicClient | None = None
+
+    @property
+    def dynamic(self) -> dynamic.DynamicClient:
+        if self._dynamic is None:
+            try:
+                self._dynamic = dynamic.DynamicClient(self.api_client)
+            except Exception as exc:
+                raise translate(exc, f"discovery at {self.host}") from exc
+        return self._dynamic
+
+    def _resource(self, api_version: str, kind: str) -> Any:
+        try:
+            return self.dynamic.resources.get(api_version=api_version, kind=kind)
+        except dynamic.exceptions.ResourceNotFoundError as exc:
+            raise errors.NotFound(f"the cluster does not serve {kind} ({api_version})") from exc
+
+    def get(self, ref: ObjectRef) -> dict[str, Any]:
+        resource = self._resource(ref.api_version, ref.kind)
+        try:
+            found = resource.get(name=ref.name, namespace=ref.namespace or None)
+        except Exception as exc:
+            raise translate(exc, str(ref)) from exc
+        result: dict[str, Any] = found.to_dict()
+        return result
+
+    def find(self, ref: ObjectRef) -> dict[str, Any] | None:
+        try:
+            return self.get(ref)
+        except errors.NotFound:
+            return None
+
+    def list(
+        self,
+        api_version: str,
+        kind: str,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> list[dict[str, Any]]:
+        resource = self._resource(api_version, kind)
+        try:
+            found = resource.get(
+                namespace=namespace or None,
+                label_selector=label_selector,
+                field_selector=field_selector,
+            )
+        except Exception as exc:
+            raise translate(exc, f"{kind} in {namespace or 'all namespaces'}") from exc
+        items: list[dict[str, Any]] = found.to_dict().get("items") or []
+        for item in items:
+            item.setdefault("kind", kind)
+            item.setdefault("apiVersion", api_version)
+        return items
+
+    def replace(self, obj: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
+        ref = ObjectRef(obj["kind"], obj["metadata"]["name"], obj["metadata"].get("namespace", ""))
+        resource = self._resource(obj["apiVersion"], obj["kind"])
+        try:
+            written = resource.replace(
+                body=obj, namespace=ref.namespace or None, dry_run="All" if dry_run else None
+            )
+        except Exception as exc:
+            raise translate(exc, str(ref)) from exc
+        result: dict[str, Any] = written.to_dict()
+        return result
+
+    def create(self, obj: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
+        namespace = obj["metadata"].get("namespace") or None
+        resource = self._resource(obj["apiVersion"], obj["kind"])
+        try:
+            created = resource.create(
+                body=obj, namespace=namespace, dry_run="All" if dry_run else None
+            )
+        except Exception as exc:
+            raise translate(
+                exc, f"creating {obj['kind'].lower()}/{obj['metadata']['name']}"
+            ) from exc
+        result: dict[str, Any] = created.to_dict()
+        return result
+
+    def delete(
+        self, ref: ObjectRef, *, resource_version: str | None = None, dry_run: bool = False
+    ) -> None:
+        resource = self._resource(ref.api_version, ref.kind)
+        body: dict[str, Any] = {
+            "kind": "DeleteOptions",
+            "apiVersion": "v1",
+            "propagationPolicy": "Background",
+        }
+        if resource_version:
+            body["preconditions"] = {"resourceVersion": resource_version}
+        try:
+            resource.delete(
+                name=ref.name,
+                namespace=ref.namespace or None,
+                body=body,
+                dry_run="All" if dry_run else None,
+            )
+        except Exception as exc:
+            raise translate(exc, f"deleting {ref}") from exc
+
+    def read_log(
+        self,
+        namespace: str,
+        pod: str,
+        *,
+        container: str | None = None,
+        tail_lines: int | None = None,
+        previous: bool = False,
+    ) -> str:
+        core = client.CoreV1Api(self.api_client)
+        try:
+            text: str = core.read_namespaced_pod_log(
+                pod, namespace, container=container, tail_lines=tail_lines, previous=previous
+            )
+        except Exception as exc:
+            raise translate(exc, f"logs of pod/{pod} in {namespace}") from exc
+        return text
+
+    def close(self) -> None:
+        self.api_client.close()

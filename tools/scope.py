@@ -1,0 +1,51 @@
+"""Where Stratus may write: namespaces by glob, never kube-system or its own namespace unless
+named explicitly."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+
+from tools.errors import OutOfScope
+from tools.objects import ObjectRef
+
+PROTECTED = ("kube-system",)
+
+
+@dataclass(frozen=True)
+class WriteScope:
+    namespaces: tuple[str, ...] = ("*",)
+    own_namespace: str = "stratus"
+    nodes: bool = True
+
+    @classmethod
+    def from_env(cls) -> WriteScope:
+        """``STRATUS_WRITE_NAMESPACES`` (comma-separated globs), ``STRATUS_NAMESPACE``,
+        ``STRATUS_WRITE_NODES`` (true/false)."""
+        raw = os.environ.get("STRATUS_WRITE_NAMESPACES", "*")
+        globs = tuple(p.strip() for p in raw.split(",") if p.strip()) or ("*",)
+        nodes = os.environ.get("STRATUS_WRITE_NODES", "true").lower() not in ("0", "false", "no")
+        return cls(globs, os.environ.get("STRATUS_NAMESPACE", "stratus"), nodes)
+
+    def check(self, ref: ObjectRef) -> None:
+        if not ref.namespace:
+            if ref.kind == "Node" and self.nodes:
+                return
+            raise OutOfScope(
+                f"{ref}: Stratus is not configured to write cluster-scoped objects"
+                " (STRATUS_WRITE_NODES)"
+            )
+        namespace = ref.namespace
+        if namespace in (*PROTECTED, self.own_namespace):
+            if namespace in self.namespaces:  # only an exact name opens a protected namespace
+                return
+            raise OutOfScope(
+                f"{ref}: namespace {namespace} is protected; name it explicitly in "
+                "STRATUS_WRITE_NAMESPACES to allow writes there"
+            )
+        if not any(fnmatchcase(namespace, glob) for glob in self.namespaces):
+            raise OutOfScope(
+                f"{ref}: namespace {namespace} is outside the write scope "
+                f"({', '.join(self.namespaces)})"
+            )
