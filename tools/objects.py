@@ -102,14 +102,20 @@ def to_yaml(obj: dict[str, Any] | None) -> str:
 
 
 def yaml_diff(
-    before: dict[str, Any] | None, after: dict[str, Any] | None, *, label: str, context: int = 2
+    before: dict[str, Any] | None,
+    after: dict[str, Any] | None,
+    *,
+    label: str,
+    context: int = 2,
+    old: str = "current",
+    new: str = "proposed",
 ) -> str:
     """A unified diff of the normalized YAML of two objects: only what changes, with context."""
     lines = difflib.unified_diff(
         to_yaml(normalized(before)).splitlines(keepends=True),
         to_yaml(normalized(after)).splitlines(keepends=True),
-        fromfile=f"{label} (current)",
-        tofile=f"{label} (proposed)",
+        fromfile=f"{label} ({old})",
+        tofile=f"{label} ({new})",
         n=context,
     )
     return "".join(lines)

@@ -195,7 +195,7 @@ class ClusterReader:
                 continue
             seen.add(shape)
             count = shapes[shape]
-            collapsed.append(_cut(line) + (f"  (×{count})" if count > 1 else ""))
+            collapsed.append(_cut(line) + (f"  (x{count})" if count > 1 else ""))
         errors = [line for line in collapsed if _ERROR_LINE.search(line)]
         return {
             "pod": pod,
@@ -359,6 +359,8 @@ class ClusterReader:
             template(revisions[previous]),
             template(revisions[current]),
             label=f"deployment/{deployment} pod template",
+            old=f"revision {previous}",
+            new=f"revision {current}",
         )
         return {
             "deployment": deployment,

@@ -56,7 +56,7 @@ def plan_inverse(execution: Execution, current: dict[str, Any] | None, *, force:
                 raise errors.UndoConflict(
                     f"{label} was re-created since Stratus deleted it; undo would replace it "
                     "(use --force)",
-                    yaml_diff(restored, current, label=label),
+                    yaml_diff(restored, current, label=label, old="deleted by Stratus", new="now"),
                 )
             restored["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
             return Plan("replace", current, restored, yaml_diff(current, restored, label=label))
@@ -77,7 +77,9 @@ def plan_inverse(execution: Execution, current: dict[str, Any] | None, *, force:
             f"{label} changed since Stratus wrote it (resourceVersion "
             f"{execution.written_rv or '?'} → {current['metadata'].get('resourceVersion')}); "
             "undo would overwrite that change (use --force)",
-            yaml_diff(execution.planned_after, current, label=label),
+            yaml_diff(
+                execution.planned_after, current, label=label, old="as Stratus wrote it", new="now"
+            ),
         )
     restored = copy.deepcopy(before)
     restored.pop("status", None)
