@@ -137,7 +137,15 @@ class Executor:
                 plan = planner(self.kube.find(ref))
                 if not plan.changes_anything:
                     return Outcome(ref, intent(), plan, applied=False)
-                self._dry_run(plan)
+                try:
+                    self._dry_run(plan)
+                except errors.Conflict as conflict:
+                    if attempt == 2:
+                        raise errors.Conflict(
+                            f"{ref} keeps changing under Stratus: it changed again after a "
+                            "fresh read; nothing was written"
+                        ) from conflict
+                    continue
                 crashpoints.reached("dry-run")
                 execution_id = self.executions.begin(
                     action=action,
