@@ -5,6 +5,7 @@ A lease expires on its own, so a crashed holder does not block a resource foreve
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 
@@ -53,6 +54,25 @@ class LeaseLocks:
     def release(self, resource: str, holder: str) -> None:
         with self.store.immediate() as db:
             db.execute("DELETE FROM locks WHERE resource = ? AND holder = ?", [resource, holder])
+
+    def release_dead(self, host: str) -> list[str]:
+        """Release leases whose holder (``actor@host:pid/…``) was a process on this host that
+        no longer runs, so a crash does not block a resource until its lease expires."""
+        released = []
+        for row in self.store.query("SELECT resource, holder FROM locks"):
+            _, _, place = row["holder"].rpartition("@")
+            holder_host, _, rest = place.partition(":")
+            pid = rest.split("/", 1)[0]
+            if holder_host != host or not pid.isdigit():
+                continue
+            try:
+                os.kill(int(pid), 0)
+            except ProcessLookupError:
+                self.release(row["resource"], row["holder"])
+                released.append(row["resource"])
+            except PermissionError:
+                continue  # alive, owned by someone else
+        return released
 
     def holder_of(self, resource: str) -> LockHolder | None:
         rows = self.store.query(

@@ -9,6 +9,8 @@ record that ``reconcile`` resolves at start-up: never an applied write without a
 
 from __future__ import annotations
 
+import os
+import socket
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -124,13 +126,11 @@ class Executor:
     ) -> Outcome:
         """Plan against the object read under the lock, then write it through every step."""
         self.scope.check(ref)
-        holder = f"{actor}/{uuid.uuid4().hex[:8]}"
+        holder = f"{actor}@{socket.gethostname()}:{os.getpid()}/{uuid.uuid4().hex[:8]}"
         blocker = self.locks.acquire(ref.key, holder, ttl=self.lock_ttl, wait=self.lock_wait)
         if blocker is not None:
-            raise errors.LockHeld(
-                f"{ref} is being changed by {blocker.holder.split('/')[0]}; "
-                f"try again when it is done"
-            )
+            who = blocker.holder.rpartition("@")[0] or blocker.holder.split("/")[0]
+            raise errors.LockHeld(f"{ref} is being changed by {who}; try again when it is done")
         crashpoints.reached("locked")
         try:
             for attempt in (1, 2):
@@ -233,7 +233,10 @@ class Executor:
 
     def reconcile(self, actor: str = "stratus-reconciler") -> list[str]:
         """Resolve executions a crash left pending: was the write applied or not?"""
-        resolved = []
+        resolved = [
+            f"released the lock on {r} held by a process that died"
+            for r in self.locks.release_dead(socket.gethostname())
+        ]
         for execution in self.executions.pending():
             ref = ObjectRef(execution.kind, execution.name, execution.namespace)
             try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from typing import Any
@@ -23,8 +24,7 @@ GEO = ObjectRef("Deployment", "geo", "hotel")
 
 
 def scale(replicas: int, target: str = "geo") -> actions.Action:
-    return actions.build("scale", {"target": target, "namespace": "hotel",
-                                   "replicas": replicas})
+    return actions.build("scale", {"target": target, "namespace": "hotel", "replicas": replicas})
 
 
 def test_outside_change_makes_undo_refuse_until_forced(
@@ -47,12 +47,18 @@ def test_outside_change_makes_undo_refuse_until_forced(
 def test_controller_status_updates_are_not_conflicts(
     lab: Lab, kube: KubeClient, executor: Executor, stack: UndoStack
 ) -> None:
-    outcome = executor.execute(actions.build("set-image", {
-        "target": "geo", "namespace": "hotel", "image": "stratus/hotel-geo:1.1"}), actor="a")
+    outcome = executor.execute(
+        actions.build(
+            "set-image", {"target": "geo", "namespace": "hotel", "image": "stratus/hotel-geo:1.1"}
+        ),
+        actor="a",
+    )
     lab.settle()  # the controllers roll out and write status and the revision annotation
     written = kube.get(GEO)
-    assert written["metadata"]["resourceVersion"] != (outcome.written or {})["metadata"][
-        "resourceVersion"]
+    assert (
+        written["metadata"]["resourceVersion"]
+        != (outcome.written or {})["metadata"]["resourceVersion"]
+    )
     stack.undo(outcome.undo_id or "", actor="a")
 
 
@@ -60,9 +66,13 @@ def test_undo_of_a_transaction_runs_newest_first_and_stops_at_a_failure(
     kube: KubeClient, executor: Executor, stack: UndoStack, kubectl: Kubectl
 ) -> None:
     first = executor.execute(scale(2), actor="a", transaction_id="tx-1")
-    executor.execute(actions.build("set-env", {"target": "geo", "namespace": "hotel",
-                                               "variable": "A", "value": "1"}),
-                     actor="a", transaction_id="tx-1")
+    executor.execute(
+        actions.build(
+            "set-env", {"target": "geo", "namespace": "hotel", "variable": "A", "value": "1"}
+        ),
+        actor="a",
+        transaction_id="tx-1",
+    )
     executor.execute(scale(3, "user"), actor="a", transaction_id="tx-1")
     kubectl.run("annotate", "deploy/geo", "someone=changed-it")
     result = stack.undo_transaction("tx-1", actor="a")
@@ -72,8 +82,9 @@ def test_undo_of_a_transaction_runs_newest_first_and_stops_at_a_failure(
     assert kube.get(ObjectRef("Deployment", "user", "hotel"))["spec"]["replicas"] == 1
 
 
-def test_a_conflicting_write_is_replanned_once(kube: KubeClient, executor: Executor,
-                                               kubectl: Kubectl) -> None:
+def test_a_conflicting_write_is_replanned_once(
+    kube: KubeClient, executor: Executor, kubectl: Kubectl
+) -> None:
     calls: list[str] = []
 
     def planner(current: dict[str, Any] | None) -> Plan:
@@ -92,11 +103,12 @@ def test_a_conflicting_write_is_replanned_once(kube: KubeClient, executor: Execu
     assert outcome.applied
 
 
-def test_a_write_that_keeps_conflicting_fails_cleanly(executor: Executor,
-                                                      kubectl: Kubectl) -> None:
+def test_a_write_that_keeps_conflicting_fails_cleanly(executor: Executor, kubectl: Kubectl) -> None:
     def planner(current: dict[str, Any] | None) -> Plan:
         assert current is not None
-        kubectl.run("label", "--overwrite", "deploy/geo", f"race={current['metadata']['resourceVersion']}")
+        kubectl.run(
+            "label", "--overwrite", "deploy/geo", f"race={current['metadata']['resourceVersion']}"
+        )
         return scale(4).plan(current)
 
     with pytest.raises(errors.Conflict, match="keeps changing"):
@@ -127,9 +139,13 @@ def test_racing_executors_write_one_at_a_time_without_lost_updates(
     def worker(variable: str) -> None:
         try:
             mine = Executor(kube, executor.store, lock_wait=20)
-            out = mine.execute(actions.build("set-env", {
-                "target": "geo", "namespace": "hotel", "variable": variable, "value": "1"}),
-                actor=variable)
+            out = mine.execute(
+                actions.build(
+                    "set-env",
+                    {"target": "geo", "namespace": "hotel", "variable": variable, "value": "1"},
+                ),
+                actor=variable,
+            )
             results.append(out.execution_id or "")
         except Exception as exc:
             errors_seen.append(exc)
@@ -142,9 +158,11 @@ def test_racing_executors_write_one_at_a_time_without_lost_updates(
     assert not errors_seen and len(results) == 6
     env = {e["name"] for e in kube.get(GEO)["spec"]["template"]["spec"]["containers"][0]["env"]}
     assert set(variables) <= env  # every writer's change survived
-    rows = executor.store.query("SELECT before_rv, written_rv FROM executions "
-                                "WHERE state = 'applied' ORDER BY written_rv + 0")
-    for earlier, later in zip(rows, rows[1:], strict=False):
+    rows = executor.store.query(
+        "SELECT before_rv, written_rv FROM executions "
+        "WHERE state = 'applied' ORDER BY written_rv + 0"
+    )
+    for earlier, later in itertools.pairwise(rows):
         assert int(later["before_rv"]) >= int(earlier["written_rv"])  # serialized
 
 
@@ -154,13 +172,15 @@ def test_scope_refuses_protected_and_unlisted_namespaces(kube: KubeClient, store
         narrow.execute(scale(2), actor="a")
     default = Executor(kube, store)
     with pytest.raises(errors.OutOfScope, match="protected"):
-        default.execute(actions.build("scale", {"target": "coredns",
-                                                "namespace": "kube-system", "replicas": 1}),
-                        actor="a")
+        default.execute(
+            actions.build(
+                "scale", {"target": "coredns", "namespace": "kube-system", "replicas": 1}
+            ),
+            actor="a",
+        )
     no_nodes = Executor(kube, store, scope=WriteScope(nodes=False))
     with pytest.raises(errors.OutOfScope):
-        no_nodes.execute(actions.build("cordon", {"kind": "Node", "target": "node-1"}),
-                         actor="a")
+        no_nodes.execute(actions.build("cordon", {"kind": "Node", "target": "node-1"}), actor="a")
     assert AuditLog(store).count() == 0
 
 
@@ -168,8 +188,11 @@ def test_rbac_forbidden_and_missing_objects_write_nothing(
     lab: Lab, kube: KubeClient, executor: Executor
 ) -> None:
     before = kube.get(GEO)
-    lab.control.request("PUT", "/lab/v1/rbac/denials", {"denials": [
-        {"verb": "update", "resource": "deployments", "namespace": "hotel"}]})
+    lab.control.request(
+        "PUT",
+        "/lab/v1/rbac/denials",
+        {"denials": [{"verb": "update", "resource": "deployments", "namespace": "hotel"}]},
+    )
     try:
         with pytest.raises(errors.Forbidden, match="forbidden by the cluster"):
             executor.execute(scale(3), actor="a")
@@ -185,22 +208,34 @@ def test_invalid_parameters_are_refused_before_anything_is_sent(executor: Execut
     for name, params, message in [
         ("scale", {"target": "geo", "namespace": "hotel", "replicas": -1}, "greater than"),
         ("scale", {"target": "geo", "namespace": "hotel"}, "replicas: Field required"),
-        ("set-env", {"target": "geo", "namespace": "hotel", "variable": "A", "value": "1",
-                     "container": "nope"}, "no container 'nope'"),
+        (
+            "set-env",
+            {
+                "target": "geo",
+                "namespace": "hotel",
+                "variable": "A",
+                "value": "1",
+                "container": "nope",
+            },
+            "no container 'nope'",
+        ),
         ("frobnicate", {}, "unknown action"),
         ("scale", {"kind": "Service", "target": "geo", "replicas": 1}, "acts on"),
-        ("rollout-undo", {"target": "geo", "namespace": "hotel", "to_revision": 7},
-         "has no revision 7"),
+        (
+            "rollout-undo",
+            {"target": "geo", "namespace": "hotel", "to_revision": 7},
+            "has no revision 7",
+        ),
     ]:
         with pytest.raises(errors.Invalid, match=message):
             executor.execute(actions.build(name, params), actor="a")
     assert executor.store.query("SELECT COUNT(*) AS n FROM executions")[0]["n"] == 0
 
 
-def test_the_dry_run_catches_what_the_server_rejects(kube: KubeClient,
-                                                     executor: Executor) -> None:
-    bad = actions.build("set-resources", {"target": "geo", "namespace": "hotel",
-                                          "limits": {"memory": "lots"}})
+def test_the_dry_run_catches_what_the_server_rejects(kube: KubeClient, executor: Executor) -> None:
+    bad = actions.build(
+        "set-resources", {"target": "geo", "namespace": "hotel", "limits": {"memory": "lots"}}
+    )
     with pytest.raises(errors.Invalid, match="quantities must match"):
         executor.execute(bad, actor="a")
     assert executor.store.query("SELECT COUNT(*) AS n FROM executions")[0]["n"] == 0

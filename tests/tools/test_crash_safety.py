@@ -1,0 +1,79 @@
+"""Kill ``stratus act`` with SIGKILL at each step of the executor; after restart the store
+agrees with the cluster, locks are free, and undo still works."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from store.db import Store
+from tests.conftest import REPO, Lab
+from tools.crashpoints import STEPS
+from tools.k8s import KubeClient
+from tools.objects import ObjectRef
+
+GEO = ObjectRef("Deployment", "geo", "hotel")
+APPLIED_FROM = STEPS.index("written")
+
+
+def stratus(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+        cwd=REPO,
+    )
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_a_crash_at_any_step_is_recovered(
+    lab: Lab, kube: KubeClient, tmp_path: Path, step: str
+) -> None:
+    env = {
+        **os.environ,
+        "KUBECONFIG": str(lab.kubeconfig),
+        "STRATUS_DB": str(tmp_path / "stratus.db"),
+        "STRATUS_ACTOR": "crash-test",
+    }
+    crashed = stratus(
+        "act",
+        "scale",
+        "deploy/geo",
+        "replicas=3",
+        "-n",
+        "hotel",
+        "--yes",
+        env={**env, "STRATUS_CRASHPOINT": step},
+    )
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+    applied = STEPS.index(step) >= APPLIED_FROM
+    assert kube.get(GEO)["spec"]["replicas"] == (3 if applied else 1)
+
+    listed = stratus("undo", "--list", env=env)  # start-up reconciliation runs first
+    assert listed.returncode == 0, listed.stderr
+    store = Store(tmp_path / "stratus.db")
+    states = [r["state"] for r in store.query("SELECT state FROM executions")]
+    assert "pending" not in states
+    assert store.query("SELECT COUNT(*) AS n FROM locks")[0]["n"] == 0
+    entries = store.query("SELECT state FROM undo_entries")
+    if applied:
+        assert [e["state"] for e in entries] == ["active"]
+        assert "Scale deployment/geo in hotel from 1 to 3 replicas" in listed.stdout
+        undone = stratus("undo", "--last", "--yes", env=env)
+        assert undone.returncode == 0, undone.stderr
+        assert kube.get(GEO)["spec"]["replicas"] == 1
+    else:
+        assert entries == [] and "nothing to undo" in listed.stdout
+        assert states in ([], ["aborted"])
+    again = stratus("act", "scale", "deploy/geo", "replicas=2", "-n", "hotel", "--yes", env=env)
+    assert again.returncode == 0, again.stderr
+    assert stratus("audit", "verify", env=env).returncode == 0
+    store.close()
