@@ -1,0 +1,160 @@
+"""``stratus act`` and ``stratus undo`` as an SRE runs them; bad input is one line and writes
+nothing."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from store.db import Store
+from tests.conftest import REPO, Lab
+from tools.k8s import KubeClient
+from tools.objects import ObjectRef
+
+
+@pytest.fixture
+def env(lab: Lab, tmp_path: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "KUBECONFIG": str(lab.kubeconfig),
+        "STRATUS_DB": str(tmp_path / "stratus.db"),
+        "STRATUS_ACTOR": "sre-alice",
+    }
+
+
+def stratus(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_act_shows_intent_and_diff_then_undo(env: dict[str, str], kube: KubeClient) -> None:
+    dry = stratus(
+        "act",
+        "set-image",
+        "deployment/geo",
+        "image=stratus/hotel-geo:1.1",
+        "-n",
+        "hotel",
+        "--dry-run",
+        env=env,
+    )
+    assert dry.returncode == 0
+    assert "intent: Set the image of container geo of deployment/geo in hotel" in dry.stdout
+    assert "-        image: stratus/hotel-geo:1.0" in dry.stdout
+    assert "+        image: stratus/hotel-geo:1.1" in dry.stdout
+    assert "nothing was written" in dry.stdout
+    refused = stratus("act", "scale", "geo", "replicas=2", "-n", "hotel", env=env)
+    assert refused.returncode == 1 and "without --yes" in refused.stderr
+    applied = stratus("act", "scale", "geo", "replicas=2", "-n", "hotel", "--yes", env=env)
+    assert applied.returncode == 0 and "applied: Scale deployment/geo" in applied.stdout
+    assert kube.get(ObjectRef("Deployment", "geo", "hotel"))["spec"]["replicas"] == 2
+    listed = stratus("undo", "--list", env=env)
+    assert "sre-alice" in listed.stdout and "Scale deployment/geo" in listed.stdout
+    undone = stratus("undo", "--last", "--yes", env=env)
+    assert undone.returncode == 0 and "undone: Scale deployment/geo" in undone.stdout
+    assert kube.get(ObjectRef("Deployment", "geo", "hotel"))["spec"]["replicas"] == 1
+    assert "nothing to undo" in stratus("undo", "--list", env=env).stdout
+
+
+def test_undo_refuses_after_an_outside_change_and_force_restores(
+    env: dict[str, str], kube: KubeClient
+) -> None:
+    stratus("act", "patch-service", "svc/geo", "target-port=9999", "-n", "hotel", "--yes", env=env)
+    kube.replace(
+        {
+            **kube.get(ObjectRef("Service", "geo", "hotel")),
+            "metadata": {
+                **kube.get(ObjectRef("Service", "geo", "hotel"))["metadata"],
+                "labels": {"edited": "by-hand"},
+            },
+        }
+    )
+    refused = stratus("undo", "--last", "--yes", env=env)
+    assert refused.returncode == 1 and "changed since Stratus wrote it" in refused.stderr
+    assert "+    edited: by-hand" in refused.stderr
+    forced = stratus("undo", "--last", "--yes", "--force", env=env)
+    assert forced.returncode == 0
+    service = kube.get(ObjectRef("Service", "geo", "hotel"))
+    assert service["spec"]["ports"][0]["targetPort"] == 8083
+    assert "edited" not in (service["metadata"].get("labels") or {})
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["act", "frobnicate", "geo", "-n", "hotel", "--yes"], "unknown action 'frobnicate'"),
+        (["act", "scale", "-n", "hotel", "--yes"], "Missing argument"),
+        (["act", "scale", "geo", "-n", "hotel", "--yes"], "replicas: Field required"),
+        (["act", "scale", "geo", "replicas=two", "-n", "hotel", "--yes"], "valid integer"),
+        (["act", "scale", "widget/geo", "replicas=1", "-n", "hotel", "--yes"], "unknown kind"),
+        (["act", "scale", "geo", "replicas=1", "-n", "kube-system", "--yes"], "protected"),
+        (["act", "scale", "gone", "replicas=1", "-n", "hotel", "--yes"], "not found"),
+        (["act", "scale", "geo", "replicas=1", "-n", "nowhere", "--yes"], "not found"),
+        (["undo", "undo-doesnotexist", "--yes"], "no undo entry"),
+        (["undo", "--last", "--list"], "exactly one of"),
+    ],
+)
+def test_bad_input_is_one_line_and_writes_nothing(
+    env: dict[str, str], args: list[str], message: str, kube: KubeClient
+) -> None:
+    before = kube.get(ObjectRef("Deployment", "geo", "hotel"))["metadata"]["resourceVersion"]
+    result = stratus(*args, env=env)
+    assert result.returncode != 0
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert (
+        kube.get(ObjectRef("Deployment", "geo", "hotel"))["metadata"]["resourceVersion"] == before
+    )
+    if Path(env["STRATUS_DB"]).exists():
+        store = Store(env["STRATUS_DB"])
+        assert store.query("SELECT COUNT(*) AS n FROM executions")[0]["n"] == 0
+        store.close()
+
+
+def test_forbidden_by_rbac_is_one_line(env: dict[str, str], lab: Lab) -> None:
+    lab.control.request("PUT", "/lab/v1/rbac/denials", {"denials": [{"resource": "services"}]})
+    try:
+        result = stratus(
+            "act", "patch-service", "svc/geo", "target-port=8080", "-n", "hotel", "--yes", env=env
+        )
+    finally:
+        lab.control.request("PUT", "/lab/v1/rbac/denials", {"denials": []})
+    assert result.returncode == 1 and "forbidden" in result.stderr
+    assert result.stderr.count("\n") == 1
+
+
+def test_unreachable_cluster_is_one_line(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "clusters: [{name: c, cluster: {server: 'http://127.0.0.1:9'}}]\n"
+    )
+    result = stratus(
+        "act",
+        "scale",
+        "geo",
+        "replicas=1",
+        "-n",
+        "hotel",
+        "--yes",
+        env={
+            **os.environ,
+            "KUBECONFIG": str(kubeconfig),
+            "STRATUS_DB": str(tmp_path / "db.sqlite"),
+        },
+    )
+    assert result.returncode == 1 and "cannot reach the API server" in result.stderr
+    assert "Traceback" not in result.stderr
