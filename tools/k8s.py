@@ -7,8 +7,10 @@ the tool layer's own errors. The client is synchronous; async callers use ``asyn
 
 from __future__ import annotations
 
+import asyncio
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
 
 import urllib3
 from kubernetes import client, config, dynamic
@@ -17,6 +19,14 @@ from kubernetes.config.config_exception import ConfigException
 
 from tools import errors
 from tools.objects import ObjectRef
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+async def in_thread(func: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
+    """Call the (synchronous) client from async code without blocking the event loop."""
+    return await asyncio.to_thread(func, *args, **kwargs)
 
 
 def _status_message(exc: ApiException) -> str:

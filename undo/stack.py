@@ -105,6 +105,13 @@ class UndoStack:
         execution = entry.execution
         ref = ObjectRef(execution.kind, execution.name, execution.namespace)
         try:
+            current = self.executor.kube.find(ref)
+            plan_inverse(execution, current, force=force)
+        except errors.UndoConflict as conflict:
+            who = self._who_changed(execution)
+            self.entries.record_failure(entry_id, f"{conflict.message}; {who}")
+            raise errors.UndoConflict(f"{conflict.message}; {who}", conflict.diff) from conflict
+        try:
             outcome = self.executor.run(
                 ref,
                 lambda current: plan_inverse(execution, current, force=force),
@@ -121,6 +128,23 @@ class UndoStack:
         if not self.entries.mark_undone(entry_id, actor):
             raise errors.Conflict(f"{entry_id} was undone by someone else at the same time")
         return UndoResult(entry, outcome)
+
+    def _who_changed(self, execution: Execution) -> str:
+        """Name the later Stratus writes to the same object, if any (the audit trail knows)."""
+        later = self.executor.store.query(
+            "SELECT actor, intent FROM executions WHERE kind = ? AND namespace = ? AND name = ?"
+            " AND state = 'applied' AND created_at > ? AND id != ? ORDER BY created_at",
+            [
+                execution.kind,
+                execution.namespace,
+                execution.name,
+                execution.created_at,
+                execution.id,
+            ],
+        )
+        if not later:
+            return "it was changed outside Stratus"
+        return "changed since by " + ", ".join(f"{r['actor']} ({r['intent']})" for r in later)
 
     def undo_last(
         self, *, actor: str, force: bool = False, incident_id: str | None = None

@@ -255,3 +255,26 @@ def test_lock_expires_when_its_holder_died(executor: Executor) -> None:
     assert locks.try_acquire(GEO.key, "crashed/1", ttl=0.05) is None
     time.sleep(0.1)
     executor.execute(scale(2), actor="a")
+
+
+def test_a_conflict_names_the_later_stratus_writer(executor: Executor, stack: UndoStack) -> None:
+    first = executor.execute(scale(2), actor="alice")
+    executor.execute(scale(3), actor="bob")
+    with pytest.raises(errors.UndoConflict, match=r"changed since by bob \(Scale deployment"):
+        stack.undo(first.undo_id or "", actor="alice")
+
+
+def test_async_callers_use_the_client_through_a_thread(kube: KubeClient) -> None:
+    import asyncio
+
+    from tools.k8s import in_thread
+
+    async def read_both() -> list[dict[str, Any]]:
+        return list(
+            await asyncio.gather(
+                in_thread(kube.get, GEO), in_thread(kube.get, ObjectRef("Service", "geo", "hotel"))
+            )
+        )
+
+    deployment, service = asyncio.run(read_both())
+    assert deployment["kind"] == "Deployment" and service["kind"] == "Service"
