@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import click
 
-from cli import lab_commands, write_commands
+from cli import lab_commands, policy_commands, write_commands
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -20,6 +20,7 @@ stratus.add_command(lab_commands.lab)
 stratus.add_command(write_commands.act)
 stratus.add_command(write_commands.undo)
 stratus.add_command(write_commands.audit)
+stratus.add_command(policy_commands.policy)
 
 
 def main() -> None:

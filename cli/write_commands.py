@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from typing import Any
 import click
 import yaml
 
+from cli.policy_gate import gate
 from store.audit import AuditLog
 from store.db import Store, StoreError
 from tools import actions, errors
@@ -126,15 +126,6 @@ def parse_params(pairs: tuple[str, ...]) -> dict[str, Any]:
     return params
 
 
-def _confirm(yes: bool, question: str) -> None:
-    if yes:
-        return
-    if not sys.stdin.isatty():
-        raise click.ClickException("refusing to write without --yes: stdin is not a terminal")
-    if not click.confirm(question, default=False):
-        raise click.ClickException("nothing written")
-
-
 def _show_plan(intent: str, risk: str, reversible: bool, diff: str) -> None:
     click.echo(f"intent: {intent}")
     click.echo(f"risk: {risk}  reversible: {'yes' if reversible else 'no'}")
@@ -148,6 +139,9 @@ def _show_plan(intent: str, risk: str, reversible: bool, diff: str) -> None:
 @click.option("-n", "--namespace", default="default", show_default=True)
 @click.option("--dry-run", is_flag=True, help="Plan and server-dry-run only; write nothing.")
 @click.option("--yes", is_flag=True, help="Do not ask; apply (stands for the human's approval).")
+@click.option(
+    "--always", is_flag=True, help="Answer 'Always allow' (a grant, where the policy allows one)."
+)
 @_cluster_options
 def act(
     action_name: str,
@@ -156,6 +150,7 @@ def act(
     namespace: str,
     dry_run: bool,
     yes: bool,
+    always: bool,
     kubeconfig: Path | None,
     context: str | None,
 ) -> None:
@@ -185,7 +180,18 @@ def act(
             if dry_run:
                 click.echo("dry run: the API server accepted the change; nothing was written")
                 return
-            _confirm(yes, "Apply this change?")
+            labels = ((preview.plan.before or {}).get("metadata") or {}).get("labels") or {}
+            gate(
+                s.store,
+                actor=s.actor,
+                action_name=action.name,
+                ref=action.ref(),
+                labels=labels,
+                diff=preview.plan.diff,
+                yes=yes,
+                always=always,
+                question="Apply this change?",
+            )
             outcome = s.executor.execute(action, actor=s.actor)
         except errors.ToolError as error:
             raise click.ClickException(error.message) from error
@@ -242,7 +248,18 @@ def undo(
                 click.echo(conflict.diff.rstrip(), err=True)
                 raise
             _show_plan(f"Undo: {execution.intent}", "-", True, inverse.diff)
-            _confirm(yes, "Undo this change?")
+            labels = ((current or {}).get("metadata") or {}).get("labels") or {}
+            gate(
+                s.store,
+                actor=s.actor,
+                action_name=execution.action,
+                ref=ObjectRef(execution.kind, execution.name, execution.namespace),
+                labels=labels,
+                diff=inverse.diff,
+                yes=yes,
+                always=False,
+                question="Undo this change?",
+            )
             stack.undo(chosen.id, actor=s.actor, force=force)
         except errors.ToolError as error:
             raise click.ClickException(error.message) from error

@@ -454,6 +454,7 @@ class DeletePod(Action):
     name = "delete-pod"
     kinds = ("Pod",)
     risk = "low"
+    reversible = False  # the controller makes a new pod; this one (and its state) is gone
     operation = "delete"
 
     def intent(self, current: dict[str, Any]) -> str:

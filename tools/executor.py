@@ -21,11 +21,12 @@ from store.db import Store
 from store.locks import LeaseLocks
 from store.records import ABORTED, FAILED, ExecutionLog
 from tools import crashpoints, errors
-from tools.actions import Action, Plan
+from tools.actions import CATALOG, Action, Plan
 from tools.k8s import KubeClient
 from tools.objects import ObjectRef, normalized
 from tools.scope import WriteScope
 
+IRREVERSIBLE = {name for name, cls in CATALOG.items() if not cls.reversible}
 Planner = Callable[[dict[str, Any] | None], Plan]
 
 
@@ -96,7 +97,7 @@ class Executor:
             intent=lambda: intent_holder[0],
             incident_id=incident_id,
             transaction_id=transaction_id,
-            needs_inverse=action.reversible and action.name != "delete-pod",
+            needs_inverse=action.reversible,
         )
 
     def _related(self, action: Action, current: dict[str, Any]) -> list[dict[str, Any]]:
@@ -252,7 +253,7 @@ class Executor:
                 self.executions.mark_applied(
                     execution.id,
                     written_rv if applied == "yes" else None,
-                    needs_inverse=execution.action != "delete-pod",
+                    needs_inverse=execution.action not in IRREVERSIBLE,
                 )
                 verdict = (
                     "applied"

@@ -1,0 +1,102 @@
+"""Grants ("Always allow") in the store: scoped, expiring, attributed, revocable.
+
+A grant covers one action on one resource in one namespace, lives no longer than the rule
+that allowed it says, names who created it, and stops matching the moment it is revoked or
+expires.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+from policies.evaluate import Grant, PolicyDecision, ProposalFacts
+from store.db import Store
+
+
+class GrantError(Exception):
+    """A grant cannot be created or revoked; the message says why."""
+
+
+def _parse(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text) if text else None
+
+
+class GrantBook:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def create(
+        self,
+        facts: ProposalFacts,
+        decision: PolicyDecision,
+        *,
+        created_by: str,
+        now: datetime,
+        lifetime_seconds: int | None = None,
+    ) -> Grant:
+        """Answer "Always allow" to a proposal whose decision allows remembering."""
+        if decision.outcome != "ask" or not decision.remember:
+            raise GrantError(f"this decision does not allow 'Always allow' ({decision.reason})")
+        longest = decision.max_grant_seconds
+        lifetime = min(lifetime_seconds or longest, longest)
+        grant = Grant(
+            id=f"grant-{uuid.uuid4().hex[:10]}",
+            action=facts.action,
+            namespace=facts.namespace,
+            resource=facts.resource,
+            created_by=created_by,
+            expires_at=now + timedelta(seconds=lifetime),
+            rule=decision.rule or "",
+        )
+        with self.store.immediate() as db:
+            db.table("grants").insert(
+                {
+                    "id": grant.id,
+                    "action": grant.action,
+                    "namespace": grant.namespace,
+                    "resource": grant.resource,
+                    "rule": grant.rule,
+                    "created_by": created_by,
+                    "created_at": now.isoformat(),
+                    "expires_at": grant.expires_at.isoformat(),
+                    "revoked_at": None,
+                    "revoked_by": None,
+                }
+            )
+        return grant
+
+    def revoke(self, grant_id: str, *, by: str, now: datetime | None = None) -> None:
+        moment = (now or datetime.now(UTC)).isoformat()
+        with self.store.immediate() as db:
+            cursor = db.execute(
+                "UPDATE grants SET revoked_at = ?, revoked_by = ? WHERE id = ? "
+                "AND revoked_at IS NULL",
+                [moment, by, grant_id],
+            )
+            if not cursor.rowcount:
+                exists = db.execute(
+                    "SELECT revoked_at FROM grants WHERE id = ?", [grant_id]
+                ).fetchone()
+                if exists is None:
+                    raise GrantError(f"no grant {grant_id}")
+                raise GrantError(f"grant {grant_id} was already revoked at {exists[0]}")
+
+    def all(self) -> list[Grant]:
+        rows = self.store.query("SELECT * FROM grants ORDER BY created_at")
+        return [
+            Grant(
+                r["id"],
+                r["action"],
+                r["namespace"],
+                r["resource"],
+                r["created_by"],
+                datetime.fromisoformat(r["expires_at"]),
+                r["rule"] or "",
+                _parse(r["revoked_at"]),
+            )
+            for r in rows
+        ]
+
+    def active(self, now: datetime) -> list[Grant]:
+        return [g for g in self.all() if g.revoked_at is None and now < g.expires_at]

@@ -1,0 +1,63 @@
+"""The policy in force, reloaded when its files change.
+
+At start-up an invalid directory raises (the bot does not start: fail closed). Later, a change
+that does not load keeps the last good policy, and the error is reported through ``on_error``
+(the bot logs it and writes it to the audit log).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from policies.evaluate import CompiledPolicy
+from policies.loader import PolicyError, load, policy_files
+
+log = logging.getLogger("stratus.policies")
+ENV = "STRATUS_POLICY_DIR"
+
+
+def default_directory() -> Path | None:
+    value = os.environ.get(ENV)
+    return Path(value) if value else None
+
+
+class PolicyWatcher:
+    def __init__(
+        self, directory: Path | None, *, on_error: Callable[[PolicyError], None] | None = None
+    ) -> None:
+        self.directory = directory
+        self.on_error = on_error
+        self._fingerprint = self._scan()
+        self.current = self._load()  # raises PolicyError: fail closed at start-up
+        self.last_error: PolicyError | None = None
+
+    def _scan(self) -> tuple[tuple[str, float, int], ...]:
+        if self.directory is None or not self.directory.exists():
+            return ()
+        files = policy_files([self.directory])
+        return tuple((str(f), f.stat().st_mtime, f.stat().st_size) for f in files)
+
+    def _load(self) -> CompiledPolicy:
+        paths = [self.directory] if self.directory is not None else []
+        return CompiledPolicy.build(load(paths))
+
+    def refresh(self) -> bool:
+        """Reload if a file changed; returns True when a new policy is in force."""
+        fingerprint = self._scan()
+        if fingerprint == self._fingerprint:
+            return False
+        self._fingerprint = fingerprint
+        try:
+            self.current = self._load()
+        except PolicyError as error:
+            self.last_error = error
+            log.error("policy change rejected, keeping the last good policy:\n%s", error)
+            if self.on_error is not None:
+                self.on_error(error)
+            return False
+        self.last_error = None
+        log.info("policy reloaded: %d rules", len(self.current.policy.rules))
+        return True
