@@ -1,0 +1,206 @@
+"""Invariants of policy evaluation, property-based."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from policies.evaluate import CompiledPolicy, Grant, ProposalFacts, evaluate
+from policies.loader import Policy, SourcedRule
+from policies.model import Match, Rule, Window
+from tools.actions import CATALOG
+
+NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)  # a Monday
+ACTIONS = sorted(CATALOG)
+NAMESPACES = ["prod-web", "prod-db", "staging", "dev"]
+
+facts_strategy = st.builds(
+    lambda action, namespace, name, requester: ProposalFacts(
+        action,
+        namespace,
+        CATALOG[action].kinds[0],
+        name,
+        CATALOG[action].risk,
+        CATALOG[action].reversible,
+        requester,
+    ),
+    st.sampled_from(ACTIONS),
+    st.sampled_from(NAMESPACES),
+    st.sampled_from(["web", "db", "x"]),
+    st.sampled_from(["U1", "U2"]),
+)
+
+match_strategy = st.builds(
+    Match,
+    actions=st.lists(st.sampled_from(ACTIONS), max_size=3, unique=True),
+    namespaces=st.lists(st.sampled_from(["prod-*", "staging", "*", "d?v"]), max_size=2),
+    risk=st.lists(st.sampled_from(["low", "medium", "high"]), max_size=2, unique=True),
+)
+
+
+@st.composite
+def rules(draw: st.DrawFn, index: int) -> Rule:
+    decision = draw(st.sampled_from(["deny", "ask", "allow"]))
+    remember = decision == "ask" and draw(st.booleans())
+    return Rule(
+        name=f"r{index}",
+        match=draw(match_strategy),
+        decision=decision,
+        remember=remember,
+        max_grant="1h" if remember else None,
+        min_approvals=draw(st.integers(1, 3)) if decision == "ask" else None,
+        allow_irreversible=decision == "allow" and draw(st.booleans()),
+    )
+
+
+@st.composite
+def policies(draw: st.DrawFn) -> CompiledPolicy:
+    count = draw(st.integers(0, 6))
+    drawn = [draw(rules(i)) for i in range(count)]
+    return CompiledPolicy.build(
+        Policy(tuple(SourcedRule(r, f"test.yaml:{i}") for i, r in enumerate(drawn)))
+    )
+
+
+def grant_for(
+    facts: ProposalFacts, *, expires: timedelta = timedelta(hours=1), revoked: bool = False
+) -> Grant:
+    return Grant(
+        "g1",
+        facts.action,
+        facts.namespace,
+        facts.resource,
+        "U9",
+        NOW + expires,
+        revoked_at=NOW if revoked else None,
+    )
+
+
+def matching(policy: CompiledPolicy, facts: ProposalFacts) -> list[Rule]:
+    return policy.matching(facts, NOW)
+
+
+@settings(max_examples=300)
+@given(policy=policies(), facts=facts_strategy, with_grant=st.booleans())
+def test_deny_always_wins(policy: CompiledPolicy, facts: ProposalFacts, with_grant: bool) -> None:
+    grants = [grant_for(facts)] if with_grant else []
+    decision = evaluate(facts, policy, grants, NOW)
+    if any(r.decision == "deny" for r in matching(policy, facts)):
+        assert decision.outcome == "deny" and decision.source == "rule"
+    else:
+        assert decision.outcome != "deny"
+
+
+@settings(max_examples=300)
+@given(policy=policies(), facts=facts_strategy)
+def test_no_grant_overrides_deny_or_always_ask(
+    policy: CompiledPolicy, facts: ProposalFacts
+) -> None:
+    decision = evaluate(facts, policy, [grant_for(facts)], NOW)
+    matched = matching(policy, facts)
+    if any(r.decision == "deny" for r in matched):
+        assert decision.outcome == "deny"
+    elif any(r.decision == "ask" and not r.remember for r in matched):
+        assert decision.outcome == "ask" and not decision.remember and decision.grant is None
+    else:
+        assert decision.outcome == "allow" and decision.source == "grant"
+
+
+@settings(max_examples=200)
+@given(facts=facts_strategy)
+def test_no_matching_rule_means_ask(facts: ProposalFacts) -> None:
+    decision = evaluate(facts, CompiledPolicy.build(Policy()), [], NOW)
+    assert decision.outcome == "ask" and decision.source == "default"
+    assert decision.reason.startswith("asks: no rule matches")
+
+
+@settings(max_examples=300)
+@given(facts=facts_strategy, other=facts_strategy)
+def test_a_grant_only_matches_its_own_scope(facts: ProposalFacts, other: ProposalFacts) -> None:
+    grant = grant_for(facts)
+    same_scope = (other.action, other.namespace, other.resource) == (
+        facts.action,
+        facts.namespace,
+        facts.resource,
+    )
+    assert grant.matches(other, NOW) is same_scope
+
+
+@settings(max_examples=200)
+@given(facts=facts_strategy, minutes=st.integers(-600, 0), revoked=st.booleans())
+def test_expired_or_revoked_grants_never_match(
+    facts: ProposalFacts, minutes: int, revoked: bool
+) -> None:
+    expired = grant_for(facts, expires=timedelta(minutes=minutes))
+    assert not expired.matches(facts, NOW)
+    assert not grant_for(facts, revoked=True).matches(facts, NOW)
+    decision = evaluate(facts, CompiledPolicy.build(Policy()), [expired], NOW)
+    assert decision.outcome == "ask"
+
+
+@settings(max_examples=200)
+@given(policy=policies(), facts=facts_strategy)
+def test_irreversible_actions_are_never_auto_allowed_without_saying_so(
+    policy: CompiledPolicy, facts: ProposalFacts
+) -> None:
+    decision = evaluate(facts, policy, [], NOW)
+    if decision.outcome == "allow" and not facts.reversible:
+        rule = next(r for r in policy.policy.rules if r.rule.name == decision.rule).rule
+        assert rule.allow_irreversible
+
+
+def test_precedence_in_order() -> None:
+    facts = ProposalFacts("scale", "prod-web", "Deployment", "web", "medium", True, "U1")
+
+    def decide(*decisions: tuple[str, bool]) -> str:
+        built = [
+            Rule(name=f"r{i}", decision=d, remember=m, max_grant="1h" if m else None)
+            for i, (d, m) in enumerate(decisions)
+        ]
+        policy = CompiledPolicy.build(Policy(tuple(SourcedRule(r, "x") for r in built)))
+        decision = evaluate(facts, policy, [grant_for(facts)], NOW)
+        return f"{decision.outcome}/{decision.source}/{decision.remember}"
+
+    assert (
+        decide(("allow", False), ("ask", True), ("ask", False), ("deny", False))
+        == "deny/rule/False"
+    )
+    assert decide(("allow", False), ("ask", True), ("ask", False)) == "ask/rule/False"
+    assert decide(("allow", False), ("ask", True)) == "allow/grant/False"
+    assert decide(("allow", False)) == "allow/grant/False"
+
+
+def test_reasons_name_the_rule_and_the_approvers() -> None:
+    rule = Rule(
+        name="prod-scaling",
+        decision="ask",
+        approvers=["S0SREONCALL"],
+        min_approvals=2,
+        self_approval=False,
+        match=Match(namespaces=["prod-*"]),
+    )
+    policy = CompiledPolicy.build(Policy((SourcedRule(rule, "p.yaml:3"),)))
+    facts = ProposalFacts("scale", "prod-web", "Deployment", "web", "medium", True, "U1")
+    decision = evaluate(facts, policy, [], NOW)
+    assert decision.reason == (
+        "always asks: rule prod-scaling requires 2 approvals from S0SREONCALL (not the requester)"
+    )
+    assert decision.rule == "prod-scaling" and decision.min_approvals == 2
+
+
+def test_time_windows_match_only_inside() -> None:
+    freeze = Rule(
+        name="freeze",
+        decision="deny",
+        match=Match(window=Window(days=["sat", "sun"], timezone="Europe/Paris")),
+    )
+    policy = CompiledPolicy.build(Policy((SourcedRule(freeze, "x"),)))
+    facts = ProposalFacts("scale", "prod", "Deployment", "web", "medium", True, "U1")
+    saturday = datetime(2026, 11, 28, 10, 0, tzinfo=UTC)
+    assert evaluate(facts, policy, [], saturday).outcome == "deny"
+    assert evaluate(facts, policy, [], NOW).outcome == "ask"
+    night = Window(start="22:00", end="06:00")
+    assert night.contains(datetime(2026, 11, 23, 23, 0, tzinfo=UTC))
+    assert not night.contains(datetime(2026, 11, 23, 12, 0, tzinfo=UTC))
