@@ -130,7 +130,7 @@ def test_pitfall_a_timeout_is_expired_not_a_human_denial(desk: ApprovalDesk) -> 
 def test_pitfall_one_approval_never_lets_a_different_call_run(desk: ApprovalDesk) -> None:
     decision = decide(ALWAYS_ASK)
     first = opened(desk, decision, "p1")
-    second = opened(desk, decision, "p2")
+    opened(desk, decision, "p2")
     desk.vote(first, user="U1", choice="approve", now=NOW)
     assert desk.state("p1") == "approved" and desk.state("p2") == "awaiting_approval"
     # the same proposal with a different planned diff needs approval again
