@@ -14,6 +14,11 @@ import pytest
 
 from lab.client import LabClient
 from lab.runner import LabServer, write_kubeconfig
+from store.db import Store
+from tools.executor import Executor
+from tools.k8s import KubeClient
+from tools.reads import ClusterReader
+from undo.stack import UndoStack
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -114,3 +119,32 @@ def kubectl(request: pytest.FixtureRequest, lab: Lab, tmp_path: Path) -> Kubectl
         "KUBECACHEDIR": str(tmp_path / "cache"),
     }
     return Kubectl(binary, env)
+
+
+@pytest.fixture
+def kube(lab: Lab) -> Iterator[KubeClient]:
+    client = KubeClient(kubeconfig=str(lab.kubeconfig))
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    db = Store(tmp_path / "stratus.db")
+    yield db
+    db.close()
+
+
+@pytest.fixture
+def executor(kube: KubeClient, store: Store) -> Executor:
+    return Executor(kube, store, lock_wait=0.5)
+
+
+@pytest.fixture
+def stack(executor: Executor) -> UndoStack:
+    return UndoStack(executor)
+
+
+@pytest.fixture
+def reader(kube: KubeClient) -> ClusterReader:
+    return ClusterReader(kube)
