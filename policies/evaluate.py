@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from policies.loader import Policy, SourcedRule
-from policies.model import Rule
+from policies.model import Rule, parse_duration
 from tools.actions import CATALOG, Action
 
 Outcome = Literal["deny", "ask", "allow"]
@@ -81,6 +81,20 @@ class Grant:
             and (self.action, self.namespace, self.resource)
             == (facts.action, facts.namespace, facts.resource)
         )
+
+
+class GrantIndex:
+    """Grants keyed by their scope: finding the grant for a proposal is one lookup."""
+
+    def __init__(self, grants: Iterable[Grant]) -> None:
+        self._by_scope: dict[tuple[str, str, str], list[Grant]] = {}
+        for grant in grants:
+            scope = (grant.action, grant.namespace, grant.resource)
+            self._by_scope.setdefault(scope, []).append(grant)
+
+    def find(self, facts: ProposalFacts, now: datetime) -> Grant | None:
+        candidates = self._by_scope.get((facts.action, facts.namespace, facts.resource), ())
+        return next((g for g in candidates if g.matches(facts, now)), None)
 
 
 @dataclass(frozen=True)
@@ -147,10 +161,13 @@ class CompiledPolicy:
 
     policy: Policy
     by_action: dict[str, list[_CompiledRule]] = field(default_factory=dict)
+    approval_timeout_seconds: int = 1800
 
     @classmethod
     def build(cls, policy: Policy) -> CompiledPolicy:
-        compiled = cls(policy)
+        compiled = cls(
+            policy, approval_timeout_seconds=parse_duration(policy.defaults.approval_timeout)
+        )
         any_action: list[_CompiledRule] = []
         for order, sourced in enumerate(policy.rules):
             entry = _CompiledRule(
@@ -180,12 +197,14 @@ def _who(approvers: Iterable[str]) -> str:
 
 
 def evaluate(
-    facts: ProposalFacts, policy: CompiledPolicy, grants: Iterable[Grant], now: datetime
+    facts: ProposalFacts,
+    policy: CompiledPolicy,
+    grants: GrantIndex | Iterable[Grant],
+    now: datetime,
 ) -> PolicyDecision:
+    """The decision for one proposal. Pass a GrantIndex when there are many grants."""
     defaults = policy.policy.defaults
-    from policies.model import parse_duration
-
-    timeout = parse_duration(defaults.approval_timeout)
+    timeout = policy.approval_timeout_seconds
     matched = policy.matching(facts, now)
 
     def ask(rule: Rule | None, reason_prefix: str) -> PolicyDecision:
@@ -229,7 +248,8 @@ def evaluate(
     if always:
         strictest = max(always, key=lambda r: r.min_approvals or defaults.min_approvals)
         return ask(strictest, f"always asks: rule {strictest.name}")
-    grant = next((g for g in grants if g.matches(facts, now)), None)
+    index = grants if isinstance(grants, GrantIndex) else GrantIndex(grants)
+    grant = index.find(facts, now)
     if grant is not None:
         return PolicyDecision(
             "allow",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 from pydantic import ValidationError
@@ -91,6 +92,25 @@ def _message(error: ErrorDetails) -> str:
     return f"{loc}: {text}" if loc else text
 
 
+def _compose_and_construct(text: str) -> tuple[list[yaml.Node], list[Any]]:
+    """Parse once: keep each document's node tree (for positions) and its Python value."""
+    loader = yaml.SafeLoader(text)
+    nodes: list[yaml.Node] = []
+    documents: list[Any] = []
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:
+                continue
+            value = loader.construct_document(node)
+            if value is not None:
+                nodes.append(node)
+                documents.append(value)
+    finally:
+        loader.dispose()
+    return nodes, documents
+
+
 def parse_file(path: Path) -> tuple[list[PolicyFile], list[Problem], list[yaml.Node]]:
     """Every document of one file, validated; problems carry positions."""
     label = str(path)
@@ -99,8 +119,7 @@ def parse_file(path: Path) -> tuple[list[PolicyFile], list[Problem], list[yaml.N
     except (OSError, UnicodeDecodeError) as exc:
         return [], [Problem(label, 1, 1, f"cannot read the file: {exc}")], []
     try:
-        nodes = [n for n in yaml.compose_all(text, Loader=yaml.SafeLoader) if n is not None]
-        documents = [d for d in yaml.safe_load_all(text) if d is not None]
+        nodes, documents = _compose_and_construct(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
