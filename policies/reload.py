@@ -14,6 +14,8 @@ from pathlib import Path
 
 from policies.evaluate import CompiledPolicy
 from policies.loader import PolicyError, load, policy_files
+from store.audit import AuditLog
+from store.db import Store
 
 log = logging.getLogger("stratus.policies")
 ENV = "STRATUS_POLICY_DIR"
@@ -22,6 +24,21 @@ ENV = "STRATUS_POLICY_DIR"
 def default_directory() -> Path | None:
     value = os.environ.get(ENV)
     return Path(value) if value else None
+
+
+def audit_reporter(store: Store, actor: str = "stratus-policy") -> Callable[[PolicyError], None]:
+    """An ``on_error`` that writes each rejected policy change to the audit log."""
+    audit = AuditLog(store)
+
+    def report(error: PolicyError) -> None:
+        audit.append(
+            actor=actor,
+            event="policy-rejected",
+            subject="policy",
+            payload={"problems": [str(p) for p in error.problems]},
+        )
+
+    return report
 
 
 class PolicyWatcher:

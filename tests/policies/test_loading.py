@@ -14,7 +14,9 @@ import pytest
 
 from policies.loader import PolicyError, load
 from policies.model import schema
-from policies.reload import PolicyWatcher
+from policies.reload import PolicyWatcher, audit_reporter
+from store.audit import AuditLog
+from store.db import Store
 from tests.conftest import REPO
 
 HEADER = "apiVersion: stratus/v1\nkind: ApprovalPolicy\nmetadata: {name: test}\n"
@@ -172,7 +174,14 @@ def test_invalid_directory_fails_closed_at_start_and_reload_keeps_the_last_good(
         PolicyWatcher(tmp_path)
     bad.write_text(HEADER + "rules:\n  - name: good\n    decision: deny\n")
     errors: list[PolicyError] = []
-    watcher = PolicyWatcher(tmp_path, on_error=errors.append)
+    store = Store(tmp_path / "db.sqlite")
+    report = audit_reporter(store)
+
+    def on_error(error: PolicyError) -> None:
+        errors.append(error)
+        report(error)
+
+    watcher = PolicyWatcher(tmp_path, on_error=on_error)
     assert [r.rule.name for r in watcher.current.policy.rules] == ["good"]
     assert watcher.refresh() is False  # nothing changed
     time.sleep(0.01)
@@ -180,6 +189,8 @@ def test_invalid_directory_fails_closed_at_start_and_reload_keeps_the_last_good(
     os.utime(bad, (time.time() + 5, time.time() + 5))
     assert watcher.refresh() is False and errors and watcher.last_error is not None
     assert [r.rule.name for r in watcher.current.policy.rules] == ["good"]
+    [record] = AuditLog(store).records()
+    assert record.event == "policy-rejected" and "unknown key 'decison'" in str(record.payload)
     bad.write_text(HEADER + "rules:\n  - name: better\n    decision: ask\n")
     os.utime(bad, (time.time() + 10, time.time() + 10))
     assert watcher.refresh() is True
