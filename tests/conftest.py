@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,20 @@ from tools.reads import ClusterReader
 from undo.stack import UndoStack
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def stratus(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run the ``stratus`` command as a user would: a fresh process, no terminal on stdin."""
+    return subprocess.run(
+        [sys.executable, "-m", "cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 @dataclass

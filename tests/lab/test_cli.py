@@ -12,21 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, stratus
 
 STRATUS = [sys.executable, "-m", "cli"]
-
-
-def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*STRATUS, *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-        cwd=REPO,
-    )
 
 
 @pytest.fixture(scope="module")
@@ -68,16 +56,16 @@ def test_lab_up_writes_a_kubeconfig_that_kubectl_uses(
 
 def test_inject_check_and_reset(lab_process: tuple[dict[str, str], Path]) -> None:
     env, _ = lab_process
-    injected = run("lab", "inject", "hotel-geo-target-port", env=env)
+    injected = stratus("lab", "inject", "hotel-geo-target-port", env=env)
     assert injected.returncode == 0 and "patched service/geo" in injected.stdout
-    failing = run("lab", "check", "hotel-geo-target-port", env=env)
+    failing = stratus("lab", "check", "hotel-geo-target-port", env=env)
     assert failing.returncode == 1 and failing.stdout.startswith("FAIL")
     assert "Service/geo fails 100% of requests" in failing.stdout
-    assert run("lab", "reset", env=env).returncode == 0
-    run("lab", "inject", "noop-hotel", env=env)
-    passing = run("lab", "check", "noop-hotel", "--json", env=env)
+    assert stratus("lab", "reset", env=env).returncode == 0
+    stratus("lab", "inject", "noop-hotel", env=env)
+    passing = stratus("lab", "check", "noop-hotel", "--json", env=env)
     assert passing.returncode == 0 and '"passed": true' in passing.stdout
-    fault = run(
+    fault = stratus(
         "lab", "inject", "scale-to-zero", "-n", "hotel", "--param", "deployment=user", env=env
     )
     assert fault.returncode == 0 and "patched deployment/user" in fault.stdout
@@ -85,9 +73,9 @@ def test_inject_check_and_reset(lab_process: tuple[dict[str, str], Path]) -> Non
 
 def test_listing_needs_no_lab() -> None:
     env = {**os.environ, "STRATUS_HOME": "/nonexistent"}
-    listed = run("lab", "scenarios", env=env)
+    listed = stratus("lab", "scenarios", env=env)
     assert listed.returncode == 0 and "hotel-geo-target-port" in listed.stdout
-    assert "scale-to-zero" in run("lab", "faults", env=env).stdout
+    assert "scale-to-zero" in stratus("lab", "faults", env=env).stdout
 
 
 @pytest.mark.parametrize(
@@ -103,7 +91,7 @@ def test_listing_needs_no_lab() -> None:
 def test_errors_are_one_line_without_traceback(
     args: list[str], message: str, tmp_path: Path
 ) -> None:
-    result = run(*args, env={**os.environ, "STRATUS_HOME": str(tmp_path)})
+    result = stratus(*args, env={**os.environ, "STRATUS_HOME": str(tmp_path)})
     assert result.returncode != 0
     assert message in result.stderr and "Traceback" not in result.stderr
 
@@ -115,7 +103,7 @@ def test_unreachable_lab_is_a_clear_error(tmp_path: Path) -> None:
         "contexts: [{name: c, context: {cluster: c}}]\n"
         "clusters: [{name: c, cluster: {server: 'http://127.0.0.1:9'}}]\n"
     )
-    result = run("lab", "reset", "--kubeconfig", str(kubeconfig), env=dict(os.environ))
+    result = stratus("lab", "reset", "--kubeconfig", str(kubeconfig), env=dict(os.environ))
     assert result.returncode == 1 and "cannot reach the lab" in result.stderr
     assert "Traceback" not in result.stderr
 

@@ -13,7 +13,7 @@ import pytest
 from store.audit import AuditLog
 from store.db import Store, StoreError
 from store.locks import LeaseLocks
-from tests.conftest import REPO
+from tests.conftest import REPO, stratus
 
 
 def _log_with_rows(path: Path, rows: int = 5) -> AuditLog:
@@ -109,23 +109,12 @@ def test_audit_verify_command(tmp_path: Path) -> None:
     _log_with_rows(path).store.close()
     env = {**os.environ, "STRATUS_DB": str(path)}
 
-    def stratus(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "cli", *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-            cwd=REPO,
-        )
-
-    intact = stratus("audit", "verify")
+    intact = stratus("audit", "verify", env=env)
     assert intact.returncode == 0 and "intact: 5 rows" in intact.stdout
-    shown = stratus("audit", "show", "--limit", "2")
+    shown = stratus("audit", "show", "--limit", "2", env=env)
     assert shown.stdout.count("\n") == 2 and "deployment/app-4" in shown.stdout
     _tamper(path, "UPDATE audit_log SET subject = 'deployment/other' WHERE seq = 4")
-    tampered = stratus("audit", "verify")
+    tampered = stratus("audit", "verify", env=env)
     assert tampered.returncode == 1 and "row 4 was edited" in tampered.stderr
 
 

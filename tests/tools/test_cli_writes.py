@@ -4,14 +4,12 @@ nothing."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from store.db import Store
-from tests.conftest import REPO, Lab
+from tests.conftest import Lab, stratus
 from tools.k8s import KubeClient
 from tools.objects import ObjectRef
 
@@ -24,19 +22,6 @@ def env(lab: Lab, tmp_path: Path) -> dict[str, str]:
         "STRATUS_DB": str(tmp_path / "stratus.db"),
         "STRATUS_ACTOR": "sre-alice",
     }
-
-
-def stratus(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-        cwd=REPO,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def test_act_shows_intent_and_diff_then_undo(env: dict[str, str], kube: KubeClient) -> None:

@@ -5,32 +5,18 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from store.db import Store
-from tests.conftest import REPO, Lab
+from tests.conftest import Lab, stratus
 from tools.crashpoints import STEPS
 from tools.k8s import KubeClient
 from tools.objects import ObjectRef
 
 GEO = ObjectRef("Deployment", "geo", "hotel")
 APPLIED_FROM = STEPS.index("written")
-
-
-def stratus(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-        cwd=REPO,
-    )
 
 
 @pytest.mark.parametrize("step", STEPS)
