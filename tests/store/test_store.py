@@ -148,3 +148,28 @@ def test_two_processes_share_one_database(tmp_path: Path) -> None:
     log = AuditLog(store)
     assert log.count() == 100 and log.verify() == []
     store.close()
+
+
+def test_the_store_is_safe_from_asyncio_through_threads(tmp_path: Path) -> None:
+    import asyncio
+
+    store = Store(tmp_path / "db.sqlite")
+    log = AuditLog(store)
+
+    async def append_many() -> None:
+        await asyncio.gather(
+            *(
+                asyncio.to_thread(log.append, actor=f"task-{i}", event="e", subject="s")
+                for i in range(40)
+            )
+        )
+
+    asyncio.run(append_many())
+    assert log.count() == 40 and log.verify() == []
+    store.close()
+
+
+def test_an_in_memory_store_for_tests() -> None:
+    store = Store(":memory:")
+    AuditLog(store).append(actor="a", event="e", subject="s")
+    assert AuditLog(store).verify() == [] and store.schema_version == 1

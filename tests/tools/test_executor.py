@@ -278,3 +278,35 @@ def test_async_callers_use_the_client_through_a_thread(kube: KubeClient) -> None
 
     deployment, service = asyncio.run(read_both())
     assert deployment["kind"] == "Deployment" and service["kind"] == "Service"
+
+
+def test_kubeconfig_contexts_are_honoured(lab: Lab, tmp_path: Any) -> None:
+    import yaml
+
+    config = yaml.safe_load(lab.kubeconfig.read_text())
+    config["clusters"].append({"name": "elsewhere", "cluster": {"server": "http://127.0.0.1:9"}})
+    config["contexts"].append(
+        {
+            "name": "elsewhere",
+            "context": {"cluster": "elsewhere", "user": config["users"][0]["name"]},
+        }
+    )
+    config["current-context"] = "elsewhere"
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    lab_client = KubeClient(kubeconfig=str(path), context="stratus-lab")
+    assert lab_client.get(GEO)["metadata"]["name"] == "geo"
+    with pytest.raises(errors.Unavailable, match="cannot reach the API server"):
+        KubeClient(kubeconfig=str(path)).get(GEO)
+    with pytest.raises(errors.Unavailable, match="cannot load kubeconfig"):
+        KubeClient(kubeconfig=str(path), context="no-such-context")
+
+
+def test_undo_entries_per_incident_and_globally(executor: Executor, stack: UndoStack) -> None:
+    executor.execute(scale(2), actor="a", incident_id="inc-1", transaction_id="t1")
+    executor.execute(scale(2, "user"), actor="a", incident_id="inc-2", transaction_id="t2")
+    assert [e.execution.name for e in stack.entries.active(incident_id="inc-1")] == ["geo"]
+    assert [e.execution.name for e in stack.entries.active()] == ["user", "geo"]
+    result = stack.undo_last(actor="a", incident_id="inc-1")
+    assert result.entry.execution.name == "geo"
+    assert [e.execution.name for e in stack.entries.active()] == ["user"]
