@@ -157,7 +157,7 @@ class ExecutionLog:
         now = utc_now()
         with self.store.immediate() as db:
             row = db.execute(
-                "SELECT state, inverse_of, incident_id, transaction_id FROM "
+                "SELECT state, inverse_of, incident_id, transaction_id, actor FROM "
                 "executions WHERE id = ?",
                 [execution_id],
             ).fetchone()
@@ -168,6 +168,13 @@ class ExecutionLog:
                 [APPLIED, written_rv, now, execution_id],
             )
             if row[1]:
+                # An undo: the entry it undoes leaves the stack in the same transaction, so a
+                # crash can never leave a restored object with its entry still active.
+                db.execute(
+                    "UPDATE undo_entries SET state = ?, undone_at = ?, undone_by = ?, "
+                    "last_error = NULL WHERE execution_id = ? AND state = ?",
+                    [UNDONE, now, row[4], row[1], ACTIVE],
+                )
                 return None
             seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM undo_entries").fetchone()[0]
             entry_id = new_id("undo")

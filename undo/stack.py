@@ -15,7 +15,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from store.records import ACTIVE, NO_INVERSE, Execution, UndoEntries, UndoEntry
+from store.records import ACTIVE, NO_INVERSE, UNDONE, Execution, UndoEntries, UndoEntry
 from tools import errors
 from tools.actions import Plan
 from tools.executor import Executor, Outcome
@@ -125,8 +125,12 @@ class UndoStack:
         except errors.ToolError as error:
             self.entries.record_failure(entry_id, error.message)
             raise
-        if not self.entries.mark_undone(entry_id, actor):
-            raise errors.Conflict(f"{entry_id} was undone by someone else at the same time")
+        if not outcome.applied:
+            # Nothing left to restore (the object is already as it was): the entry is done.
+            self.entries.mark_undone(entry_id, actor)
+        finished = self.entries.get(entry_id)
+        if finished is None or finished.state != UNDONE:
+            raise errors.Conflict(f"{entry_id} was not marked undone; run 'stratus undo --list'")
         return UndoResult(entry, outcome)
 
     def _who_changed(self, execution: Execution) -> str:

@@ -63,3 +63,36 @@ def test_a_crash_at_any_step_is_recovered(
     assert again.returncode == 0, again.stderr
     assert stratus("audit", "verify", env=env).returncode == 0
     store.close()
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_a_crash_during_undo_is_recovered(
+    lab: Lab, kube: KubeClient, tmp_path: Path, step: str
+) -> None:
+    env = {
+        **os.environ,
+        "KUBECONFIG": str(lab.kubeconfig),
+        "STRATUS_DB": str(tmp_path / "stratus.db"),
+        "STRATUS_ACTOR": "crash-test",
+    }
+    assert (
+        stratus(
+            "act", "scale", "deploy/geo", "replicas=3", "-n", "hotel", "--yes", env=env
+        ).returncode
+        == 0
+    )
+    crashed = stratus("undo", "--last", "--yes", env={**env, "STRATUS_CRASHPOINT": step})
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+    restored = STEPS.index(step) >= APPLIED_FROM
+    assert kube.get(GEO)["spec"]["replicas"] == (1 if restored else 3)
+    listed = stratus("undo", "--list", env=env)
+    assert listed.returncode == 0, listed.stderr
+    if restored:
+        assert "nothing to undo" in listed.stdout  # the entry left with its inverse
+    else:
+        assert "Scale deployment/geo" in listed.stdout
+        assert stratus("undo", "--last", "--yes", env=env).returncode == 0
+        assert kube.get(GEO)["spec"]["replicas"] == 1
+    store = Store(tmp_path / "stratus.db")
+    assert store.query("SELECT COUNT(*) AS n FROM executions WHERE state = 'pending'")[0]["n"] == 0
+    store.close()
