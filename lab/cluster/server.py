@@ -142,6 +142,12 @@ class ApiHttpServer:
         self.app.router.add_routes(extra_routes or [])
         self.app.router.add_route("*", "/{tail:.*}", self._dispatch)
         self._watchers: set[asyncio.Task[Any]] = set()
+        self.app.on_shutdown.append(self._cancel_watches)
+
+    async def _cancel_watches(self, app: web.Application) -> None:
+        """Open watches end with the server instead of outliving its event loop."""
+        for task in list(self._watchers):
+            task.cancel()
 
     @property
     def api(self) -> ApiService:
@@ -427,6 +433,9 @@ class ApiHttpServer:
         store = self.api.store
         start_rv = request.query.get("resourceVersion", "")
         store.subscribe(listener)
+        task = asyncio.current_task()
+        if task is not None:
+            self._watchers.add(task)
         try:
             if start_rv in ("", "0"):
                 backlog = [
@@ -464,15 +473,21 @@ class ApiHttpServer:
                 if remaining <= 0:
                     break
                 try:
-                    event = await asyncio.wait_for(queue.get(), remaining)
+                    # Wake up every second to notice a client that went away: aiohttp does not
+                    # cancel handlers on disconnect, and a watch may be asked to last an hour.
+                    event = await asyncio.wait_for(queue.get(), min(remaining, 1.0))
                 except TimeoutError:
-                    break
+                    if request.transport is None or request.transport.is_closing():
+                        break
+                    continue
                 if event.resource_version <= sent:
                     continue
                 await self._send(response, rt, request, event, accept, as_table)
             return response
         finally:
             store.unsubscribe(listener)
+            if task is not None:
+                self._watchers.discard(task)
 
     @staticmethod
     async def _start_stream(request: web.Request) -> web.StreamResponse:

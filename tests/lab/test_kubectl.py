@@ -243,3 +243,26 @@ def test_unknown_resource_and_object_errors(kubectl: Kubectl, lab: Lab) -> None:
     assert missing.returncode != 0 and 'deployments.apps "nope" not found' in missing.stderr
     unknown = kubectl.run("get", "widgets", check=False)
     assert unknown.returncode != 0
+
+
+def test_get_watch_streams_table_rows(kubectl: Kubectl) -> None:
+    import subprocess
+    import time
+
+    watcher = subprocess.Popen(
+        [kubectl.binary, "-n", "hotel", "get", "deploy", "geo", "-w", "--request-timeout=20s"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=kubectl.env,
+    )
+    try:
+        time.sleep(1.0)
+        kubectl.run("scale", "deploy/geo", "--replicas=2")
+        time.sleep(1.0)
+    finally:
+        watcher.terminate()
+        output, _ = watcher.communicate(timeout=10)
+    rows = [line.split() for line in output.splitlines()[1:] if line.strip()]
+    assert rows[0][:2] == ["geo", "1/1"]
+    assert ["geo", "2/2"] in [row[:2] for row in rows]
