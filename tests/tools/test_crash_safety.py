@@ -19,16 +19,20 @@ GEO = ObjectRef("Deployment", "geo", "hotel")
 APPLIED_FROM = STEPS.index("written")
 
 
-@pytest.mark.parametrize("step", STEPS)
-def test_a_crash_at_any_step_is_recovered(
-    lab: Lab, kube: KubeClient, tmp_path: Path, step: str
-) -> None:
-    env = {
+@pytest.fixture
+def env(lab: Lab, tmp_path: Path) -> dict[str, str]:
+    return {
         **os.environ,
         "KUBECONFIG": str(lab.kubeconfig),
         "STRATUS_DB": str(tmp_path / "stratus.db"),
         "STRATUS_ACTOR": "crash-test",
     }
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_a_crash_at_any_step_is_recovered(
+    env: dict[str, str], kube: KubeClient, tmp_path: Path, step: str
+) -> None:
     crashed = stratus(
         "act",
         "scale",
@@ -67,14 +71,8 @@ def test_a_crash_at_any_step_is_recovered(
 
 @pytest.mark.parametrize("step", STEPS)
 def test_a_crash_during_undo_is_recovered(
-    lab: Lab, kube: KubeClient, tmp_path: Path, step: str
+    env: dict[str, str], kube: KubeClient, tmp_path: Path, step: str
 ) -> None:
-    env = {
-        **os.environ,
-        "KUBECONFIG": str(lab.kubeconfig),
-        "STRATUS_DB": str(tmp_path / "stratus.db"),
-        "STRATUS_ACTOR": "crash-test",
-    }
     assert (
         stratus(
             "act", "scale", "deploy/geo", "replicas=3", "-n", "hotel", "--yes", env=env
