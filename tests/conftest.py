@@ -163,3 +163,14 @@ def stack(executor: Executor) -> UndoStack:
 @pytest.fixture
 def reader(kube: KubeClient) -> ClusterReader:
     return ClusterReader(kube)
+
+
+@pytest.fixture
+def env(lab: Lab, tmp_path: Path) -> dict[str, str]:
+    """The environment of a ``stratus`` command run against the lab with its own database."""
+    return {
+        **os.environ,
+        "KUBECONFIG": str(lab.kubeconfig),
+        "STRATUS_DB": str(tmp_path / "stratus.db"),
+        "STRATUS_ACTOR": "sre-alice",
+    }

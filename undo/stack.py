@@ -105,13 +105,6 @@ class UndoStack:
         execution = entry.execution
         ref = ObjectRef(execution.kind, execution.name, execution.namespace)
         try:
-            current = self.executor.kube.find(ref)
-            plan_inverse(execution, current, force=force)
-        except errors.UndoConflict as conflict:
-            who = self._who_changed(execution)
-            self.entries.record_failure(entry_id, f"{conflict.message}; {who}")
-            raise errors.UndoConflict(f"{conflict.message}; {who}", conflict.diff) from conflict
-        try:
             outcome = self.executor.run(
                 ref,
                 lambda current: plan_inverse(execution, current, force=force),
@@ -122,6 +115,10 @@ class UndoStack:
                 transaction_id=execution.transaction_id,
                 inverse_of=execution.id,
             )
+        except errors.UndoConflict as conflict:
+            message = f"{conflict.message}; {self._who_changed(execution)}"
+            self.entries.record_failure(entry_id, message)
+            raise errors.UndoConflict(message, conflict.diff) from conflict
         except errors.ToolError as error:
             self.entries.record_failure(entry_id, error.message)
             raise

@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import json
 import secrets
-import string
 from collections.abc import Callable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -20,20 +19,19 @@ from typing import Any
 from lab.cluster import admission, patching
 from lab.cluster.clock import Clock
 from lab.cluster.errors import (
-    ApiError,
     already_exists,
     bad_request,
     conflict,
     forbidden,
+    invalid,
     not_found,
 )
-from lab.cluster.resources import ResourceType, by_kind
+from lab.cluster.resources import RESOURCE_TYPES, ResourceType, by_kind
 from lab.cluster.selectors import FieldSelector, LabelSelector, object_filter
 from lab.cluster.store import ObjectStore
 
 AdmissionHook = Callable[[str, ResourceType, dict[str, Any], dict[str, Any] | None], None]
 _SCALABLE = ("deployments", "replicasets", "statefulsets")
-_NAME_CHARS = string.ascii_lowercase + string.digits
 
 
 def random_suffix(length: int = 5) -> str:
@@ -319,8 +317,6 @@ class ApiService:
                     self._delete_now(dep_rt, dep, propagation)
 
     def _delete_namespace_contents(self, namespace: str) -> None:
-        from lab.cluster.resources import RESOURCE_TYPES
-
         for rt in RESOURCE_TYPES:
             if rt.namespaced:
                 for obj in self.store.list_objects(rt.key, namespace):
@@ -345,23 +341,7 @@ class ApiService:
     def get_scale(self, rt: ResourceType, namespace: str, name: str) -> dict[str, Any]:
         if rt.plural not in _SCALABLE:
             raise not_found(f"{rt.plural}/scale", name, rt.group)
-        obj = self.get(rt, namespace, name)
-        meta = obj["metadata"]
-        match_labels = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
-        return {
-            "kind": "Scale",
-            "apiVersion": "autoscaling/v1",
-            "metadata": {
-                k: meta[k]
-                for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
-                if k in meta
-            },
-            "spec": {"replicas": obj["spec"].get("replicas", 1)},
-            "status": {
-                "replicas": (obj.get("status") or {}).get("replicas", 0),
-                "selector": ",".join(f"{k}={v}" for k, v in sorted(match_labels.items())),
-            },
-        }
+        return _scale_of(self.get(rt, namespace, name))
 
     def write_scale(
         self,
@@ -372,23 +352,47 @@ class ApiService:
         *,
         dry_run: bool = False,
     ) -> dict[str, Any]:
+        """Set replicas through the scale subresource; answers the Scale as written."""
         replicas = (scale.get("spec") or {}).get("replicas")
         if not isinstance(replicas, int) or replicas < 0:
-            raise admission_invalid_scale(name, replicas)
-        obj = copy.deepcopy(self.get(rt, namespace, name))
+            raise invalid(
+                "Scale",
+                name,
+                [
+                    (
+                        "spec.replicas",
+                        f"Invalid value: {replicas}: must be greater than or equal to 0",
+                    )
+                ],
+                "autoscaling",
+            )
+        old = self.get(rt, namespace, name)
         sent_rv = (scale.get("metadata") or {}).get("resourceVersion")
-        if sent_rv and sent_rv != obj["metadata"]["resourceVersion"]:
-            raise conflict(f"{rt.plural}", name, rt.group)
-        obj["spec"]["replicas"] = replicas
-        obj["metadata"].pop("resourceVersion", None)
-        written = self._write(
-            rt, self.get(rt, namespace, name), obj, subresource="", dry_run=dry_run
-        )
-        result = self.get_scale(rt, namespace, name) if not dry_run else None
-        if result is None:
-            result = {**self.get_scale(rt, namespace, name), "spec": {"replicas": replicas}}
-        result["metadata"]["resourceVersion"] = written["metadata"]["resourceVersion"]
-        return result
+        if sent_rv and sent_rv != old["metadata"]["resourceVersion"]:
+            raise conflict(rt.plural, name, rt.group)
+        new = copy.deepcopy(old)
+        new["spec"]["replicas"] = replicas
+        return _scale_of(self._write(rt, old, new, subresource="", dry_run=dry_run))
+
+
+def _scale_of(obj: dict[str, Any]) -> dict[str, Any]:
+    """The autoscaling/v1 Scale view of a scalable object."""
+    meta = obj["metadata"]
+    match_labels = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+    return {
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {
+            k: meta[k]
+            for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+            if k in meta
+        },
+        "spec": {"replicas": obj["spec"].get("replicas", 1)},
+        "status": {
+            "replicas": (obj.get("status") or {}).get("replicas", 0),
+            "selector": ",".join(f"{k}={v}" for k, v in sorted(match_labels.items())),
+        },
+    }
 
 
 def _without_nulls(value: Any) -> Any:
@@ -398,14 +402,3 @@ def _without_nulls(value: Any) -> Any:
     if isinstance(value, list):
         return [_without_nulls(v) for v in value]
     return value
-
-
-def admission_invalid_scale(name: str, replicas: Any) -> ApiError:
-    from lab.cluster.errors import invalid
-
-    return invalid(
-        "Scale",
-        name,
-        [("spec.replicas", f"Invalid value: {replicas}: must be greater than or equal to 0")],
-        "autoscaling",
-    )

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import Lab, stratus
+from tests.conftest import stratus
 from tools.k8s import KubeClient
 from tools.objects import ObjectRef
 
@@ -39,17 +38,12 @@ rules:
 
 
 @pytest.fixture
-def env(lab: Lab, tmp_path: Path) -> dict[str, str]:
+def env(env: dict[str, str], tmp_path: Path) -> dict[str, str]:
+    """The shared CLI environment, with a Slack-style actor and this file's policy."""
     policies = tmp_path / "policies"
     policies.mkdir()
     (policies / "test.yaml").write_text(POLICY)
-    return {
-        **os.environ,
-        "KUBECONFIG": str(lab.kubeconfig),
-        "STRATUS_ACTOR": "U0ALICE",
-        "STRATUS_DB": str(tmp_path / "stratus.db"),
-        "STRATUS_POLICY_DIR": str(policies),
-    }
+    return {**env, "STRATUS_ACTOR": "U0ALICE", "STRATUS_POLICY_DIR": str(policies)}
 
 
 def test_deny_refuses_and_writes_nothing(env: dict[str, str], kube: KubeClient) -> None:

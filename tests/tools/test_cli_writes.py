@@ -14,16 +14,6 @@ from tools.k8s import KubeClient
 from tools.objects import ObjectRef
 
 
-@pytest.fixture
-def env(lab: Lab, tmp_path: Path) -> dict[str, str]:
-    return {
-        **os.environ,
-        "KUBECONFIG": str(lab.kubeconfig),
-        "STRATUS_DB": str(tmp_path / "stratus.db"),
-        "STRATUS_ACTOR": "sre-alice",
-    }
-
-
 def test_act_shows_intent_and_diff_then_undo(env: dict[str, str], kube: KubeClient) -> None:
     dry = stratus(
         "act",

@@ -3,30 +3,19 @@ agrees with the cluster, locks are free, and undo still works."""
 
 from __future__ import annotations
 
-import os
 import signal
 from pathlib import Path
 
 import pytest
 
 from store.db import Store
-from tests.conftest import Lab, stratus
+from tests.conftest import stratus
 from tools.crashpoints import STEPS
 from tools.k8s import KubeClient
 from tools.objects import ObjectRef
 
 GEO = ObjectRef("Deployment", "geo", "hotel")
 APPLIED_FROM = STEPS.index("written")
-
-
-@pytest.fixture
-def env(lab: Lab, tmp_path: Path) -> dict[str, str]:
-    return {
-        **os.environ,
-        "KUBECONFIG": str(lab.kubeconfig),
-        "STRATUS_DB": str(tmp_path / "stratus.db"),
-        "STRATUS_ACTOR": "crash-test",
-    }
 
 
 @pytest.mark.parametrize("step", STEPS)
