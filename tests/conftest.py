@@ -76,14 +76,24 @@ def lab(lab_session: Lab) -> Lab:
     return lab_session
 
 
-def _kubectl_binaries() -> list[tuple[str, str]]:
-    found: list[tuple[str, str]] = []
-    system = shutil.which("kubectl")
-    if system:
-        found.append(("system", system))
+# Versions run directly, beside the system kubectl (which dispatches on the server's version).
+KUBECTL_VERSIONS = ("1.20", "1.27", "1.31", "1.32", "1.33")
+# The whole matrix (tests/lab/test_kubectl.py); other tests run the system kubectl and 1.20.
+KUBECTL_MATRIX = ("system", *KUBECTL_VERSIONS)
+
+
+def _kubectl_binaries() -> dict[str, str | None]:
+    """Each kubectl of the matrix by name, ``None`` when it is not installed here."""
+    found: dict[str, str | None] = {"system": shutil.which("kubectl")}
     unpacked = REPO / ".cache" / "kubectl-1.20" / "usr" / "bin" / "kubectl"
-    if unpacked.is_file():
-        found.append(("1.20", str(unpacked)))
+    found["1.20"] = str(unpacked) if unpacked.is_file() else None
+    # The Google Cloud CLI packages kubectl.1.NN beside its dispatcher.
+    folders = [Path("/usr/lib/google-cloud-sdk/bin")]
+    if found["system"]:
+        folders.insert(0, Path(os.path.realpath(found["system"])).parent)
+    for version in KUBECTL_VERSIONS[1:]:
+        candidates = [folder / f"kubectl.{version}" for folder in folders]
+        found[version] = next((str(c) for c in candidates if c.is_file()), None)
     return found
 
 
@@ -122,11 +132,18 @@ class Kubectl:
         return self.run(*args, **kwargs).stdout
 
 
-@pytest.fixture(params=[name for name, _ in KUBECTLS] or ["missing"])
-def kubectl(request: pytest.FixtureRequest, lab: Lab, tmp_path: Path) -> Kubectl:
-    if not KUBECTLS:
-        pytest.fail("no kubectl found: the test command installs it (see README)")
-    binary = dict(KUBECTLS)[request.param]
+def kubectl_for(name: str, lab: Lab, tmp_path: Path) -> Kubectl:
+    """The named kubectl of the matrix against ``lab``; skips when that version is absent."""
+    binary = KUBECTLS.get(name)
+    if binary is None:
+        if name == "system":
+            pytest.fail("no kubectl found: the test command installs it (see README)")
+        where = (
+            ".cache/kubectl-1.20 (scripts/setup unpacks it)"
+            if name == "1.20"
+            else f"kubectl.{name} beside the Google Cloud CLI's kubectl"
+        )
+        pytest.skip(f"kubectl {name} is not installed on this machine (looked for {where})")
     env = {
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(tmp_path),
@@ -134,6 +151,11 @@ def kubectl(request: pytest.FixtureRequest, lab: Lab, tmp_path: Path) -> Kubectl
         "KUBECACHEDIR": str(tmp_path / "cache"),
     }
     return Kubectl(binary, env)
+
+
+@pytest.fixture(params=["system", "1.20"])
+def kubectl(request: pytest.FixtureRequest, lab: Lab, tmp_path: Path) -> Kubectl:
+    return kubectl_for(request.param, lab, tmp_path)
 
 
 @pytest.fixture

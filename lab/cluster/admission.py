@@ -129,8 +129,15 @@ def apply_defaults(rt: ResourceType, obj: dict[str, Any]) -> None:
     elif rt.plural == "persistentvolumeclaims" and isinstance(spec, dict):
         spec.setdefault("volumeMode", "Filesystem")
     elif rt.plural == "namespaces":
-        obj.setdefault("spec", {"finalizers": ["kubernetes"]})
-        obj.setdefault("status", {"phase": "Active"})
+        if not (obj.get("spec") or {}).get("finalizers"):
+            obj["spec"] = {**(obj.get("spec") or {}), "finalizers": ["kubernetes"]}
+        if not (obj.get("status") or {}).get("phase"):
+            obj["status"] = {**(obj.get("status") or {}), "phase": "Active"}
+        # The API server labels every namespace with its own name (and keeps it so).
+        meta = obj.setdefault("metadata", {})
+        if isinstance(meta, dict) and meta.get("name"):
+            labels = meta.get("labels") or {}
+            meta["labels"] = {**labels, "kubernetes.io/metadata.name": meta["name"]}
 
 
 # ---------------------------------------------------------------- validation

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
-from lab.cluster import discovery, resources, tables
+from lab.cluster import discovery, protobuf, resources, tables
 from lab.cluster.api import ApiService
 from lab.cluster.errors import ApiError, bad_request, method_not_allowed
 from lab.cluster.resources import ResourceType
@@ -117,6 +117,14 @@ async def _read_body(request: web.Request) -> bytes:
     if request.content_length and request.content_length > _MAX_BODY:
         raise ApiError(413, "RequestEntityTooLarge", "the request body is too large")
     return await request.read()
+
+
+async def _read_object(request: web.Request) -> Any:
+    """The request body as an object: JSON, YAML, or the Kubernetes protobuf encoding."""
+    body = await _read_body(request)
+    if protobuf.is_protobuf(request.headers.get("Content-Type", "")):
+        return protobuf.decode_object(body)
+    return _decode_json(body)
 
 
 def _decode_json(body: bytes) -> Any:
@@ -272,14 +280,14 @@ class ApiHttpServer:
             return self._list(request, rt, ns)
         dry_run = _dry_run(request)
         if method == "POST" and not name:
-            obj = self.api.create(rt, ns, _decode_json(await _read_body(request)), dry_run=dry_run)
+            obj = self.api.create(rt, ns, await _read_object(request), dry_run=dry_run)
             return self._written(request, rt, obj, 201, dry_run)
         if method == "PUT" and name:
             obj = self.api.update(
                 rt,
                 ns,
                 name,
-                _decode_json(await _read_body(request)),
+                await _read_object(request),
                 subresource=sub,
                 dry_run=dry_run,
             )
@@ -298,7 +306,15 @@ class ApiHttpServer:
             return self._written(request, rt, obj, 200, dry_run)
         if method == "DELETE" and name:
             raw = await _read_body(request)
-            options = _decode_json(raw) if raw.strip() else {}
+            options = (
+                (
+                    protobuf.decode_object(raw)
+                    if protobuf.is_protobuf(request.headers.get("Content-Type", ""))
+                    else _decode_json(raw)
+                )
+                if raw.strip()
+                else {}
+            )
             if not isinstance(options, dict):
                 raise bad_request("DeleteOptions must be an object")
             if request.query.get("propagationPolicy"):
@@ -377,10 +393,10 @@ class ApiHttpServer:
         if request.method == "GET":
             return _json_response(self.api.get_scale(rt, ns, name))
         dry_run = _dry_run(request)
-        body = await _read_body(request)
         if request.method == "PUT":
-            scale = _decode_json(body)
+            scale = await _read_object(request)
         elif request.method == "PATCH":
+            body = await _read_body(request)
             from lab.cluster.patching import apply_patch
 
             scale = apply_patch(
