@@ -1,16 +1,84 @@
 """The ``stratus`` command line: the composition root of the product.
 
-Errors reach the user as one line on stderr and a non-zero exit code, never a traceback.
+Errors reach the user as one line on stderr (and a hint) with a non-zero exit code, never a
+traceback: Stratus's own errors are rendered from their fields, a database or file-system
+failure is named, and anything unexpected is written to a crash log whose path is printed.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import sqlite3
+import tempfile
+import traceback
+from typing import Any
+
 import click
 
-from cli import lab_commands, policy_commands, write_commands
+from cli import (
+    audit_commands,
+    lab_commands,
+    policy_commands,
+    proposal_commands,
+    render,
+    write_commands,
+)
+from cli.paths import data_dir
+from store.errors import StratusError
+
+CRASH_EXIT = 70  # EX_SOFTWARE
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class UserError(click.ClickException):
+    """One line for the user, exit 1."""
+
+
+class InternalError(UserError):
+    """Something Stratus did not expect: one line, the crash log's path, exit 70."""
+
+    exit_code = CRASH_EXIT
+
+
+def crash_log(error: BaseException) -> str:
+    """Write the traceback where a maintainer can find it; return where."""
+    text = "".join(traceback.format_exception(error))
+    for directory in (data_dir(), None):
+        try:
+            if directory is None:
+                path = f"{tempfile.gettempdir()}/stratus-crash.log"
+            else:
+                directory.mkdir(parents=True, exist_ok=True)
+                path = str(directory / "crash.log")
+            with open(path, "a", encoding="utf-8") as log:
+                log.write(f"--- {dt.datetime.now(dt.UTC).isoformat()}\n{text}\n")
+            return path
+        except OSError:
+            continue
+    return "(no writable place for a crash log)"
+
+
+class StratusGroup(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except StratusError as error:
+            raise UserError(render.error_line(error)) from error
+        except sqlite3.Error as error:
+            raise UserError(f"the database cannot be used: {error}") from error
+        except OSError as error:
+            where = f" ({error.filename})" if error.filename else ""
+            raise UserError(f"{error.strerror or error}{where}") from error
+        except Exception as error:
+            path = crash_log(error)
+            raise InternalError(
+                f"internal error ({type(error).__name__}: {error}); nothing more was done. "
+                f"The details are in {path}"
+            ) from error
+
+
+@click.group(cls=StratusGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="stratus", prog_name="stratus")
 def stratus() -> None:
     """Stratus: a human-in-the-loop ChatOps bot for Kubernetes incidents."""
@@ -19,7 +87,8 @@ def stratus() -> None:
 stratus.add_command(lab_commands.lab)
 stratus.add_command(write_commands.act)
 stratus.add_command(write_commands.undo)
-stratus.add_command(write_commands.audit)
+stratus.add_command(proposal_commands.proposals)
+stratus.add_command(audit_commands.audit)
 stratus.add_command(policy_commands.policy)
 
 

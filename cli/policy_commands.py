@@ -8,15 +8,16 @@ from pathlib import Path
 
 import click
 
-from cli.policy_gate import load_policy
-from cli.write_commands import KIND_ALIASES, parse_params
+from cli.context import load_policy, open_store, record_identity
+from cli.identity import current
+from cli.targets import KIND_ALIASES
 from policies.evaluate import ProposalFacts, evaluate
-from policies.grants import GrantBook, GrantError
+from policies.grants import GrantBook
 from policies.loader import PolicyError, load
 from policies.model import schema
 from policies.reload import ENV
-from store.db import Store, StoreError
-from tools.actions import CATALOG
+from tools.actions import CATALOG, POLICY_ACTIONS
+from tools.params import parse_labels
 
 _POLICY_DIR = click.option(
     "--policy-dir",
@@ -27,10 +28,7 @@ _POLICY_DIR = click.option(
 
 
 def _grants() -> GrantBook:
-    try:
-        return GrantBook(Store())
-    except StoreError as error:
-        raise click.ClickException(str(error)) from error
+    return GrantBook(open_store())
 
 
 @click.group()
@@ -56,19 +54,19 @@ def check(paths: tuple[Path, ...]) -> None:
     "--action",
     "action_name",
     required=True,
-    type=click.Choice(sorted(CATALOG)),
+    type=click.Choice(sorted(POLICY_ACTIONS)),
     help="The catalog action.",
 )
 @click.option("--namespace", "-n", required=True)
 @click.option("--resource", required=True, help="KIND/NAME, e.g. deployment/web.")
-@click.option("--requester", default="cli", show_default=True)
+@click.option("--requester", default=None, help="Who asks (default: you, cli:<user>).")
 @click.option("--label", "labels", multiple=True, help="Target label KEY=VALUE (repeatable).")
 @_POLICY_DIR
 def explain(
     action_name: str,
     namespace: str,
     resource: str,
-    requester: str,
+    requester: str | None,
     labels: tuple[str, ...],
     policy_dir: Path | None,
 ) -> None:
@@ -77,16 +75,16 @@ def explain(
     kind = KIND_ALIASES.get(kind_text.lower()) if sep else None
     if kind is None or not name:
         raise click.BadParameter("expected KIND/NAME, e.g. deployment/web", param_hint="--resource")
-    cls = CATALOG[action_name]
+    cls = CATALOG.get(action_name)
     facts = ProposalFacts(
-        action_name,
-        "" if kind == "Node" else namespace,
-        kind,
-        name,
-        cls.risk,
-        cls.reversible,
-        requester,
-        tuple(sorted((k, str(v)) for k, v in parse_params(labels).items())),
+        action=action_name,
+        namespace="" if kind == "Node" else namespace,
+        kind=kind,
+        name=name,
+        risk=cls.risk if cls else "medium",
+        reversible=cls.reversible if cls else True,
+        requester=requester or current().actor,
+        labels=tuple(sorted(parse_labels(labels).items())),
     )
     now = datetime.now(UTC)
     decision = evaluate(facts, load_policy(policy_dir), _grants().active(now), now)
@@ -123,13 +121,12 @@ def grants(show_all: bool) -> None:
 
 @policy.command()
 @click.argument("grant_id")
-@click.option("--by", "revoked_by", default="cli", show_default=True)
-def revoke(grant_id: str, revoked_by: str) -> None:
-    """Revoke a grant; it stops matching at once."""
-    try:
-        _grants().revoke(grant_id, by=revoked_by)
-    except GrantError as error:
-        raise click.ClickException(str(error)) from error
+def revoke(grant_id: str) -> None:
+    """Revoke a grant; it stops matching at once (audited, by you)."""
+    identity = current()
+    book = _grants()
+    record_identity(book.store, identity)
+    book.revoke(grant_id, by=identity.actor)
     click.echo(f"revoked {grant_id}")
 
 

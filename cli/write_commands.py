@@ -1,202 +1,188 @@
-"""``stratus act``, ``stratus undo`` and ``stratus audit``: writes from a terminal.
+"""``stratus act`` and ``stratus undo``: writes from a terminal, through the proposal service.
 
-Every write shows its intent and exact diff first and asks on a terminal (``--yes`` stands for
-the human). Policy evaluation joins this path with the policies issue; until then the human at
-the terminal decides. Errors are one line and exit 1.
+Every write is proposed (planned, server-dry-run, decided by policy), shown with its intent,
+risk, exact diff and decision, approved by the person at the terminal where the policy asks
+(``--yes`` stands for that approval), and executed by the service — the same path a Slack
+click takes. What happened is printed from the service's event stream.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
-from pathlib import Path
+import sys
 from typing import Any
 
 import click
-import yaml
 
-from cli.policy_gate import gate
-from store.audit import AuditLog
-from store.db import Store, StoreError
-from tools import actions, errors
-from tools.executor import Executor
-from tools.k8s import KubeClient
-from tools.objects import ObjectRef
-from tools.scope import WriteScope
-from undo.stack import UndoStack, plan_inverse
+from cli import render
+from cli.context import Session, cluster_options, session
+from cli.targets import parse_target
+from proposals.errors import Denied
+from proposals.model import Proposal, ProposalState
+from proposals.service import Superseded, UndoRequest
+from tools import errors, params
+from tools.actions import CATALOG, Action
 
-KIND_ALIASES = {
-    "deploy": "Deployment",
-    "deployment": "Deployment",
-    "deployments": "Deployment",
-    "sts": "StatefulSet",
-    "statefulset": "StatefulSet",
-    "statefulsets": "StatefulSet",
-    "ds": "DaemonSet",
-    "daemonset": "DaemonSet",
-    "daemonsets": "DaemonSet",
-    "svc": "Service",
-    "service": "Service",
-    "services": "Service",
-    "cm": "ConfigMap",
-    "configmap": "ConfigMap",
-    "configmaps": "ConfigMap",
-    "no": "Node",
-    "node": "Node",
-    "nodes": "Node",
-    "po": "Pod",
-    "pod": "Pod",
-    "pods": "Pod",
-    "netpol": "NetworkPolicy",
-    "networkpolicy": "NetworkPolicy",
-    "networkpolicies": "NetworkPolicy",
-    "hpa": "HorizontalPodAutoscaler",
-    "horizontalpodautoscaler": "HorizontalPodAutoscaler",
-}
-
-_CLUSTER = [
-    click.option(
-        "--kubeconfig",
-        type=click.Path(dir_okay=False, path_type=Path),
-        default=None,
-        help="Kubeconfig file (default: $KUBECONFIG or ~/.kube/config).",
-    ),
-    click.option("--context", default=None, help="Kubeconfig context."),
-]
+S = ProposalState
 
 
-def _cluster_options(func: Any) -> Any:
-    for option in reversed(_CLUSTER):
-        func = option(func)
-    return func
+def confirm(yes: bool, question: str) -> None:
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise click.ClickException("refusing to write without --yes: stdin is not a terminal")
+    if not click.confirm(question, default=False):
+        raise click.ClickException("nothing written")
 
 
-@dataclass
-class Session:
-    store: Store
-    executor: Executor
-    actor: str
+def print_events(s: Session, cursor: int, proposal_ids: set[str]) -> None:
+    for envelope in s.service.events.since(cursor):
+        if envelope.event.proposal_id in proposal_ids:
+            click.echo(render.event(envelope), err=True)
 
 
-def _actor() -> str:
-    return os.environ.get("STRATUS_ACTOR") or f"cli:{os.environ.get('USER', 'unknown')}"
-
-
-@contextmanager
-def session(kubeconfig: Path | None, context: str | None) -> Iterator[Session]:
-    """Open the store and the cluster, and finish what a crash may have left pending."""
+def approve_and_execute(
+    s: Session, proposal: Proposal, *, yes: bool, always: bool, question: str
+) -> Proposal | None:
+    """Answer for the person at the terminal where the policy asks; execute once approved.
+    Returns None while more approvals are needed."""
+    if proposal.state == S.DENIED:
+        raise Denied(proposal.decision.reason, subject=proposal.id)
+    if proposal.state == S.AWAITING_APPROVAL:
+        confirm(yes, question)
+        proposal = s.service.answer(
+            proposal.id, user=s.actor, choice="always" if always else "approve"
+        )
+        if proposal.state == S.AWAITING_APPROVAL:
+            click.echo(
+                f"{len(proposal.approvals())} of {proposal.decision.min_approvals} approvals; "
+                f"another approver runs: stratus proposals approve {proposal.id}"
+            )
+            return None
     try:
-        store = Store()
-        kube = KubeClient(kubeconfig=str(kubeconfig) if kubeconfig else None, context=context)
-        executor = Executor(kube, store, scope=WriteScope.from_env())
-        for line in executor.reconcile(actor=_actor()):
-            click.echo(f"recovered an interrupted write: {line}", err=True)
-        yield Session(store, executor, _actor())
-    except (errors.ToolError, StoreError) as error:
-        raise click.ClickException(str(error)) from error
+        return s.service.execute(proposal.id, actor=s.actor)
+    except Superseded as superseded:
+        click.echo(f"the plan you approved ({superseded.old.id}):", err=True)
+        click.echo(superseded.old.plan.diff.rstrip(), err=True)
+        if superseded.new is not None:
+            click.echo(
+                f"the plan now ({superseded.new.id}, {superseded.new.state.value}):", err=True
+            )
+            click.echo(superseded.new.plan.diff.rstrip(), err=True)
+        raise
 
 
-def parse_target(target: str, default_kind: str) -> tuple[str, str]:
-    kind_text, sep, name = target.partition("/")
-    if not sep:
-        return default_kind, target
-    kind = KIND_ALIASES.get(kind_text.lower())
-    if kind is None:
-        raise click.BadParameter(f"unknown kind {kind_text!r}", param_hint="TARGET")
-    return kind, name
+def _help_text(cls: type[Action]) -> str:
+    lines = [f"{cls.__doc__.strip() if cls.__doc__ else ''}".strip()]
+    lines.append(
+        f"Acts on: {', '.join(cls.kinds)}. Risk: {cls.risk}. "
+        f"Reversible: {'yes' if cls.reversible else 'no'}."
+    )
+    lines.append("\b\nParameters (KEY=VALUE):")
+    for spec in params.specs(cls):
+        need = "required" if spec.required else "optional"
+        text = f"  {spec.name}: {spec.type}, {need}"
+        if spec.description:
+            text += f" — {spec.description}"
+        lines.append(text)
+    if not params.specs(cls):
+        lines.append("  (none)")
+    if cls.example:
+        lines.append(f"\b\nExample:\n  stratus act {cls.name} {cls.example} -n NAMESPACE")
+    return "\n\n".join(line for line in lines if line)
 
 
-def parse_params(pairs: tuple[str, ...]) -> dict[str, Any]:
-    """``key=value`` pairs; values are YAML (numbers, lists, maps, null), keys use - or _."""
-    params: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="PARAMS")
-        try:
-            parsed = yaml.safe_load(value) if value else ""
-        except yaml.YAMLError:
-            parsed = value
-        if isinstance(parsed, dt.date | dt.datetime):
-            parsed = value  # timestamps stay text
-        params[key.replace("-", "_")] = parsed
-    return params
-
-
-def _show_plan(intent: str, risk: str, reversible: bool, diff: str) -> None:
-    click.echo(f"intent: {intent}")
-    click.echo(f"risk: {risk}  reversible: {'yes' if reversible else 'no'}")
-    click.echo(diff.rstrip() or "(no change)")
-
-
-@click.command(context_settings={"ignore_unknown_options": False})
-@click.argument("action_name", metavar="ACTION")
-@click.argument("target")
-@click.argument("params", nargs=-1, metavar="[PARAMS]...")
-@click.option("-n", "--namespace", default="default", show_default=True)
-@click.option("--dry-run", is_flag=True, help="Plan and server-dry-run only; write nothing.")
-@click.option("--yes", is_flag=True, help="Do not ask; apply (stands for the human's approval).")
-@click.option(
-    "--always", is_flag=True, help="Answer 'Always allow' (a grant, where the policy allows one)."
-)
-@_cluster_options
-def act(
+def _run_act(
     action_name: str,
     target: str,
-    params: tuple[str, ...],
+    pairs: tuple[str, ...],
     namespace: str,
     dry_run: bool,
     yes: bool,
     always: bool,
-    kubeconfig: Path | None,
+    kubeconfig: Any,
     context: str | None,
 ) -> None:
-    """Apply one typed write ACTION to TARGET ([KIND/]NAME), with KEY=VALUE parameters.
-
-    Actions: scale, rollout-restart, rollout-undo, set-image, set-env, set-resources,
-    set-command, set-node-selector, patch-service, patch-configmap-key, patch-hpa, cordon,
-    uncordon, delete-pod, delete-networkpolicy.
-    """
-    cls = actions.CATALOG.get(action_name)
-    if cls is None:
-        raise click.ClickException(
-            f"unknown action {action_name!r}; known actions: {', '.join(sorted(actions.CATALOG))}"
-        )
+    cls = CATALOG[action_name]
     kind, name = parse_target(target, cls.kinds[0])
-    values = {"kind": kind, "target": name, "namespace": namespace, **parse_params(params)}
-    if cls is actions.RolloutRestart:
-        values.setdefault("restarted_at", dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    values = params.parse(cls, pairs)
     with session(kubeconfig, context) as s:
-        try:
-            action = actions.build(action_name, values)
-            preview = s.executor.preview(action)
-            _show_plan(preview.intent, cls.risk, cls.reversible, preview.plan.diff)
-            if not preview.plan.changes_anything:
-                click.echo("nothing to do: the object already looks like that")
-                return
-            if dry_run:
-                click.echo("dry run: the API server accepted the change; nothing was written")
-                return
-            labels = ((preview.plan.before or {}).get("metadata") or {}).get("labels") or {}
-            gate(
-                s.store,
-                actor=s.actor,
-                action_name=action.name,
-                ref=action.ref(),
-                labels=labels,
-                diff=preview.plan.diff,
-                yes=yes,
-                always=always,
-                question="Apply this change?",
+        cursor = s.service.events.last_seq()
+        proposal = s.service.propose(
+            action=action_name,
+            kind=kind,
+            name=name,
+            namespace="" if kind == "Node" else namespace,
+            params=values,
+            requester=s.actor,
+            dry_run=dry_run,
+        )
+        render.plan(proposal)
+        render.decision(proposal)
+        if dry_run:
+            outcome = "would be denied" if proposal.state == S.DENIED else "accepted"
+            click.echo(
+                f"dry run: the API server accepted the change and the policy {outcome}; "
+                "nothing was written or stored"
             )
-            outcome = s.executor.execute(action, actor=s.actor)
-        except errors.ToolError as error:
-            raise click.ClickException(error.message) from error
-        undo = f" (undo: stratus undo {outcome.undo_id})" if outcome.undo_id else ""
-        click.echo(f"applied: {outcome.intent}{undo}")
+            return
+        done = approve_and_execute(
+            s, proposal, yes=yes, always=always, question="Apply this change?"
+        )
+        print_events(s, cursor, {proposal.id})
+        if done is not None:
+            undo = f" (undo: stratus undo {done.undo_id})" if done.undo_id else ""
+            click.echo(f"applied: {done.intent}{undo}")
+
+
+def _action_command(cls: type[Action]) -> click.Command:
+    @click.command(name=cls.name, help=_help_text(cls))
+    @click.argument("target")
+    @click.argument("pairs", nargs=-1, metavar="[KEY=VALUE]...")
+    @click.option("-n", "--namespace", default="default", show_default=True)
+    @click.option(
+        "--dry-run", is_flag=True, help="Plan, server-dry-run and decide; write and store nothing."
+    )
+    @click.option("--yes", is_flag=True, help="Do not ask; stands for your approval.")
+    @click.option(
+        "--always",
+        is_flag=True,
+        help="Answer 'Always allow' (a grant, where the policy allows one).",
+    )
+    @cluster_options
+    def command(
+        target: str,
+        pairs: tuple[str, ...],
+        namespace: str,
+        dry_run: bool,
+        yes: bool,
+        always: bool,
+        kubeconfig: Any,
+        context: str | None,
+    ) -> None:
+        _run_act(cls.name, target, pairs, namespace, dry_run, yes, always, kubeconfig, context)
+
+    return command
+
+
+class ActionGroup(click.Group):
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            raise click.UsageError(
+                f"unknown action {args[0]!r}; known actions: {', '.join(sorted(CATALOG))}"
+            )
+        return super().resolve_command(ctx, args)
+
+
+@click.group(cls=ActionGroup)
+def act() -> None:
+    """Propose and apply one typed write ACTION to TARGET ([KIND/]NAME) with KEY=VALUE
+    parameters. `stratus act ACTION --help` lists an action's parameters."""
+
+
+for _cls in CATALOG.values():
+    act.add_command(_action_command(_cls))
 
 
 @click.command()
@@ -204,24 +190,37 @@ def act(
 @click.option("--last", is_flag=True, help="Undo the most recent write.")
 @click.option("--list", "list_entries", is_flag=True, help="List what can be undone.")
 @click.option("--force", is_flag=True, help="Undo even if the object changed since.")
+@click.option(
+    "--drop", is_flag=True, help="Take ENTRY_ID off the stack without undoing it (audited)."
+)
+@click.option("--reason", default="", help="Why (for --drop).")
+@click.option("--dry-run", is_flag=True, help="Show the undo and its decision; change nothing.")
 @click.option("--yes", is_flag=True, help="Do not ask.")
-@_cluster_options
+@cluster_options
 def undo(
     entry_id: str | None,
     last: bool,
     list_entries: bool,
     force: bool,
+    drop: bool,
+    reason: str,
+    dry_run: bool,
     yes: bool,
-    kubeconfig: Path | None,
+    kubeconfig: Any,
     context: str | None,
 ) -> None:
-    """Undo a write Stratus made (by undo ID, or --last); --list shows the stack."""
+    """Undo a write Stratus made (by undo ID, or --last); --list shows the stack.
+
+    An undo is a proposal of its own (policy action `undo`), approved and executed like any
+    other write; `--last` always means the most recent write, so two people who ask at once
+    undo the same one."""
     if sum(bool(x) for x in (entry_id, last, list_entries)) != 1:
         raise click.UsageError("give exactly one of ID, --last or --list")
+    if drop and not entry_id:
+        raise click.UsageError("--drop needs an undo ID")
     with session(kubeconfig, context) as s:
-        stack = UndoStack(s.executor)
         if list_entries:
-            entries = stack.entries.active()
+            entries = s.service.undo_entries()
             if not entries:
                 click.echo("nothing to undo")
             for entry in entries:
@@ -230,73 +229,30 @@ def undo(
                     f"{entry.execution.intent}"
                 )
             return
+        if drop:
+            assert entry_id is not None
+            if not reason:
+                raise click.UsageError("--drop needs --reason: the audit log records why")
+            confirm(yes, f"Drop {entry_id} from the undo stack without undoing it?")
+            dropped = s.service.drop_undo_entry(entry_id, actor=s.actor, reason=reason)
+            click.echo(f"dropped {dropped.id}: {dropped.execution.intent}")
+            return
+        cursor = s.service.events.last_seq()
         try:
-            chosen = (
-                stack.entries.active()[0]
-                if last and stack.entries.active()
-                else (stack.entries.get(entry_id) if entry_id else None)
+            proposal = s.service.propose_undo(
+                UndoRequest(entry_id=entry_id, last=last, force=force),
+                requester=s.actor,
+                dry_run=dry_run,
             )
-            if chosen is None:
-                raise errors.NotFound("nothing to undo" if last else f"no undo entry {entry_id}")
-            execution = chosen.execution
-            current = s.executor.kube.find(
-                ObjectRef(execution.kind, execution.name, execution.namespace)
-            )
-            try:
-                inverse = plan_inverse(execution, current, force=force)
-            except errors.UndoConflict as conflict:
-                click.echo(conflict.diff.rstrip(), err=True)
-                raise
-            _show_plan(f"Undo: {execution.intent}", "-", True, inverse.diff)
-            labels = ((current or {}).get("metadata") or {}).get("labels") or {}
-            gate(
-                s.store,
-                actor=s.actor,
-                action_name=execution.action,
-                ref=ObjectRef(execution.kind, execution.name, execution.namespace),
-                labels=labels,
-                diff=inverse.diff,
-                yes=yes,
-                always=False,
-                question="Undo this change?",
-            )
-            stack.undo(chosen.id, actor=s.actor, force=force)
-        except errors.ToolError as error:
-            raise click.ClickException(error.message) from error
-        click.echo(f"undone: {execution.intent}")
-
-
-@click.group()
-def audit() -> None:
-    """The tamper-evident audit log."""
-
-
-@audit.command()
-def verify() -> None:
-    """Check the hash chain; exit 1 and name every edited, removed or reordered row."""
-    try:
-        log = AuditLog(Store())
-    except StoreError as error:
-        raise click.ClickException(str(error)) from error
-    problems = log.verify()
-    if problems:
-        for problem in problems:
-            click.echo(f"audit log tampered: {problem}", err=True)
-        raise SystemExit(1)
-    click.echo(f"audit log intact: {log.count()} rows")
-
-
-@audit.command()
-@click.option("--limit", type=click.IntRange(1, 10_000), default=20, show_default=True)
-def show(limit: int) -> None:
-    """Print the most recent audit rows."""
-    try:
-        log = AuditLog(Store())
-    except StoreError as error:
-        raise click.ClickException(str(error)) from error
-    for record in log.records(limit=limit):
-        intent = record.payload.get("intent") or record.payload.get("verdict") or ""
-        click.echo(
-            f"{record.seq:>6}  {record.at[:19]}  {record.actor:<16} {record.event:<9} "
-            f"{record.subject}  {intent}"
-        )
+        except errors.UndoConflict as conflict:
+            click.echo(conflict.diff.rstrip(), err=True)
+            raise
+        render.plan(proposal)
+        render.decision(proposal)
+        if dry_run:
+            click.echo("dry run: nothing was undone or stored")
+            return
+        done = approve_and_execute(s, proposal, yes=yes, always=False, question="Undo this change?")
+        print_events(s, cursor, {proposal.id})
+        if done is not None:
+            click.echo(f"undone: {done.intent.removeprefix('Undo: ')}")

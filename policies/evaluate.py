@@ -15,17 +15,17 @@ import fnmatch
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from policies.loader import Policy, SourcedRule
 from policies.model import Rule, parse_duration
-from tools.actions import CATALOG, Action
+from tools.actions import CATALOG, POLICY_ACTIONS, UNDO, Action
 
-Outcome = Literal["deny", "ask", "allow"]
+DecisionOutcome = Literal["deny", "ask", "allow"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ProposalFacts:
     """What policy may look at: who asks for which action on what."""
 
@@ -50,20 +50,47 @@ def facts_for(
     cls = CATALOG[action.name]
     ref = action.ref()
     return ProposalFacts(
-        action.name,
-        ref.namespace,
-        ref.kind,
-        ref.name,
-        cls.risk,
-        cls.reversible,
-        requester,
-        tuple(sorted((labels or {}).items())),
+        action=action.name,
+        namespace=ref.namespace,
+        kind=ref.kind,
+        name=ref.name,
+        risk=cls.risk,
+        reversible=cls.reversible,
+        requester=requester,
+        labels=tuple(sorted((labels or {}).items())),
     )
 
 
-@dataclass(frozen=True)
+def undo_facts(
+    *,
+    original_action: str,
+    kind: str,
+    namespace: str,
+    name: str,
+    requester: str,
+    labels: dict[str, str] | None = None,
+) -> ProposalFacts:
+    """Facts of undoing an earlier write: the action is ``undo``, its risk that of the write
+    it reverses, and it is itself reversible (the write can be proposed again)."""
+    return ProposalFacts(
+        action=UNDO,
+        namespace=namespace,
+        kind=kind,
+        name=name,
+        risk=CATALOG[original_action].risk if original_action in CATALOG else "medium",
+        reversible=True,
+        requester=requester,
+        labels=tuple(sorted((labels or {}).items())),
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
 class Grant:
-    """An "Always allow" answer: one action on one resource in one namespace, until expiry."""
+    """An "Always allow" answer: one action on one resource in one namespace, until expiry.
+
+    A grant only counts while a current rule still lets this proposal be remembered, and
+    never longer than that rule's ``max_grant`` from the grant's creation: cutting
+    ``max_grant`` or removing the rule takes effect at once."""
 
     id: str
     action: str
@@ -73,6 +100,7 @@ class Grant:
     expires_at: datetime
     rule: str = ""
     revoked_at: datetime | None = None
+    created_at: datetime | None = None
 
     def matches(self, facts: ProposalFacts, now: datetime) -> bool:
         return (
@@ -97,9 +125,9 @@ class GrantIndex:
         return next((g for g in candidates if g.matches(facts, now)), None)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PolicyDecision:
-    outcome: Outcome
+    outcome: DecisionOutcome
     reason: str
     source: str  # "rule", "grant" or "default"
     rule: str | None = None
@@ -182,7 +210,7 @@ class CompiledPolicy:
                     any_action.append(entry)
                 else:
                     compiled.by_action.setdefault(action, []).append(entry)
-        for action in CATALOG:
+        for action in POLICY_ACTIONS:
             rules = compiled.by_action.get(action, []) + any_action
             compiled.by_action[action] = sorted(rules, key=lambda r: r.order)
         return compiled
@@ -194,6 +222,17 @@ class CompiledPolicy:
 def _who(approvers: Iterable[str]) -> str:
     names = list(approvers)
     return "anyone" if "*" in names else ", ".join(names)
+
+
+def _usable_grant(grant: Grant | None, remembering: list[Rule], now: datetime) -> Grant | None:
+    """The grant, if a rule in force today still permits remembering it, within today's
+    ``max_grant`` counted from when it was made."""
+    if grant is None or not remembering:
+        return None
+    longest = max(rule.max_grant_seconds for rule in remembering)
+    if grant.created_at is not None and now >= grant.created_at + timedelta(seconds=longest):
+        return None
+    return grant
 
 
 def evaluate(
@@ -221,9 +260,9 @@ def evaluate(
         if not own:
             reason += " (not the requester)"
         return PolicyDecision(
-            "ask",
-            reason,
-            "rule" if rule else "default",
+            outcome="ask",
+            reason=reason,
+            source="rule" if rule else "default",
             rule=rule.name if rule else None,
             remember=bool(rule and rule.remember),
             max_grant_seconds=rule.max_grant_seconds if rule else 0,
@@ -237,9 +276,9 @@ def evaluate(
     if deny is not None:
         why = f": {deny.description}" if deny.description else ""
         return PolicyDecision(
-            "deny",
-            f"denied: rule {deny.name}{why}",
-            "rule",
+            outcome="deny",
+            reason=f"denied: rule {deny.name}{why}",
+            source="rule",
             rule=deny.name,
             approval_timeout_seconds=timeout,
         )
@@ -249,13 +288,13 @@ def evaluate(
         strictest = max(always, key=lambda r: r.min_approvals or defaults.min_approvals)
         return ask(strictest, f"always asks: rule {strictest.name}")
     index = grants if isinstance(grants, GrantIndex) else GrantIndex(grants)
-    grant = index.find(facts, now)
+    grant = _usable_grant(index.find(facts, now), [r for r in asks if r.remember], now)
     if grant is not None:
         return PolicyDecision(
-            "allow",
-            f"allowed: grant {grant.id} by {grant.created_by} until "
+            outcome="allow",
+            reason=f"allowed: grant {grant.id} by {grant.created_by} until "
             f"{grant.expires_at:%Y-%m-%d %H:%M} UTC",
-            "grant",
+            source="grant",
             grant=grant.id,
             rule=grant.rule or None,
             approval_timeout_seconds=timeout,
@@ -272,9 +311,9 @@ def evaluate(
                 "undone and the rule does not say allow_irreversible; the default",
             )
         return PolicyDecision(
-            "allow",
-            f"allowed: rule {allow.name}",
-            "rule",
+            outcome="allow",
+            reason=f"allowed: rule {allow.name}",
+            source="rule",
             rule=allow.name,
             approval_timeout_seconds=timeout,
         )

@@ -8,14 +8,19 @@ expires.
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from policies.evaluate import Grant, PolicyDecision, ProposalFacts
+from store.audit import AuditLog
 from store.db import Store
+from store.errors import Remedy, StratusError
 
 
-class GrantError(Exception):
+class GrantError(StratusError):
     """A grant cannot be created or revoked; the message says why."""
+
+    code = "grant"
+    default_remedy = Remedy.FIX_INPUT
 
 
 def _parse(text: str | None) -> datetime | None:
@@ -48,6 +53,7 @@ class GrantBook:
             created_by=created_by,
             expires_at=now + timedelta(seconds=lifetime),
             rule=decision.rule or "",
+            created_at=now,
         )
         with self.store.immediate() as db:
             db.table("grants").insert(
@@ -64,10 +70,21 @@ class GrantBook:
                     "revoked_by": None,
                 }
             )
+            AuditLog(self.store).append(
+                actor=created_by,
+                event="grant",
+                subject=f"{grant.namespace}/{grant.resource}",
+                payload={
+                    "grant": grant.id,
+                    "action": grant.action,
+                    "rule": grant.rule,
+                    "expires_at": grant.expires_at.isoformat(),
+                },
+            )
         return grant
 
     def revoke(self, grant_id: str, *, by: str, now: datetime | None = None) -> None:
-        moment = (now or datetime.now(UTC)).isoformat()
+        moment = (now or self.store.clock.now()).isoformat()
         with self.store.immediate() as db:
             cursor = db.execute(
                 "UPDATE grants SET revoked_at = ?, revoked_by = ? WHERE id = ? "
@@ -79,21 +96,27 @@ class GrantBook:
                     "SELECT revoked_at FROM grants WHERE id = ?", [grant_id]
                 ).fetchone()
                 if exists is None:
-                    raise GrantError(f"no grant {grant_id}")
-                raise GrantError(f"grant {grant_id} was already revoked at {exists[0]}")
+                    raise GrantError(f"no grant {grant_id}", subject=grant_id)
+                raise GrantError(
+                    f"grant {grant_id} was already revoked at {exists[0]}", subject=grant_id
+                )
+            AuditLog(self.store).append(
+                actor=by, event="grant-revoked", subject=grant_id, payload={"grant": grant_id}
+            )
 
     def all(self) -> list[Grant]:
         rows = self.store.query("SELECT * FROM grants ORDER BY created_at")
         return [
             Grant(
-                r["id"],
-                r["action"],
-                r["namespace"],
-                r["resource"],
-                r["created_by"],
-                datetime.fromisoformat(r["expires_at"]),
-                r["rule"] or "",
-                _parse(r["revoked_at"]),
+                id=r["id"],
+                action=r["action"],
+                namespace=r["namespace"],
+                resource=r["resource"],
+                created_by=r["created_by"],
+                expires_at=datetime.fromisoformat(r["expires_at"]),
+                rule=r["rule"] or "",
+                revoked_at=_parse(r["revoked_at"]),
+                created_at=_parse(r["created_at"]),
             )
             for r in rows
         ]

@@ -1,28 +1,77 @@
-"""The append-only, hash-chained audit log.
+"""The append-only, hash-chained, anchored audit log.
 
 Each row carries the hash of the previous row and a hash of its own content, and
 ``audit_head`` remembers the last row. Triggers refuse UPDATE and DELETE; ``verify`` finds what
 someone who went around the triggers (or edited the file) did: an edited row, a removed row, a
 reordered row, or rows cut off the end.
+
+A chain alone cannot tell the rows Stratus wrote from a chain someone recomputed, so two
+things tie it to what only Stratus holds. With ``STRATUS_AUDIT_KEY`` set a row's hash is an
+HMAC (stored as ``hmac-sha256:<hex>``; rows written without a key keep a bare SHA-256 hex and
+stay verifiable), which nobody without the key can recompute. And after each commit that
+appended rows, the new head goes to the anchor file outside the database (``store.anchor``).
+``append`` may run inside a caller's transaction: its rows commit with the caller's state
+change, and the checkpoint is written once, after the outermost commit.
 """
 
 from __future__ import annotations
 
+import enum
+import functools
 import hashlib
+import hmac
 import json
+import logging
+import threading
+import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from store.db import Store, utc_now
+from store import anchor, integrity
+from store.db import MEMORY, Store
+from store.errors import Remedy, StratusError
 
 GENESIS = "0" * 64
+KEYED = anchor.KEYED
+
+log = logging.getLogger("stratus.audit")
+
+
+class AuditAnchorError(StratusError):
+    """The anchor file cannot be written, or no anchor file is configured."""
+
+    code = "audit_anchor"
+    default_remedy = Remedy.FIX_CONFIG
+
+
+class _Unset(enum.Enum):
+    TOKEN = 0
+
+
+def _material(
+    seq: int, at: str, actor: str, event: str, subject: str, payload: str, prev_hash: str
+) -> bytes:
+    return "\x1f".join((str(seq), at, actor, event, subject, payload, prev_hash)).encode()
 
 
 def _row_hash(
-    seq: int, at: str, actor: str, event: str, subject: str, payload: str, prev_hash: str
+    seq: int,
+    at: str,
+    actor: str,
+    event: str,
+    subject: str,
+    payload: str,
+    prev_hash: str,
+    *,
+    key: bytes | None = None,
 ) -> str:
-    material = "\x1f".join((str(seq), at, actor, event, subject, payload, prev_hash))
-    return hashlib.sha256(material.encode()).hexdigest()
+    """The hash of a row; ``key`` is the row subkey (``anchor.subkey(key, "audit-row")``)."""
+    material = _material(seq, at, actor, event, subject, payload, prev_hash)
+    if key is None:
+        return hashlib.sha256(material).hexdigest()
+    return KEYED + hmac.digest(key, material, "sha256").hex()
 
 
 @dataclass(frozen=True)
@@ -35,9 +84,67 @@ class AuditRecord:
     payload: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class AuditReport:
+    """What ``verify_report`` found. ``problems`` mean tampering (or a lost protection);
+    ``warnings`` are findings a crash or an upgrade explains, worth a look but not an alarm."""
+
+    rows: int
+    last_seq: int
+    keyed_rows: int
+    key_configured: bool
+    anchor_path: Path | None
+    anchored_seq: int | None  # the highest checkpoint that matches the chain
+    problems: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+    @property
+    def intact(self) -> bool:
+        return not self.problems
+
+    @property
+    def keyed(self) -> bool:
+        """Every row carries an HMAC and the key to check it was at hand."""
+        return self.key_configured and self.rows > 0 and self.keyed_rows == self.rows
+
+
+@dataclass
+class _Commit:
+    """The rows one transaction appended, waiting for its commit to be anchored."""
+
+    thread: int
+    first: int
+    seq: int
+    hash: str
+    done: bool = False
+
+
+# Per store, the transaction appending now: several AuditLog objects may append inside one
+# transaction of the same Store, and that commit gets one checkpoint.
+_OPEN: weakref.WeakKeyDictionary[Store, _Commit] = weakref.WeakKeyDictionary()
+
+
 class AuditLog:
-    def __init__(self, store: Store) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        key: bytes | _Unset | None = _Unset.TOKEN,
+        anchor_path: str | Path | _Unset | None = _Unset.TOKEN,
+    ) -> None:
+        """``key`` defaults to ``$STRATUS_AUDIT_KEY`` (None: unkeyed). ``anchor_path``
+        defaults to ``$STRATUS_AUDIT_ANCHOR`` or ``<database>.anchor`` (none in memory);
+        None turns anchoring off for this object."""
         self.store = store
+        secret = integrity.audit_key() if isinstance(key, _Unset) else key
+        self.key_configured = secret is not None
+        self._row_key = anchor.subkey(secret, "audit-row") if secret else None
+        self._checkpoint_key = anchor.subkey(secret, "audit-checkpoint") if secret else None
+        if isinstance(anchor_path, _Unset):
+            path = anchor.default_path(store.path, memory=store.path == MEMORY)
+        else:
+            path = Path(anchor_path) if anchor_path is not None else None
+        self.anchor = anchor.AnchorFile(path, key=self._checkpoint_key) if path else None
 
     def append(
         self, *, actor: str, event: str, subject: str, payload: dict[str, Any] | None = None
@@ -46,8 +153,8 @@ class AuditLog:
         with self.store.immediate() as db:
             head = db.execute("SELECT seq, hash FROM audit_head WHERE id = 1").fetchone()
             seq, prev = (head[0] + 1, head[1]) if head else (1, GENESIS)
-            at = utc_now()
-            digest = _row_hash(seq, at, actor, event, subject, body, prev)
+            at = self.store.now()
+            digest = _row_hash(seq, at, actor, event, subject, body, prev, key=self._row_key)
             db.execute(
                 "INSERT INTO audit_log VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [seq, at, actor, event, subject, body, prev, digest],
@@ -57,7 +164,64 @@ class AuditLog:
                 "ON CONFLICT(id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash",
                 [seq, digest],
             )
+            if self.anchor is not None:
+                self._anchor_on_commit(self.anchor, seq, digest)
         return seq
+
+    def _anchor_on_commit(self, file: anchor.AnchorFile, seq: int, digest: str) -> None:
+        # Inside the transaction, under the store's lock. Rows of one transaction are
+        # consecutive and appended by one thread; a rolled-back transaction's rows are gone,
+        # so the next append does not follow them and starts a new commit.
+        me = threading.get_ident()
+        pending = _OPEN.get(self.store)
+        if pending is None or pending.done or pending.thread != me or pending.seq != seq - 1:
+            pending = _Commit(thread=me, first=seq, seq=seq, hash=digest)
+            _OPEN[self.store] = pending
+        else:
+            pending.seq, pending.hash = seq, digest
+        # One callback per append; the first to run writes the whole commit, the rest find it
+        # done. (A rollback drops the callbacks, which is what keeps rolled-back rows out.)
+        self.store.on_commit(functools.partial(self._write_checkpoint, file, pending))
+
+    def _write_checkpoint(self, file: anchor.AnchorFile, pending: _Commit) -> None:
+        if pending.done:
+            return
+        pending.done = True
+        checkpoint = anchor.Checkpoint(pending.first, pending.seq, pending.hash, self.store.now())
+        try:
+            file.write(checkpoint, create=pending.first == 1)
+        except OSError as error:
+            # The caller's state change has committed: raising now would tell it otherwise.
+            # verify reports the unanchored rows.
+            log.error(
+                "audit rows %d-%d are committed but not anchored in %s: %s",
+                pending.first,
+                pending.seq,
+                file.path,
+                error,
+            )
+
+    def adopt(self) -> anchor.Checkpoint | None:
+        """Anchor every row as it is now (rows older than anchoring, or after a lost anchor
+        file), creating the anchor file if needed. Check the log first: this vouches for
+        rows no commit anchored. Earlier checkpoints stay, so it cannot hide rows rewritten
+        or removed after they were anchored. None when the log is empty."""
+        if self.anchor is None:
+            raise AuditAnchorError("no anchor file is configured for this audit log")
+        rows = self.store.query("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1")
+        if not rows:
+            return None
+        checkpoint = anchor.Checkpoint(
+            1, rows[0]["seq"], rows[0]["hash"], self.store.now(), adopted=True
+        )
+        try:
+            self.anchor.write(checkpoint, create=True)
+        except OSError as error:
+            raise AuditAnchorError(
+                f"cannot write the anchor file {self.anchor.path}: {error}",
+                subject=str(self.anchor.path),
+            ) from error
+        return checkpoint.signed(self._checkpoint_key)
 
     def records(self, *, limit: int = 50, subject: str | None = None) -> list[AuditRecord]:
         sql = "SELECT * FROM audit_log"
@@ -76,43 +240,174 @@ class AuditLog:
         ]
 
     def verify(self) -> list[str]:
-        """Every problem found, one line each; an empty list means the chain is intact."""
-        problems: list[str] = []
-        expected_seq = 1
-        prev_hash = GENESIS
-        with self.store._lock:  # one consistent read of the whole chain
-            cursor = self.store.db.execute(
-                "SELECT seq, at, actor, event, subject, payload, prev_hash, hash "
-                "FROM audit_log ORDER BY seq"
+        """Every problem found, one line each; an empty list means the log is intact."""
+        return list(self.verify_report().problems)
+
+    def verify_report(self) -> AuditReport:
+        """The chain, the head, the keys and the anchor file, checked in one pass."""
+        chain = _ChainCheck(self._row_key)
+        with self.store._lock:  # one consistent read of the whole chain and its head
+            own = not self.store.in_transaction
+            if own:
+                self.store.db.execute("BEGIN")
+            try:
+                cursor = self.store.db.execute(
+                    "SELECT seq, at, actor, event, subject, payload, prev_hash, hash "
+                    "FROM audit_log ORDER BY seq"
+                )
+                for row in cursor:
+                    chain.add(*row)
+                head = self.store.db.execute(
+                    "SELECT seq, hash FROM audit_head WHERE id = 1"
+                ).fetchone()
+            finally:
+                if own:
+                    self.store.db.execute("ROLLBACK")
+        problems = chain.problems()
+        problems += _head_problems(head, chain.last, chain.prev_hash)
+        warnings: list[str] = []
+        anchored: int | None = None
+        unverifiable = 0
+        if self.anchor is not None:
+            result = anchor.check(
+                self.anchor.read(),
+                anchor.ChainView(
+                    hashes=chain.hashes,
+                    last=chain.last,
+                    unproven=frozenset(chain.unproven),
+                    keyed_rows=chain.keyed,
+                    later=self._rows_after,
+                ),
+                path=self.anchor.path,
+                key=self._checkpoint_key,
             )
-            for seq, at, actor, event, subject, payload, row_prev, row_hash in cursor:
-                if seq != expected_seq:
-                    missing = (
-                        f"{expected_seq}"
-                        if seq == expected_seq + 1
-                        else f"{expected_seq}-{seq - 1}"
-                    )
-                    problems.append(f"row {missing} was removed")
-                elif row_prev != prev_hash:
-                    problems.append(
-                        f"row {seq} does not follow row {seq - 1}: rows were reordered or replaced"
-                    )
-                if _row_hash(seq, at, actor, event, subject, payload, row_prev) != row_hash:
-                    problems.append(
-                        f"row {seq} was edited (its content no longer matches its hash)"
-                    )
-                expected_seq = seq + 1
-                prev_hash = row_hash
-            head = self.store.db.execute("SELECT seq, hash FROM audit_head WHERE id = 1").fetchone()
-        last = expected_seq - 1
-        if head is not None and (head[0] != last or head[1] != prev_hash):
-            if head[0] > last:
-                problems.append(f"rows {last + 1}-{head[0]} were removed from the end")
-            else:
-                problems.append(f"the log ends at row {last} but its head says row {head[0]}")
-        elif head is None and last:
-            problems.append("the audit head is missing")
-        return problems
+            problems += result.problems
+            warnings += result.warnings
+            anchored = result.anchored_seq
+            unverifiable = result.unverifiable
+        if self._row_key is None and (chain.keyed or unverifiable):
+            problems.append(
+                f"the log is keyed ({chain.keyed} rows, {unverifiable} checkpoints) but "
+                f"{integrity.KEY_ENV} is not set: their HMACs cannot be checked"
+            )
+        return AuditReport(
+            rows=chain.count,
+            last_seq=chain.last,
+            keyed_rows=chain.keyed,
+            key_configured=self.key_configured,
+            anchor_path=self.anchor.path if self.anchor else None,
+            anchored_seq=anchored,
+            problems=tuple(problems),
+            warnings=tuple(warnings),
+        )
+
+    def _rows_after(self, seq: int) -> Mapping[int, str]:
+        rows = self.store.query("SELECT seq, hash FROM audit_log WHERE seq > ?", [seq])
+        return {row["seq"]: row["hash"] for row in rows}
 
     def count(self) -> int:
         return int(self.store.query("SELECT COUNT(*) AS n FROM audit_log")[0]["n"])
+
+
+class _ChainCheck:
+    """The rows in seq order, checked one at a time; what the anchor check needs is kept."""
+
+    def __init__(self, row_key: bytes | None) -> None:
+        self.row_key = row_key
+        self.count = 0
+        self.keyed = 0
+        self.last = 0
+        self.prev_hash = GENESIS
+        self.hashes: dict[int, str] = {}
+        self.unproven: set[int] = set()  # not keyed with an HMAC valid under the key
+        self.removed: list[str] = []
+        self.misplaced: list[int] = []
+        self.edited: list[int] = []
+        self.keyed_failed = 0
+        self.downgraded: list[int] = []
+
+    def add(
+        self,
+        seq: int,
+        at: str,
+        actor: str,
+        event: str,
+        subject: str,
+        payload: str,
+        row_prev: str,
+        row_hash: str,
+    ) -> None:
+        expected = self.last + 1
+        if seq != expected:
+            missing = f"{expected}" if seq == expected + 1 else f"{expected}-{seq - 1}"
+            self.removed.append(f"row {missing} was removed")
+        elif row_prev != self.prev_hash:
+            self.misplaced.append(seq)
+        material = _material(seq, at, actor, event, subject, payload, row_prev)
+        if row_hash.startswith(KEYED):
+            self.keyed += 1
+            if self.row_key is None:
+                valid = True  # cannot tell; verify_report says so once
+                self.unproven.add(seq)
+            else:
+                valid = row_hash == KEYED + hmac.digest(self.row_key, material, "sha256").hex()
+                if not valid:
+                    self.unproven.add(seq)
+                    self.keyed_failed += 1
+        else:
+            if self.keyed:
+                self.downgraded.append(seq)
+            valid = hashlib.sha256(material).hexdigest() == row_hash
+            self.unproven.add(seq)
+        if not valid:
+            self.edited.append(seq)
+        self.count += 1
+        self.hashes[seq] = row_hash
+        self.last = seq
+        self.prev_hash = row_hash
+
+    def problems(self) -> list[str]:
+        problems = list(self.removed)
+        problems += [
+            f"row {seq} does not follow row {seq - 1}: rows were reordered or replaced"
+            for seq in self.misplaced
+        ]
+        for start, end in _ranges(self.edited):
+            if start == end:
+                problems.append(f"row {start} was edited (its content no longer matches its hash)")
+            else:
+                problems.append(
+                    f"rows {start}-{end} were edited (their content no longer matches their hash)"
+                )
+        if self.row_key is not None and self.keyed > 1 and self.keyed_failed == self.keyed:
+            problems.append(
+                f"no keyed row matches its HMAC: is {integrity.KEY_ENV} the key they were "
+                "written with?"
+            )
+        for start, end in _ranges(self.downgraded):
+            rows = f"row {start} is" if start == end else f"rows {start}-{end} are"
+            problems.append(
+                f"{rows} not keyed although earlier rows are: written without the key "
+                f"(forged, or {integrity.KEY_ENV} was unset)"
+            )
+        return problems
+
+
+def _head_problems(head: tuple[int, str] | None, last: int, last_hash: str) -> list[str]:
+    if head is not None and (head[0] != last or head[1] != last_hash):
+        if head[0] > last:
+            return [f"rows {last + 1}-{head[0]} were removed from the end"]
+        return [f"the log ends at row {last} but its head says row {head[0]}"]
+    if head is None and last:
+        return ["the audit head is missing"]
+    return []
+
+
+def _ranges(seqs: list[int]) -> list[tuple[int, int]]:
+    ranges: list[tuple[int, int]] = []
+    for seq in seqs:
+        if ranges and seq == ranges[-1][1] + 1:
+            ranges[-1] = (ranges[-1][0], seq)
+        else:
+            ranges.append((seq, seq))
+    return ranges

@@ -3,51 +3,87 @@
 WAL mode, a busy timeout, schema migrations on open, and one lock per connection so the same
 ``Store`` can be shared by threads (and by asyncio code through ``asyncio.to_thread``).
 Writes that must not interleave with another process use ``immediate()``, which takes
-SQLite's write lock up front instead of upgrading a read transaction later.
+SQLite's write lock up front instead of upgrading a read transaction later. ``immediate()``
+nests: an inner block joins the outer transaction, so a state change, its audit row, its event
+and its undo entry commit together or not at all. Work that must follow a commit (writing the
+audit anchor outside the database) is registered with ``on_commit``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import sqlite_utils
 
+from store.clock import Clock, SystemClock, stamp
+from store.errors import Remedy, StratusError
 from store.schema import MIGRATIONS
 
 MEMORY = ":memory:"
+ENV = "STRATUS_DB"
 
 
-class StoreError(Exception):
-    """The database cannot be opened or migrated; the message says why."""
+class StoreError(StratusError):
+    """The database cannot be opened, migrated, read or written; the message says why."""
+
+    code = "store"
+    default_remedy = Remedy.FIX_CONFIG
 
 
 def utc_now() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return stamp(SystemClock().now())
 
 
 def default_path() -> Path:
-    if os.environ.get("STRATUS_DB"):
-        return Path(os.environ["STRATUS_DB"])
+    """``$STRATUS_DB``, else ``<data dir>/stratus.db``. A set but empty variable is an error:
+    silently using another database would hide every record the user expects to see."""
+    if ENV in os.environ:
+        value = os.environ[ENV]
+        if not value.strip():
+            raise StoreError(
+                f"${ENV} is set but empty; set it to a database file or unset it to use the default"
+            )
+        return Path(value)
     home = os.environ.get("STRATUS_HOME") or str(
         Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "stratus"
     )
     return Path(home) / "stratus.db"
 
 
+def _explain(exc: sqlite3.Error, path: str) -> StoreError:
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        why = "it is locked by another process that holds it too long"
+        remedy = Remedy.RETRY
+    elif "readonly" in text or "read-only" in text:
+        why = "it is read-only for this user"
+        remedy = Remedy.FIX_CONFIG
+    elif "disk is full" in text or "disk I/O" in text:
+        why = "the disk is full or failing"
+        remedy = Remedy.FIX_CONFIG
+    elif "not a database" in text or "malformed" in text:
+        why = "the file is not a Stratus database (or it is corrupt)"
+        remedy = Remedy.FIX_CONFIG
+    else:
+        why = text
+        remedy = Remedy.FIX_CONFIG
+    return StoreError(f"the database {path} cannot be used: {why} ({text})", remedy=remedy)
+
+
 class Store:
-    def __init__(self, path: str | Path | None = None) -> None:
+    def __init__(self, path: str | Path | None = None, *, clock: Clock | None = None) -> None:
         target = str(path if path is not None else default_path())
         self.path = target
-        if target != MEMORY:
-            Path(target).parent.mkdir(parents=True, exist_ok=True)
+        self.clock: Clock = clock or SystemClock()
         try:
+            if target != MEMORY:
+                Path(target).parent.mkdir(parents=True, exist_ok=True)
             connection = sqlite3.connect(
                 target, check_same_thread=False, timeout=30.0, isolation_level=None
             )
@@ -55,11 +91,18 @@ class Store:
             if target != MEMORY:
                 connection.execute("PRAGMA journal_mode = WAL")
             connection.execute("PRAGMA foreign_keys = ON")
-        except sqlite3.Error as exc:
+        except OSError as exc:
             raise StoreError(f"cannot open the database {target}: {exc}") from exc
+        except sqlite3.Error as exc:
+            raise _explain(exc, target) from exc
         self.db = sqlite_utils.Database(connection)
         self._lock = threading.RLock()
+        self._depth = 0
+        self._after_commit: list[Callable[[], None]] = []
         self._migrate()
+
+    def now(self) -> str:
+        return stamp(self.clock.now())
 
     def _migrate(self) -> None:
         with self.immediate() as db:
@@ -73,28 +116,67 @@ class Store:
                     continue
                 for statement in _statements(script):
                     db.execute(statement)
-                db.execute("INSERT INTO schema_migrations VALUES (?, ?)", [version, utc_now()])
+                db.execute("INSERT INTO schema_migrations VALUES (?, ?)", [version, self.now()])
 
     @property
     def schema_version(self) -> int:
         row = self.db.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
         return int(row[0] or 0)
 
+    @property
+    def in_transaction(self) -> bool:
+        return self._depth > 0
+
     @contextlib.contextmanager
     def immediate(self) -> Iterator[sqlite_utils.Database]:
-        """A write transaction that holds SQLite's write lock from its first statement."""
+        """A write transaction that holds SQLite's write lock from its first statement.
+
+        Nested blocks join the outermost transaction; only the outermost commits."""
         with self._lock:
-            self.db.execute("BEGIN IMMEDIATE")
+            outermost = self._depth == 0
+            if outermost:
+                try:
+                    self.db.execute("BEGIN IMMEDIATE")
+                except sqlite3.Error as exc:
+                    raise _explain(exc, self.path) from exc
+            self._depth += 1
             try:
                 yield self.db
             except BaseException:
-                self.db.execute("ROLLBACK")
+                self._depth -= 1
+                if outermost:
+                    self._after_commit.clear()
+                    with contextlib.suppress(sqlite3.Error):
+                        self.db.execute("ROLLBACK")
                 raise
-            self.db.execute("COMMIT")
+            self._depth -= 1
+            if not outermost:
+                return
+            try:
+                self.db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._after_commit.clear()
+                with contextlib.suppress(sqlite3.Error):
+                    self.db.execute("ROLLBACK")
+                raise _explain(exc, self.path) from exc
+            callbacks, self._after_commit = self._after_commit, []
+        for callback in callbacks:
+            callback()
+
+    def on_commit(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` after the current transaction commits (at once outside one)."""
+        with self._lock:
+            if self._depth:
+                self._after_commit.append(callback)
+                return
+        callback()
 
     def query(self, sql: str, params: list[Any] | tuple[Any, ...] = ()) -> list[dict[str, Any]]:
         with self._lock:
-            return list(self.db.query(sql, params))
+            try:
+                return list(self.db.query(sql, params))
+            except sqlite3.OperationalError as exc:
+                raise _explain(exc, self.path) from exc
 
     def close(self) -> None:
         with self._lock:

@@ -6,7 +6,9 @@ A lease expires on its own, so a crashed holder does not block a resource foreve
 from __future__ import annotations
 
 import os
+import socket
 import time
+import uuid
 from dataclasses import dataclass
 
 from store.db import Store
@@ -19,13 +21,35 @@ class LockHolder:
     expires_at: float
 
 
+def holder_name(actor: str) -> str:
+    """A holder id that names the actor, this host and this process (``actor@host:pid/…``)."""
+    return f"{actor}@{socket.gethostname()}:{os.getpid()}/{uuid.uuid4().hex[:8]}"
+
+
+def holder_alive(holder: str, host: str | None = None) -> bool | None:
+    """Whether the process behind a holder id still runs: True, False, or None when it ran on
+    another host (only its lease's expiry can tell then)."""
+    _, _, place = holder.rpartition("@")
+    holder_host, _, rest = place.partition(":")
+    pid = rest.split("/", 1)[0]
+    if holder_host != (host or socket.gethostname()) or not pid.isdigit():
+        return None
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # alive, owned by another user
+    return True
+
+
 class LeaseLocks:
     def __init__(self, store: Store) -> None:
         self.store = store
 
     def try_acquire(self, resource: str, holder: str, ttl: float) -> LockHolder | None:
         """Take the lease, or return who holds it. Re-entrant for the same holder."""
-        now = time.time()
+        now = self.store.clock.now().timestamp()
         with self.store.immediate() as db:
             row = db.execute(
                 "SELECT holder, expires_at FROM locks WHERE resource = ?", [resource]
@@ -55,28 +79,28 @@ class LeaseLocks:
         with self.store.immediate() as db:
             db.execute("DELETE FROM locks WHERE resource = ? AND holder = ?", [resource, holder])
 
-    def release_dead(self, host: str) -> list[str]:
+    def release_dead(self, host: str | None = None) -> list[str]:
         """Release leases whose holder (``actor@host:pid/…``) was a process on this host that
         no longer runs, so a crash does not block a resource until its lease expires."""
         released = []
         for row in self.store.query("SELECT resource, holder FROM locks"):
-            _, _, place = row["holder"].rpartition("@")
-            holder_host, _, rest = place.partition(":")
-            pid = rest.split("/", 1)[0]
-            if holder_host != host or not pid.isdigit():
-                continue
-            try:
-                os.kill(int(pid), 0)
-            except ProcessLookupError:
+            if holder_alive(row["holder"], host) is False:
                 self.release(row["resource"], row["holder"])
                 released.append(row["resource"])
-            except PermissionError:
-                continue  # alive, owned by someone else
         return released
+
+    def held_by(self, holder: str) -> list[LockHolder]:
+        """Unexpired leases of one holder."""
+        rows = self.store.query(
+            "SELECT * FROM locks WHERE holder = ? AND expires_at > ?",
+            [holder, self.store.clock.now().timestamp()],
+        )
+        return [LockHolder(r["resource"], r["holder"], r["expires_at"]) for r in rows]
 
     def holder_of(self, resource: str) -> LockHolder | None:
         rows = self.store.query(
-            "SELECT * FROM locks WHERE resource = ? AND expires_at > ?", [resource, time.time()]
+            "SELECT * FROM locks WHERE resource = ? AND expires_at > ?",
+            [resource, self.store.clock.now().timestamp()],
         )
         return (
             LockHolder(rows[0]["resource"], rows[0]["holder"], rows[0]["expires_at"])

@@ -13,10 +13,11 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from store.db import Store, utc_now
+from store import integrity
+from store.db import Store
 
 PENDING, APPLIED, ABORTED, FAILED = "pending", "applied", "aborted", "failed"
-ACTIVE, UNDONE, NO_INVERSE = "active", "undone", "no_inverse"
+ACTIVE, UNDONE, NO_INVERSE, DROPPED = "active", "undone", "no_inverse", "dropped"
 
 
 def new_id(prefix: str) -> str:
@@ -45,10 +46,52 @@ class Execution:
     error: str | None
     inverse_of: str | None
     created_at: str
+    proposal_id: str | None = None
+    owner: str | None = None
+    before_digest: str | None = None
 
     @property
     def target(self) -> str:
         return f"{self.kind.lower()}/{self.name} in {self.namespace or 'the cluster'}"
+
+    def integrity_material(self) -> dict[str, Any]:
+        """What the stored digest covers: the object it names and the images undo restores."""
+        return record_material(
+            operation=self.operation,
+            api_version=self.api_version,
+            kind=self.kind,
+            namespace=self.namespace,
+            name=self.name,
+            before_image=self.before_image,
+            planned_after=self.planned_after,
+        )
+
+    def intact(self) -> bool:
+        """False when the before-image, after-image or target were edited since recorded."""
+        return bool(self.before_digest) and integrity.matches(
+            self.integrity_material(), self.before_digest or ""
+        )
+
+
+def record_material(
+    *,
+    operation: str,
+    api_version: str,
+    kind: str,
+    namespace: str,
+    name: str,
+    before_image: dict[str, Any] | None,
+    planned_after: dict[str, Any] | None,
+) -> dict[str, Any]:
+    return {
+        "operation": operation,
+        "apiVersion": api_version,
+        "kind": kind,
+        "namespace": namespace,
+        "name": name,
+        "before": before_image,
+        "after": planned_after,
+    }
 
 
 @dataclass(frozen=True)
@@ -89,6 +132,9 @@ def _execution(row: dict[str, Any]) -> Execution:
         error=row["error"],
         inverse_of=row["inverse_of"],
         created_at=row["created_at"],
+        proposal_id=row.get("proposal_id"),
+        owner=row.get("owner"),
+        before_digest=row.get("before_digest"),
     )
 
 
@@ -110,21 +156,35 @@ class ExecutionLog:
         planned_after: dict[str, Any] | None,
         diff: str,
         intent: str,
+        owner: str | None = None,
+        proposal_id: str | None = None,
         incident_id: str | None = None,
         transaction_id: str | None = None,
         inverse_of: str | None = None,
     ) -> str:
-        """The write-ahead record, stored before the write is sent."""
+        """The write-ahead record, stored before the write is sent. ``owner`` names the
+        process that sends it: nobody else resolves it while that process lives."""
         execution_id = new_id("ex")
-        now = utc_now()
+        now = self.store.now()
         before_rv = (before_image or {}).get("metadata", {}).get("resourceVersion")
+        sealed = integrity.digest(
+            record_material(
+                operation=operation,
+                api_version=api_version,
+                kind=kind,
+                namespace=namespace,
+                name=name,
+                before_image=before_image,
+                planned_after=planned_after,
+            )
+        )
         with self.store.immediate() as db:
             db.table("executions").insert(
                 {
                     "id": execution_id,
                     "incident_id": incident_id,
                     "transaction_id": transaction_id,
-                    "proposal_id": None,
+                    "proposal_id": proposal_id,
                     "action": action,
                     "operation": operation,
                     "api_version": api_version,
@@ -143,6 +203,8 @@ class ExecutionLog:
                     "inverse_of": inverse_of,
                     "created_at": now,
                     "updated_at": now,
+                    "owner": owner,
+                    "before_digest": sealed,
                 }
             )
         return execution_id
@@ -153,8 +215,9 @@ class ExecutionLog:
         """Applied, and — unless it is itself an undo — pushed on the undo stack, atomically.
 
         Returns the undo entry's id (None for an undo, whose entry is marked undone instead).
+        Joins the caller's transaction, so callers can commit their own rows with it.
         """
-        now = utc_now()
+        now = self.store.now()
         with self.store.immediate() as db:
             row = db.execute(
                 "SELECT state, inverse_of, incident_id, transaction_id, actor FROM "
@@ -199,12 +262,28 @@ class ExecutionLog:
             db.execute(
                 "UPDATE executions SET state = ?, error = ?, updated_at = ? "
                 "WHERE id = ? AND state = ?",
-                [state, error, utc_now(), execution_id, PENDING],
+                [state, error, self.store.now(), execution_id, PENDING],
+            )
+
+    def orphan(self, execution_id: str, error: str) -> None:
+        """The writer cannot tell whether its write landed: leave it pending for recovery
+        (which reads the object) and give up ownership, so any process may resolve it."""
+        with self.store.immediate() as db:
+            db.execute(
+                "UPDATE executions SET owner = NULL, error = ?, updated_at = ? "
+                "WHERE id = ? AND state = ?",
+                [error, self.store.now(), execution_id, PENDING],
             )
 
     def get(self, execution_id: str) -> Execution | None:
         rows = self.store.query("SELECT * FROM executions WHERE id = ?", [execution_id])
         return _execution(rows[0]) if rows else None
+
+    def by_proposal(self, proposal_id: str) -> list[Execution]:
+        rows = self.store.query(
+            "SELECT * FROM executions WHERE proposal_id = ? ORDER BY created_at", [proposal_id]
+        )
+        return [_execution(r) for r in rows]
 
     def pending(self) -> list[Execution]:
         rows = self.store.query(
@@ -258,13 +337,31 @@ class UndoEntries:
     def all(self, *, limit: int = 100) -> list[UndoEntry]:
         return self._query("1 = 1", [])[:limit]
 
+    def newest(self, *, incident_id: str | None = None) -> UndoEntry | None:
+        """The most recent write on the stack, whatever its state: "undo the last write"
+        names one write, so two people who ask at once ask for the same one."""
+        where, params = "u.state != ?", [NO_INVERSE]
+        if incident_id:
+            where += " AND u.incident_id = ?"
+            params.append(incident_id)
+        found = self._query(where, params)
+        return found[0] if found else None
+
     def mark_undone(self, entry_id: str, by: str) -> bool:
         """Compare-and-set: True only for the caller that moved it from active to undone."""
+        return self._move(entry_id, UNDONE, by)
+
+    def drop(self, entry_id: str, by: str) -> bool:
+        """Take an entry off the stack without undoing it (its object was deleted and
+        re-created, say): compare-and-set from active."""
+        return self._move(entry_id, DROPPED, by)
+
+    def _move(self, entry_id: str, state: str, by: str) -> bool:
         with self.store.immediate() as db:
             cursor = db.execute(
                 "UPDATE undo_entries SET state = ?, undone_at = ?, undone_by = ?,"
                 " last_error = NULL WHERE id = ? AND state = ?",
-                [UNDONE, utc_now(), by, entry_id, ACTIVE],
+                [state, self.store.now(), by, entry_id, ACTIVE],
             )
             return bool(cursor.rowcount)
 

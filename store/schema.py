@@ -62,4 +62,27 @@ MIGRATIONS: list[tuple[int, str]] = [
         BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END;
         """,
     ),
+    (
+        2,
+        """
+        ALTER TABLE proposals ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE proposals ADD COLUMN requester TEXT;
+        ALTER TABLE proposals ADD COLUMN body TEXT;
+        UPDATE proposals SET state = 'expired' WHERE body IS NULL AND state = 'awaiting_approval';
+        CREATE INDEX proposals_state ON proposals(state, created_at);
+        CREATE INDEX proposals_incident ON proposals(incident_id, created_at);
+        ALTER TABLE executions ADD COLUMN owner TEXT;
+        ALTER TABLE executions ADD COLUMN before_digest TEXT;
+        CREATE TABLE events (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, stream TEXT NOT NULL,
+            subject TEXT NOT NULL, type TEXT NOT NULL, version INTEGER NOT NULL,
+            payload TEXT NOT NULL
+        );
+        CREATE INDEX events_subject ON events(stream, subject, seq);
+        CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+        BEGIN SELECT RAISE(ABORT, 'the event stream is append-only'); END;
+        CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+        BEGIN SELECT RAISE(ABORT, 'the event stream is append-only'); END;
+        """,
+    ),
 ]

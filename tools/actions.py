@@ -25,7 +25,7 @@ REVISION = "deployment.kubernetes.io/revision"
 
 
 @dataclass(frozen=True)
-class Plan:
+class WritePlan:
     """What a write will do: the object before, the object to write (None: delete), the diff."""
 
     operation: str  # replace, create or delete
@@ -46,6 +46,7 @@ class Action(BaseModel):
     risk: ClassVar[Risk] = "medium"
     reversible: ClassVar[bool] = True
     operation: ClassVar[str] = "replace"
+    example: ClassVar[str] = ""
 
     kind: str
     target: str = Field(description="the object's name")
@@ -72,13 +73,13 @@ class Action(BaseModel):
         """(apiVersion, kind) of objects the plan also needs, listed by the target's selector."""
         return None
 
-    def plan(self, current: dict[str, Any], related: list[dict[str, Any]] | None = None) -> Plan:
+    def plan(self, current: dict[str, Any], related: list[dict[str, Any]] | None = None) -> WritePlan:
         label = f"{self.kind.lower()}/{self.target}"
         if self.operation == "delete":
-            return Plan("delete", current, None, yaml_diff(current, None, label=label))
+            return WritePlan("delete", current, None, yaml_diff(current, None, label=label))
         after = copy.deepcopy(current)
         self.mutate(after, related or [])
-        return Plan("replace", current, after, yaml_diff(current, after, label=label))
+        return WritePlan("replace", current, after, yaml_diff(current, after, label=label))
 
 
 # ------------------------------------------------------------------ helpers
@@ -112,6 +113,7 @@ def _container(obj: dict[str, Any], name: str | None) -> dict[str, Any]:
 
 class Scale(Action):
     name = "scale"
+    example = "deployment/web replicas=3"
     kinds = ("Deployment", "StatefulSet")
     replicas: int = Field(ge=0, le=1000)
 
@@ -129,6 +131,7 @@ class Scale(Action):
 
 class RolloutRestart(Action):
     name = "rollout-restart"
+    example = "deployment/web"
     kinds = WORKLOADS
     risk = "low"
     restarted_at: str = Field(description="the timestamp stamped on the pod template")
@@ -143,6 +146,7 @@ class RolloutRestart(Action):
 
 class RolloutUndo(Action):
     name = "rollout-undo"
+    example = "deployment/web to-revision=2"
     kinds = ("Deployment",)
     to_revision: int | None = Field(default=None, ge=1)
 
@@ -186,6 +190,7 @@ class RolloutUndo(Action):
 
 class SetImage(Action):
     name = "set-image"
+    example = "deployment/web image=nginx:1.27 container=web"
     kinds = WORKLOADS
     image: str = Field(min_length=1)
     container: str | None = None
@@ -203,6 +208,7 @@ class SetImage(Action):
 
 class SetEnv(Action):
     name = "set-env"
+    example = "deployment/web variable=LOG_LEVEL value=debug   (omit value= to remove it)"
     kinds = WORKLOADS
     variable: str = Field(min_length=1, pattern=r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
     value: str | None = Field(default=None, description="None removes the variable")
@@ -244,6 +250,7 @@ class SetEnv(Action):
 
 class SetResources(Action):
     name = "set-resources"
+    example = "deployment/web limits=memory=256Mi requests=cpu=100m,memory=128Mi"
     kinds = WORKLOADS
     container: str | None = None
     requests: dict[str, str | None] = Field(default_factory=dict)
@@ -286,6 +293,7 @@ class SetResources(Action):
 
 class SetCommand(Action):
     name = "set-command"
+    example = 'deployment/web command=\'["/bin/app","--serve"]\''
     kinds = WORKLOADS
     risk = "high"
     container: str | None = None
@@ -311,6 +319,7 @@ class SetCommand(Action):
 
 class SetNodeSelector(Action):
     name = "set-node-selector"
+    example = "deployment/web node-selector=disktype=ssd   (omit to remove it)"
     kinds = WORKLOADS
     node_selector: dict[str, str] | None = Field(
         default=None, description="None removes the nodeSelector"
@@ -340,6 +349,7 @@ class SetNodeSelector(Action):
 
 class PatchService(Action):
     name = "patch-service"
+    example = "service/web target-port=8080"
     kinds = ("Service",)
     port_index: int = Field(default=0, ge=0, description="which entry of spec.ports")
     target_port: int | str | None = None
@@ -377,6 +387,7 @@ class PatchService(Action):
 
 class PatchConfigMapKey(Action):
     name = "patch-configmap-key"
+    example = "configmap/web key=LOG_LEVEL value=info"
     kinds = ("ConfigMap",)
     key: str = Field(min_length=1, pattern=r"^[-._a-zA-Z0-9]+$")
     value: str | None = Field(default=None, description="None removes the key")
@@ -400,6 +411,7 @@ class PatchConfigMapKey(Action):
 
 class PatchHpa(Action):
     name = "patch-hpa"
+    example = "hpa/web min-replicas=2 max-replicas=10"
     kinds = ("HorizontalPodAutoscaler",)
     min_replicas: int | None = Field(default=None, ge=1)
     max_replicas: int | None = Field(default=None, ge=1)
@@ -427,6 +439,7 @@ class PatchHpa(Action):
 
 class Cordon(Action):
     name = "cordon"
+    example = "node/node-1"
     kinds = ("Node",)
 
     def intent(self, current: dict[str, Any]) -> str:
@@ -438,6 +451,7 @@ class Cordon(Action):
 
 class Uncordon(Action):
     name = "uncordon"
+    example = "node/node-1"
     kinds = ("Node",)
     risk = "low"
 
@@ -452,6 +466,7 @@ class DeletePod(Action):
     """Only pods a controller will replace: the controller is the inverse."""
 
     name = "delete-pod"
+    example = "pod/web-5d8f7c9b4-abcde"
     kinds = ("Pod",)
     risk = "low"
     reversible = False  # the controller makes a new pod; this one (and its state) is gone
@@ -467,7 +482,7 @@ class DeletePod(Action):
             "replaces it"
         )
 
-    def plan(self, current: dict[str, Any], related: list[dict[str, Any]] | None = None) -> Plan:
+    def plan(self, current: dict[str, Any], related: list[dict[str, Any]] | None = None) -> WritePlan:
         if not any(o.get("controller") for o in current["metadata"].get("ownerReferences") or []):
             raise Invalid(
                 f"pod/{self.target} is not owned by a controller: deleting it would "
@@ -478,6 +493,7 @@ class DeletePod(Action):
 
 class DeleteNetworkPolicy(Action):
     name = "delete-networkpolicy"
+    example = "networkpolicy/deny-all"
     kinds = ("NetworkPolicy",)
     risk = "high"
     operation = "delete"
@@ -516,9 +532,16 @@ def build(name: str, params: dict[str, Any]) -> Action:
     if "kind" not in params:
         params = {**params, "kind": cls.kinds[0]}
     try:
-        return cls.model_validate(params)
+        action = cls.model_validate(params)
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc']) or 'action'}: {e['msg']}" for e in exc.errors()
         )
         raise Invalid(f"{name}: {problems}") from exc
+    action.ref()  # the target's kind, name and namespace are valid before anything else
+    return action
+
+# Undoing an earlier write is decided by policy as an action of its own, so a rule about
+# ``scale`` (a freeze, say) does not block undoing a scale unless a rule names ``undo`` too.
+UNDO = "undo"
+POLICY_ACTIONS: tuple[str, ...] = (*CATALOG, UNDO)

@@ -1,46 +1,78 @@
 """The executor: the one path by which a write reaches the cluster.
 
-For one write: scope check → lock → read and plan (pure) → server dry-run → write-ahead record
-(before-image and planned after-image stored first) → the write, with the observed
-resourceVersion (a 409 re-plans once against the fresh object) → record the written version
-and push the undo entry, atomically → audit → release the lock. A crash at any step leaves a
-record that ``reconcile`` resolves at start-up: never an applied write without an undo entry.
+For one write: scope check → lock → read and plan (pure) → the caller's guard (is this still
+the plan that was approved?) → server dry-run → write-ahead record (before-image and planned
+after-image stored first, with the owning process) → the write, with the observed
+resourceVersion → in ONE transaction: the execution marked applied, its undo entry, its audit
+row and whatever the caller records with it → release the lock.
+
+A write whose answer was lost is never retried blindly: the executor reads the object to tell
+whether it landed, and if it cannot tell, leaves the record pending for recovery. Recovery
+(``reconcile``) only touches records whose owning process is gone, so a slow write in another
+process is never declared "not applied" while it is still in flight.
 """
 
 from __future__ import annotations
 
-import os
 import socket
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from store.audit import AuditLog
 from store.db import Store
-from store.locks import LeaseLocks
-from store.records import ABORTED, FAILED, ExecutionLog
+from store.locks import LeaseLocks, holder_alive, holder_name
+from store.records import ABORTED, FAILED, Execution, ExecutionLog
 from tools import crashpoints, errors
-from tools.actions import CATALOG, Action, Plan
+from tools.actions import CATALOG, Action, WritePlan
 from tools.k8s import KubeClient
-from tools.objects import ObjectRef, normalized
+from tools.objects import ObjectRef, normalized, same_object
 from tools.scope import WriteScope
 
 IRREVERSIBLE = {name for name, cls in CATALOG.items() if not cls.reversible}
-Planner = Callable[[dict[str, Any] | None], Plan]
+PlanFunction = Callable[[dict[str, Any] | None], WritePlan]
+# Called under the lock with the fresh plan, before anything is written; raises to stop.
+Guard = Callable[[WritePlan, dict[str, Any] | None], None]
 
 
 @dataclass(frozen=True)
-class Outcome:
+class AppliedWrite:
+    """A write that landed, as recorded; handed to ``on_applied`` inside its transaction."""
+
+    execution_id: str
+    undo_id: str | None
+    plan: WritePlan
+    written: dict[str, Any] | None
+    verdict: str = "applied"  # or "possibly applied" when recovery cannot be sure
+
+
+@dataclass(frozen=True)
+class WriteOutcome:
     """What the executor did; ``execution_id`` and ``undo_id`` are None for previews."""
 
     ref: ObjectRef
     intent: str
-    plan: Plan
+    plan: WritePlan
     applied: bool
     execution_id: str | None = None
     undo_id: str | None = None
     written: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What recovery decided about one interrupted execution."""
+
+    execution: Execution
+    verdict: str  # applied, possibly applied, not applied, cannot tell yet, still running
+    undo_id: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.execution.id} ({self.execution.intent}): {self.verdict}"
+
+
+OnApplied = Callable[[AppliedWrite], None]
+OnResolved = Callable[[Resolution], None]
 
 
 class Executor:
@@ -64,43 +96,33 @@ class Executor:
 
     # ------------------------------------------------------------ actions
 
-    def preview(self, action: Action) -> Outcome:
-        """Plan and server-dry-run an action without writing or recording anything."""
+    def plan(self, action: Action) -> tuple[dict[str, Any], WritePlan]:
+        """Read the target and plan the action (pure), without writing anything."""
         ref = action.ref()
         self.scope.check(ref)
         current = self.kube.get(ref)
-        plan = action.plan(current, self._related(action, current))
-        self._dry_run(plan)
-        return Outcome(ref, action.intent(current), plan, applied=False)
+        return current, action.plan(current, self.related(action, current))
 
-    def execute(
-        self,
-        action: Action,
-        *,
-        actor: str,
-        incident_id: str | None = None,
-        transaction_id: str | None = None,
-    ) -> Outcome:
-        intent_holder: list[str] = []
+    def preview(self, action: Action, *, attempts: int = 3) -> tuple[dict[str, Any], WritePlan]:
+        """WritePlan and server-dry-run an action. An object that moves between the read and the
+        dry-run is read again (a busy deployment's status changes all the time)."""
+        for attempt in range(1, attempts + 1):
+            current, plan = self.plan(action)
+            try:
+                if plan.changes_anything:
+                    self.dry_run(plan)
+            except errors.Conflict as conflict:
+                if attempt == attempts:
+                    raise errors.Conflict(
+                        f"{action.ref()} kept changing while Stratus previewed the change "
+                        f"({attempts} reads); nothing was written",
+                        subject=str(action.ref()),
+                    ) from conflict
+                continue
+            return current, plan
+        raise AssertionError("unreachable")
 
-        def planner(current: dict[str, Any] | None) -> Plan:
-            if current is None:
-                raise errors.NotFound(f"{action.ref()}: not found")
-            intent_holder[:] = [action.intent(current)]
-            return action.plan(current, self._related(action, current))
-
-        return self.run(
-            action.ref(),
-            planner,
-            action=action.name,
-            actor=actor,
-            intent=lambda: intent_holder[0],
-            incident_id=incident_id,
-            transaction_id=transaction_id,
-            needs_inverse=action.reversible,
-        )
-
-    def _related(self, action: Action, current: dict[str, Any]) -> list[dict[str, Any]]:
+    def related(self, action: Action, current: dict[str, Any]) -> list[dict[str, Any]]:
         wanted = action.related()
         if wanted is None:
             return []
@@ -110,42 +132,56 @@ class Executor:
             wanted[0], wanted[1], namespace=action.ref().namespace, label_selector=selector or None
         )
 
+    def action_planner(self, action: Action) -> PlanFunction:
+        def planner(current: dict[str, Any] | None) -> WritePlan:
+            if current is None:
+                raise errors.NotFound(f"{action.ref()}: not found", subject=str(action.ref()))
+            return action.plan(current, self.related(action, current))
+
+        return planner
+
     # ------------------------------------------------------------ the write path
 
     def run(
         self,
         ref: ObjectRef,
-        planner: Planner,
+        planner: PlanFunction,
         *,
         action: str,
         actor: str,
-        intent: Callable[[], str],
+        intent: str,
+        guard: Guard | None = None,
+        on_applied: OnApplied | None = None,
+        proposal_id: str | None = None,
         incident_id: str | None = None,
         transaction_id: str | None = None,
         inverse_of: str | None = None,
         needs_inverse: bool = True,
-    ) -> Outcome:
-        """Plan against the object read under the lock, then write it through every step."""
+    ) -> WriteOutcome:
+        """WritePlan against the object read under the lock, check the guard, then write it."""
         self.scope.check(ref)
-        holder = f"{actor}@{socket.gethostname()}:{os.getpid()}/{uuid.uuid4().hex[:8]}"
+        holder = holder_name(actor)
         blocker = self.locks.acquire(ref.key, holder, ttl=self.lock_ttl, wait=self.lock_wait)
         if blocker is not None:
             who = blocker.holder.rpartition("@")[0] or blocker.holder.split("/")[0]
-            raise errors.LockHeld(f"{ref} is being changed by {who}; try again when it is done")
+            raise errors.LockHeld(
+                f"{ref} is being changed by {who}; try again when it is done", subject=str(ref)
+            )
         crashpoints.reached("locked")
         try:
             for attempt in (1, 2):
-                plan = planner(self.kube.find(ref))
+                current = self.kube.find(ref)
+                plan = planner(current)
+                _check_identity(plan, ref)
+                if guard is not None:
+                    guard(plan, current)
                 if not plan.changes_anything:
-                    return Outcome(ref, intent(), plan, applied=False)
+                    return WriteOutcome(ref, intent, plan, applied=False)
                 try:
-                    self._dry_run(plan)
+                    self.dry_run(plan)
                 except errors.Conflict as conflict:
                     if attempt == 2:
-                        raise errors.Conflict(
-                            f"{ref} keeps changing under Stratus: it changed again after a "
-                            "fresh read; nothing was written"
-                        ) from conflict
+                        raise _keeps_changing(ref) from conflict
                     continue
                 crashpoints.reached("dry-run")
                 execution_id = self.executions.begin(
@@ -159,12 +195,16 @@ class Executor:
                     before_image=plan.before,
                     planned_after=plan.after,
                     diff=plan.diff,
-                    intent=intent(),
+                    intent=intent,
+                    owner=holder,
+                    proposal_id=proposal_id,
                     incident_id=incident_id,
                     transaction_id=transaction_id,
                     inverse_of=inverse_of,
                 )
                 crashpoints.reached("write-ahead")
+                # The lease must outlive the write: renew it just before sending.
+                self.locks.try_acquire(ref.key, holder, self.lock_ttl)
                 try:
                     written = self._write(plan)
                 except errors.Conflict as conflict:
@@ -172,38 +212,29 @@ class Executor:
                         execution_id, ABORTED, "conflict: the object changed before the write"
                     )
                     if attempt == 2:
-                        raise errors.Conflict(
-                            f"{ref} keeps changing under Stratus: it changed "
-                            "again after a fresh read; nothing was written"
-                        ) from conflict
+                        raise _keeps_changing(ref) from conflict
                     continue
+                except errors.Unavailable as lost:
+                    written = self._settle_lost_write(execution_id, ref, plan, lost)
                 except errors.ToolError as error:
                     self.executions.finish(execution_id, FAILED, error.message)
                     raise
                 crashpoints.reached("written")
-                written_rv = (written or {}).get("metadata", {}).get("resourceVersion")
-                undo_id = self.executions.mark_applied(
-                    execution_id, written_rv, needs_inverse=needs_inverse
+                undo_id = self._record(
+                    AppliedWrite(execution_id, None, plan, written),
+                    ref=ref,
+                    actor=actor,
+                    action=action,
+                    intent=intent,
+                    incident_id=incident_id,
+                    inverse_of=inverse_of,
+                    needs_inverse=needs_inverse,
+                    on_applied=on_applied,
                 )
                 crashpoints.reached("recorded")
-                self.audit.append(
-                    actor=actor,
-                    event="undo" if inverse_of else "write",
-                    subject=str(ref),
-                    payload={
-                        "execution": execution_id,
-                        "action": action,
-                        "intent": intent(),
-                        "operation": plan.operation,
-                        "undo_entry": undo_id,
-                        "inverse_of": inverse_of,
-                        "incident": incident_id,
-                        "diff": plan.diff,
-                    },
-                )
-                return Outcome(
+                return WriteOutcome(
                     ref,
-                    intent(),
+                    intent,
                     plan,
                     applied=True,
                     execution_id=execution_id,
@@ -214,10 +245,94 @@ class Executor:
         finally:
             self.locks.release(ref.key, holder)
 
-    def _dry_run(self, plan: Plan) -> None:
+    def _record(
+        self,
+        applied: AppliedWrite,
+        *,
+        ref: ObjectRef,
+        actor: str,
+        action: str,
+        intent: str,
+        incident_id: str | None,
+        inverse_of: str | None,
+        needs_inverse: bool,
+        on_applied: OnApplied | None,
+    ) -> str | None:
+        """The write's record, its undo entry, its audit row and the caller's own rows: one
+        transaction, so none of them can exist without the others."""
+        written_rv = (applied.written or {}).get("metadata", {}).get("resourceVersion")
+        execution = self.executions.get(applied.execution_id)
+        with self.store.immediate():
+            undo_id = self.executions.mark_applied(
+                applied.execution_id,
+                written_rv if applied.verdict == "applied" else None,
+                needs_inverse=needs_inverse,
+            )
+            self.audit.append(
+                actor=actor,
+                event="undo" if inverse_of else "write",
+                subject=str(ref),
+                payload={
+                    "execution": applied.execution_id,
+                    "action": action,
+                    "intent": intent,
+                    "operation": applied.plan.operation,
+                    "undo_entry": undo_id,
+                    "inverse_of": inverse_of,
+                    "incident": incident_id,
+                    "diff": applied.plan.diff,
+                    "verdict": applied.verdict,
+                    "record_digest": execution.before_digest if execution else None,
+                },
+            )
+            if on_applied is not None:
+                on_applied(
+                    AppliedWrite(
+                        applied.execution_id,
+                        undo_id,
+                        applied.plan,
+                        applied.written,
+                        applied.verdict,
+                    )
+                )
+        return undo_id
+
+    def _settle_lost_write(
+        self, execution_id: str, ref: ObjectRef, plan: WritePlan, lost: errors.Unavailable
+    ) -> dict[str, Any] | None:
+        """The write was sent and its answer lost. Read the object to tell whether it landed;
+        if that cannot be told, leave the record pending for recovery and say so."""
+        try:
+            current = self.kube.find(ref)
+        except errors.ToolError:
+            current = None
+            verdict = "cannot tell"
+        else:
+            verdict = was_applied(plan.operation, current, plan.before, plan.after)
+        if verdict == "yes":
+            return current
+        if verdict == "":
+            self.executions.finish(
+                execution_id, ABORTED, f"not applied: the API server failed ({lost.message})"
+            )
+            raise errors.Unavailable(
+                f"{ref}: the API server failed and the change did not land; nothing was "
+                f"written ({lost.message})",
+                subject=str(ref),
+            ) from lost
+        self.executions.orphan(execution_id, f"outcome unknown: {lost.message}")
+        raise errors.OutcomeUnknown(
+            f"{ref}: the answer to the write was lost and the object cannot confirm it "
+            f"({lost.message}); the record {execution_id} stays pending until recovery "
+            "reads the object",
+            subject=str(ref),
+            details={"execution": execution_id},
+        ) from lost
+
+    def dry_run(self, plan: WritePlan) -> None:
         self._write(plan, dry_run=True)
 
-    def _write(self, plan: Plan, *, dry_run: bool = False) -> dict[str, Any] | None:
+    def _write(self, plan: WritePlan, *, dry_run: bool = False) -> dict[str, Any] | None:
         if plan.operation == "replace":
             assert plan.after is not None
             return self.kube.replace(plan.after, dry_run=dry_run)
@@ -232,69 +347,133 @@ class Executor:
 
     # ------------------------------------------------------------ crash recovery
 
-    def reconcile(self, actor: str = "stratus-reconciler") -> list[str]:
-        """Resolve executions a crash left pending: was the write applied or not?"""
-        resolved = [
-            f"released the lock on {r} held by a process that died"
-            for r in self.locks.release_dead(socket.gethostname())
-        ]
+    def reconcile(
+        self, actor: str = "stratus-reconciler", *, on_resolved: OnResolved | None = None
+    ) -> list[Resolution]:
+        """Resolve writes a crash (or a lost answer) left pending: did they land or not?
+
+        Only records whose owner is gone are touched: a process on this host that no longer
+        runs, a record its writer gave up on, or — for another host — one whose lease has
+        expired. Each resolution and the caller's own rows commit in one transaction."""
+        self.locks.release_dead(socket.gethostname())
+        resolved: list[Resolution] = []
         for execution in self.executions.pending():
+            if not self._owner_gone(execution):
+                continue
             ref = ObjectRef(execution.kind, execution.name, execution.namespace)
             try:
                 current = self.kube.find(ref)
             except errors.ToolError as error:
-                resolved.append(f"{execution.id}: cannot tell yet ({error.message})")
+                resolved.append(Resolution(execution, f"cannot tell yet ({error.message})"))
                 continue
-            applied = self._was_applied(
+            applied = was_applied(
                 execution.operation, current, execution.before_image, execution.planned_after
             )
             if applied:
-                written_rv = (current or {}).get("metadata", {}).get("resourceVersion")
-                self.executions.mark_applied(
-                    execution.id,
-                    written_rv if applied == "yes" else None,
-                    needs_inverse=execution.action not in IRREVERSIBLE,
+                verdict = "applied" if applied == "yes" else "possibly applied"
+                resolved.append(
+                    self._resolve_applied(execution, ref, current, verdict, actor, on_resolved)
                 )
-                verdict = (
-                    "applied"
-                    if applied == "yes"
-                    else "possibly applied (changed since; undo will ask for --force)"
-                )
-            else:
+                continue
+            with self.store.immediate():
                 self.executions.finish(
-                    execution.id, ABORTED, "not applied: the process stopped before the write"
+                    execution.id, ABORTED, "not applied: the write never reached the object"
                 )
-                verdict = "not applied"
-            self.audit.append(
-                actor=actor,
-                event="reconcile",
-                subject=str(ref),
-                payload={"execution": execution.id, "verdict": verdict},
-            )
-            resolved.append(f"{execution.id}: {verdict}")
+                self.audit.append(
+                    actor=actor,
+                    event="reconcile",
+                    subject=str(ref),
+                    payload={"execution": execution.id, "verdict": "not applied"},
+                )
+                resolution = Resolution(execution, "not applied")
+                if on_resolved is not None:
+                    on_resolved(resolution)
+            resolved.append(resolution)
         return resolved
 
-    @staticmethod
-    def _was_applied(
-        operation: str,
+    def _resolve_applied(
+        self,
+        execution: Execution,
+        ref: ObjectRef,
         current: dict[str, Any] | None,
-        before: dict[str, Any] | None,
-        after: dict[str, Any] | None,
-    ) -> str:
-        """'yes', 'unsure' (neither before nor after: someone changed it since) or ''."""
-        if operation == "delete":
-            same = (
-                current is not None
-                and before is not None
-                and current["metadata"].get("uid") == before["metadata"].get("uid")
-            )
-            return "" if same else "yes"
-        if operation == "create":
-            return "yes" if current is not None else ""
-        if current is None:
-            return "unsure"
-        if normalized(current) == normalized(after):
-            return "yes"
-        if normalized(current) == normalized(before):
-            return ""
+        verdict: str,
+        actor: str,
+        on_resolved: OnResolved | None,
+    ) -> Resolution:
+        plan = WritePlan(
+            execution.operation, execution.before_image, execution.planned_after, execution.diff
+        )
+        found: list[Resolution] = []
+
+        def resolved(write: AppliedWrite) -> None:
+            found.append(Resolution(execution, verdict, write.undo_id))
+            if on_resolved is not None:
+                on_resolved(found[0])
+
+        self._record(
+            AppliedWrite(execution.id, None, plan, current, verdict),
+            ref=ref,
+            actor=actor,
+            action=execution.action,
+            intent=execution.intent,
+            incident_id=execution.incident_id,
+            inverse_of=execution.inverse_of,
+            needs_inverse=execution.action not in IRREVERSIBLE,
+            on_applied=resolved,
+        )
+        return found[0]
+
+    def _owner_gone(self, execution: Execution) -> bool:
+        if not execution.owner:
+            return True  # its writer gave up on it (a lost answer), or it predates owners
+        alive = holder_alive(execution.owner)
+        if alive is not None:
+            return not alive
+        return not self.locks.held_by(execution.owner)  # another host: its lease tells
+
+
+def was_applied(
+    operation: str,
+    current: dict[str, Any] | None,
+    before: dict[str, Any] | None,
+    after: dict[str, Any] | None,
+) -> str:
+    """'yes', 'unsure' (neither before nor after: someone changed it since) or ''."""
+    if operation == "delete":
+        same = (
+            current is not None
+            and before is not None
+            and current["metadata"].get("uid") == before["metadata"].get("uid")
+        )
+        return "" if same else "yes"
+    if operation == "create":
+        return "yes" if current is not None else ""
+    if current is None:
         return "unsure"
+    if normalized(current) == normalized(after):
+        return "yes"
+    if normalized(current) == normalized(before):
+        return ""
+    return "unsure"
+
+
+def _check_identity(plan: WritePlan, ref: ObjectRef) -> None:
+    """The write goes only to the object that was checked: a plan (or a stored before-image)
+    that names another object is refused before anything is sent."""
+    for body in (plan.before, plan.after):
+        if not same_object(body, ref):
+            meta = (body or {}).get("metadata") or {}
+            raise errors.Tampered(
+                f"refusing to write: the planned object "
+                f"{(body or {}).get('kind')}/{meta.get('namespace')}/{meta.get('name')} is not "
+                f"{ref}",
+                subject=str(ref),
+            )
+
+
+def _keeps_changing(ref: ObjectRef) -> errors.Conflict:
+    return errors.Conflict(
+        f"{ref} keeps changing under Stratus: it changed again after a fresh read; nothing "
+        "was written",
+        subject=str(ref),
+    )

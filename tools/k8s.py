@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 import urllib3
@@ -17,6 +19,7 @@ from kubernetes import client, config, dynamic
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
+from store.errors import Remedy
 from tools import errors
 from tools.objects import ObjectRef
 
@@ -58,6 +61,19 @@ def translate(exc: Exception, what: str) -> errors.ToolError:
     return errors.ToolError(f"{what}: {exc}")
 
 
+def describe_source(kubeconfig: str | None, context: str | None, in_cluster: bool) -> str:
+    """Which configuration was used, as a person would look for it."""
+    if in_cluster:
+        return "the in-cluster configuration"
+    if kubeconfig:
+        where = f"kubeconfig {kubeconfig}"
+    elif os.environ.get("KUBECONFIG"):
+        where = f"kubeconfig {os.environ['KUBECONFIG']} (from $KUBECONFIG)"
+    else:
+        where = f"kubeconfig {Path.home() / '.kube' / 'config'} (the default)"
+    return where + (f", context {context}" if context else "")
+
+
 class KubeClient:
     """Plain-dict access to one cluster."""
 
@@ -72,14 +88,17 @@ class KubeClient:
                 config.load_kube_config(
                     config_file=kubeconfig, context=context, client_configuration=configuration
                 )
-        except (ConfigException, OSError, TypeError) as exc:
-            source = (
-                "the in-cluster configuration"
-                if in_cluster
-                else f"kubeconfig {kubeconfig or '(default)'}"
-            )
-            raise errors.Unavailable(f"cannot load {source}: {exc}") from exc
-        configuration.retries = 1
+        except (ConfigException, OSError, TypeError, ValueError) as exc:
+            raise errors.Unavailable(
+                f"cannot load {describe_source(kubeconfig, context, in_cluster)}: {exc}",
+                remedy=Remedy.FIX_CONFIG,
+            ) from exc
+        # Only connection failures are retried: the request never left. A response lost after
+        # a write was sent is never retried blindly (the retry would meet a 409 and the
+        # applied write would be recorded as aborted); the executor resolves it by reading.
+        configuration.retries = urllib3.Retry(
+            total=2, connect=2, read=0, status=0, other=0, redirect=0, backoff_factor=0.1
+        )
         self.api_client = client.ApiClient(configuration)
         self.host = configuration.host
         self._dynamic: dynamic.DynamicClient | None = None

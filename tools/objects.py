@@ -9,6 +9,9 @@ from typing import Any
 
 import yaml
 
+from tools.errors import Invalid
+from tools.names import check_name, check_namespace
+
 # Fields the API server or controllers own: never part of a plan, a diff or a before-image
 # comparison.
 SERVER_METADATA = (
@@ -43,9 +46,22 @@ CLUSTER_SCOPED = {"Node", "Namespace"}
 
 @dataclass(frozen=True)
 class ObjectRef:
+    """One object, by kind, name and namespace — each checked when the reference is made, so
+    no path segment, query or traversal can ride along into a URL, lock key or audit row."""
+
     kind: str
     name: str
     namespace: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in API_VERSIONS:
+            raise Invalid(f"Stratus does not handle objects of kind {self.kind!r}")
+        check_name(self.kind, self.name)
+        if self.kind in CLUSTER_SCOPED:
+            if self.namespace:
+                raise Invalid(f"{self.kind.lower()}/{self.name} is cluster-scoped; no namespace")
+        else:
+            check_namespace(self.namespace)
 
     @property
     def api_version(self) -> str:
@@ -64,6 +80,19 @@ class ObjectRef:
 def ref_of(obj: dict[str, Any]) -> ObjectRef:
     meta = obj["metadata"]
     return ObjectRef(obj["kind"], meta["name"], meta.get("namespace", ""))
+
+
+def same_object(obj: dict[str, Any] | None, ref: ObjectRef) -> bool:
+    """Whether a body names exactly ``ref`` (kind, apiVersion, name, namespace)."""
+    if obj is None:
+        return True
+    meta = obj.get("metadata") or {}
+    return (
+        obj.get("kind") == ref.kind
+        and obj.get("apiVersion") == ref.api_version
+        and meta.get("name") == ref.name
+        and (meta.get("namespace") or "") == ref.namespace
+    )
 
 
 def normalized(obj: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -15,17 +15,17 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from store.records import ACTIVE, NO_INVERSE, UNDONE, Execution, UndoEntries, UndoEntry
+from store.records import DROPPED, NO_INVERSE, UNDONE, Execution, UndoEntries, UndoEntry
 from tools import errors
-from tools.actions import Plan
-from tools.executor import Executor, Outcome
-from tools.objects import ObjectRef, for_create, normalized, yaml_diff
+from tools.actions import WritePlan
+from tools.executor import Executor, Guard, OnApplied, WriteOutcome
+from tools.objects import ObjectRef, for_create, normalized, same_object, yaml_diff
 
 
 @dataclass
 class UndoResult:
     entry: UndoEntry
-    outcome: Outcome | None
+    outcome: WriteOutcome | None
 
 
 @dataclass
@@ -39,13 +39,38 @@ def _label(execution: Execution) -> str:
     return f"{execution.kind.lower()}/{execution.name}"
 
 
-def plan_inverse(execution: Execution, current: dict[str, Any] | None, *, force: bool) -> Plan:
+def check_record(execution: Execution) -> ObjectRef:
+    """The object an execution recorded, once its record is proven unedited: undo writes
+    only that object, and only the images that were stored with it."""
+    ref = ObjectRef(execution.kind, execution.name, execution.namespace)
+    if not execution.before_digest:
+        raise errors.Tampered(
+            f"the record of {execution.id} carries no digest, so its before-image cannot be "
+            "trusted; drop it from the stack instead",
+            subject=str(ref),
+        )
+    if not execution.intact():
+        raise errors.Tampered(
+            f"the record of {execution.id} was edited after it was written (its digest no "
+            "longer matches); undo refuses to write from it",
+            subject=str(ref),
+        )
+    for image in (execution.before_image, execution.planned_after):
+        if not same_object(image, ref):
+            raise errors.Tampered(
+                f"the stored images of {execution.id} name another object than {ref}",
+                subject=str(ref),
+            )
+    return ref
+
+
+def plan_inverse(execution: Execution, current: dict[str, Any] | None, *, force: bool) -> WritePlan:
     """The write that puts the object back as it was before ``execution`` (pure)."""
     label = _label(execution)
     if execution.operation == "create":
         if current is None:
-            return Plan("replace", None, None, "")  # already gone: nothing to do
-        return Plan("delete", current, None, yaml_diff(current, None, label=label))
+            return WritePlan("replace", None, None, "")  # already gone: nothing to do
+        return WritePlan("delete", current, None, yaml_diff(current, None, label=label))
     before = execution.before_image
     if before is None:
         raise errors.Invalid(f"execution {execution.id} has no before-image to restore")
@@ -54,23 +79,23 @@ def plan_inverse(execution: Execution, current: dict[str, Any] | None, *, force:
         if current is not None:
             if not force:
                 raise errors.UndoConflict(
-                    f"{label} was re-created since Stratus deleted it; undo would replace it "
-                    "(use --force)",
+                    f"{label} was re-created since Stratus deleted it; undo would replace it",
                     yaml_diff(restored, current, label=label, old="deleted by Stratus", new="now"),
+                    subject=label,
                 )
             restored["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-            return Plan("replace", current, restored, yaml_diff(current, restored, label=label))
-        return Plan("create", None, restored, yaml_diff(None, restored, label=label))
+            return WritePlan("replace", current, restored, yaml_diff(current, restored, label=label))
+        return WritePlan("create", None, restored, yaml_diff(None, restored, label=label))
     # A replace: compare what is there with what Stratus wrote.
     if current is None:
         if not force:
             raise errors.UndoConflict(
-                f"{label} was deleted since Stratus changed it; undo "
-                "would re-create it (use --force)",
+                f"{label} was deleted since Stratus changed it; undo would re-create it",
                 "",
+                subject=label,
             )
         restored = for_create(before)
-        return Plan("create", None, restored, yaml_diff(None, restored, label=label))
+        return WritePlan("create", None, restored, yaml_diff(None, restored, label=label))
     moved = normalized(current) != normalized(execution.planned_after)
     if moved and not force:
         raise errors.UndoConflict(
@@ -84,33 +109,62 @@ def plan_inverse(execution: Execution, current: dict[str, Any] | None, *, force:
     restored = copy.deepcopy(before)
     restored.pop("status", None)
     restored["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-    return Plan("replace", current, restored, yaml_diff(current, restored, label=label))
+    return WritePlan("replace", current, restored, yaml_diff(current, restored, label=label))
 
 
 class UndoStack:
+    """Undo entries and the mechanics of undoing one. Deciding *whether* to undo (policy,
+    approval, events) belongs to the proposal service, which calls ``undo`` once approved."""
+
     def __init__(self, executor: Executor) -> None:
         self.executor = executor
         self.entries = UndoEntries(executor.store)
 
-    def undo(self, entry_id: str, *, actor: str, force: bool = False) -> UndoResult:
+    def entry(self, entry_id: str) -> UndoEntry:
+        """An entry that can be undone now, or an error that says why not."""
         entry = self.entries.get(entry_id)
         if entry is None:
-            raise errors.NotFound(f"no undo entry {entry_id}")
+            raise errors.NotFound(f"no undo entry {entry_id}", subject=entry_id)
         if entry.state == NO_INVERSE:
-            raise errors.Invalid(f"{entry_id} needs no undo: {entry.execution.intent}")
-        if entry.state != ACTIVE:
             raise errors.Invalid(
-                f"{entry_id} was already undone ({entry.undone_at} by {entry.undone_by})"
+                f"{entry_id} cannot be undone: {entry.execution.intent} is irreversible",
+                subject=entry_id,
             )
+        if entry.state == UNDONE:
+            raise errors.Invalid(
+                f"{entry_id} was already undone ({entry.undone_at} by {entry.undone_by})",
+                subject=entry_id,
+            )
+        if entry.state == DROPPED:
+            raise errors.Invalid(
+                f"{entry_id} was dropped from the stack ({entry.undone_at} by {entry.undone_by})",
+                subject=entry_id,
+            )
+        return entry
+
+    def undo(
+        self,
+        entry_id: str,
+        *,
+        actor: str,
+        force: bool = False,
+        guard: Guard | None = None,
+        on_applied: OnApplied | None = None,
+        proposal_id: str | None = None,
+    ) -> UndoResult:
+        entry = self.entry(entry_id)
         execution = entry.execution
-        ref = ObjectRef(execution.kind, execution.name, execution.namespace)
+        ref = check_record(execution)
         try:
             outcome = self.executor.run(
                 ref,
                 lambda current: plan_inverse(execution, current, force=force),
                 action="undo",
                 actor=actor,
-                intent=lambda: f"Undo: {execution.intent}",
+                intent=f"Undo: {execution.intent}",
+                guard=guard,
+                on_applied=on_applied,
+                proposal_id=proposal_id,
                 incident_id=execution.incident_id,
                 transaction_id=execution.transaction_id,
                 inverse_of=execution.id,
@@ -118,7 +172,9 @@ class UndoStack:
         except errors.UndoConflict as conflict:
             message = f"{conflict.message}; {self._who_changed(execution)}"
             self.entries.record_failure(entry_id, message)
-            raise errors.UndoConflict(message, conflict.diff) from conflict
+            raise errors.UndoConflict(message, conflict.diff, subject=conflict.subject) from (
+                conflict
+            )
         except errors.ToolError as error:
             self.entries.record_failure(entry_id, error.message)
             raise
@@ -127,7 +183,7 @@ class UndoStack:
             self.entries.mark_undone(entry_id, actor)
         finished = self.entries.get(entry_id)
         if finished is None or finished.state != UNDONE:
-            raise errors.Conflict(f"{entry_id} was not marked undone; run 'stratus undo --list'")
+            raise errors.Conflict(f"{entry_id} was not marked undone", subject=entry_id)
         return UndoResult(entry, outcome)
 
     def _who_changed(self, execution: Execution) -> str:
@@ -146,14 +202,6 @@ class UndoStack:
         if not later:
             return "it was changed outside Stratus"
         return "changed since by " + ", ".join(f"{r['actor']} ({r['intent']})" for r in later)
-
-    def undo_last(
-        self, *, actor: str, force: bool = False, incident_id: str | None = None
-    ) -> UndoResult:
-        active = self.entries.active(incident_id=incident_id)
-        if not active:
-            raise errors.NotFound("nothing to undo")
-        return self.undo(active[0].id, actor=actor, force=force)
 
     def undo_transaction(
         self, transaction_id: str, *, actor: str, force: bool = False

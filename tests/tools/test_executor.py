@@ -13,7 +13,7 @@ from store.audit import AuditLog
 from store.locks import LeaseLocks
 from tests.conftest import Kubectl, Lab
 from tools import actions, errors
-from tools.actions import Plan
+from tools.actions import WritePlan
 from tools.executor import Executor
 from tools.k8s import KubeClient
 from tools.objects import ObjectRef, normalized
@@ -87,7 +87,7 @@ def test_a_conflicting_write_is_replanned_once(
 ) -> None:
     calls: list[str] = []
 
-    def planner(current: dict[str, Any] | None) -> Plan:
+    def planner(current: dict[str, Any] | None) -> WritePlan:
         assert current is not None
         calls.append(current["metadata"]["resourceVersion"])
         if len(calls) == 1:  # someone writes between our read and our write
@@ -104,7 +104,7 @@ def test_a_conflicting_write_is_replanned_once(
 
 
 def test_a_write_that_keeps_conflicting_fails_cleanly(executor: Executor, kubectl: Kubectl) -> None:
-    def planner(current: dict[str, Any] | None) -> Plan:
+    def planner(current: dict[str, Any] | None) -> WritePlan:
         assert current is not None
         kubectl.run(
             "label", "--overwrite", "deploy/geo", f"race={current['metadata']['resourceVersion']}"

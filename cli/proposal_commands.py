@@ -1,0 +1,125 @@
+"""``stratus proposals …``: list, show, approve, reject and cancel proposals from any terminal.
+
+A proposal is stored whole, so it can be answered from another process, after a restart:
+a rule that needs two approvals is met by two people at two terminals.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from cli import render
+from cli.context import cluster_options, session
+from cli.write_commands import approve_and_execute, print_events
+from proposals.model import ProposalState
+
+S = ProposalState
+
+
+@click.group()
+def proposals() -> None:
+    """Proposed writes: what waits for whom, and answering them."""
+
+
+@proposals.command("list")
+@click.option("--all", "show_all", is_flag=True, help="Recent proposals in every state.")
+@click.option("--incident", default=None, help="Only this incident's proposals.")
+@click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
+@cluster_options
+def list_proposals(
+    show_all: bool, incident: str | None, limit: int, kubeconfig: Any, context: str | None
+) -> None:
+    """Proposals waiting for approval or execution (--all: every recent one)."""
+    with session(kubeconfig, context, recover=False) as s:
+        if incident:
+            found = s.service.by_incident(incident)
+        elif show_all:
+            found = s.service.recent(limit=limit)
+        else:
+            found = s.service.pending()
+        if not found:
+            click.echo("no proposals" if show_all or incident else "nothing is waiting")
+        for proposal in found[:limit]:
+            click.echo(render.summary(proposal))
+
+
+@proposals.command()
+@click.argument("proposal_id")
+@cluster_options
+def show(proposal_id: str, kubeconfig: Any, context: str | None) -> None:
+    """Everything about one proposal: plan, decision, votes, state."""
+    with session(kubeconfig, context, recover=False) as s:
+        render.details(s.service.get(proposal_id))
+
+
+@proposals.command()
+@click.argument("proposal_id")
+@click.option("--always", is_flag=True, help="Answer 'Always allow' where the policy allows.")
+@click.option("--no-execute", is_flag=True, help="Only vote; leave execution to someone else.")
+@cluster_options
+def approve(
+    proposal_id: str, always: bool, no_execute: bool, kubeconfig: Any, context: str | None
+) -> None:
+    """Approve a proposal; once approved by enough people, execute it."""
+    with session(kubeconfig, context) as s:
+        cursor = s.service.events.last_seq()
+        proposal = s.service.get(proposal_id)
+        render.plan(proposal)
+        render.decision(proposal)
+        if no_execute:
+            voted = s.service.answer(
+                proposal_id, user=s.actor, choice="always" if always else "approve"
+            )
+            print_events(s, cursor, {proposal_id})
+            click.echo(f"{voted.id}: {voted.state.value.replace('_', ' ')}")
+            return
+        if proposal.state in (S.AWAITING_APPROVAL, S.APPROVED):
+            done = approve_and_execute(s, proposal, yes=True, always=always, question="")
+        else:
+            done = s.service.execute(proposal_id, actor=s.actor)  # says why it cannot
+        print_events(s, cursor, {proposal_id})
+        if done is not None:
+            undo = f" (undo: stratus undo {done.undo_id})" if done.undo_id else ""
+            click.echo(f"applied: {done.intent}{undo}")
+
+
+@proposals.command()
+@click.argument("proposal_id")
+@click.option("--reason", default="", help="Why (goes back to the requester and the agent).")
+@cluster_options
+def reject(proposal_id: str, reason: str, kubeconfig: Any, context: str | None) -> None:
+    """Reject a proposal; nothing is written."""
+    with session(kubeconfig, context, recover=False) as s:
+        rejected = s.service.answer(proposal_id, user=s.actor, choice="reject", reason=reason)
+        click.echo(f"rejected {rejected.id}: {reason or 'no reason given'}")
+
+
+@proposals.command()
+@click.argument("proposal_id")
+@click.option("--reason", default="", help="Why.")
+@cluster_options
+def cancel(proposal_id: str, reason: str, kubeconfig: Any, context: str | None) -> None:
+    """Withdraw a proposal that has not been executed."""
+    with session(kubeconfig, context, recover=False) as s:
+        cancelled = s.service.cancel(proposal_id, actor=s.actor, reason=reason)
+        click.echo(f"cancelled {cancelled.id}")
+
+
+@proposals.command()
+@click.option(
+    "--since",
+    "cursor",
+    type=click.IntRange(0),
+    default=0,
+    show_default=True,
+    help="Print events after this sequence number.",
+)
+@click.option("--proposal", "proposal_id", default=None, help="Only this proposal's events.")
+@cluster_options
+def events(cursor: int, proposal_id: str | None, kubeconfig: Any, context: str | None) -> None:
+    """The event stream: every state change of every proposal, in order."""
+    with session(kubeconfig, context, recover=False) as s:
+        for envelope in s.service.events.since(cursor, proposal_id=proposal_id):
+            click.echo(render.event(envelope))

@@ -1,0 +1,227 @@
+"""The Proposal aggregate: one proposed write, everything it was decided on, and its state.
+
+It is stored whole (a versioned JSON body) and moves only by compare-and-set on its
+``version``, so any process can load a proposal by id and answer it — a click that arrives
+after a restart, from another process, sees the requester, the facts and the votes the policy
+needs for its self-approval and quorum checks.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from policies.evaluate import PolicyDecision, ProposalFacts
+
+SCHEMA_VERSION = 1
+
+
+class ProposalState(enum.StrEnum):
+    PROPOSED = "proposed"
+    AWAITING_APPROVAL = "awaiting_approval"
+    APPROVED = "approved"
+    EXECUTING = "executing"
+    EXECUTED = "executed"
+    UNDONE = "undone"
+    DENIED = "denied"
+    REJECTED = "rejected"
+    EXPIRED = "expired"
+    SUPERSEDED = "superseded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+S = ProposalState
+# Which moves are legal. Anything else is a bug or a race, refused by ``Proposal.move``.
+TRANSITIONS: dict[ProposalState, frozenset[ProposalState]] = {
+    S.PROPOSED: frozenset({S.AWAITING_APPROVAL, S.APPROVED, S.DENIED}),
+    S.AWAITING_APPROVAL: frozenset({S.APPROVED, S.REJECTED, S.EXPIRED, S.SUPERSEDED, S.CANCELLED}),
+    S.APPROVED: frozenset({S.EXECUTING, S.SUPERSEDED, S.CANCELLED, S.EXPIRED}),
+    # executing → approved: the write could not start (a lock, an unreachable server) and
+    # nothing was written, so the approval still stands.
+    S.EXECUTING: frozenset({S.EXECUTED, S.SUPERSEDED, S.FAILED, S.APPROVED}),
+    S.EXECUTED: frozenset({S.UNDONE}),
+}
+OPEN = frozenset({S.PROPOSED, S.AWAITING_APPROVAL, S.APPROVED, S.EXECUTING})
+Choice = Literal["approve", "always", "reject"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Target(_Model):
+    kind: str
+    name: str
+    namespace: str = ""
+
+    def __str__(self) -> str:
+        where = f" in {self.namespace}" if self.namespace else ""
+        return f"{self.kind.lower()}/{self.name}{where}"
+
+
+class PlanSnapshot(_Model):
+    """The plan the humans look at: before, after, the diff, and the digest votes bind to."""
+
+    operation: str
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    diff: str
+    digest: str
+
+
+class Facts(_Model):
+    """What the policy was evaluated on (``policies.evaluate.ProposalFacts``), stored."""
+
+    action: str
+    namespace: str
+    kind: str
+    name: str
+    risk: str
+    reversible: bool
+    requester: str
+    labels: dict[str, str] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, facts: ProposalFacts) -> Facts:
+        return cls(
+            action=facts.action,
+            namespace=facts.namespace,
+            kind=facts.kind,
+            name=facts.name,
+            risk=facts.risk,
+            reversible=facts.reversible,
+            requester=facts.requester,
+            labels=dict(facts.labels),
+        )
+
+    def policy_facts(self) -> ProposalFacts:
+        return ProposalFacts(
+            action=self.action,
+            namespace=self.namespace,
+            kind=self.kind,
+            name=self.name,
+            risk=self.risk,
+            reversible=self.reversible,
+            requester=self.requester,
+            labels=tuple(sorted(self.labels.items())),
+        )
+
+
+class Decision(_Model):
+    """The policy's decision and its provenance (rule, grant or default)."""
+
+    outcome: Literal["deny", "ask", "allow"]
+    reason: str
+    source: str
+    rule: str | None = None
+    grant: str | None = None
+    remember: bool = False
+    max_grant_seconds: int = 0
+    approvers: list[str] = Field(default_factory=list)
+    min_approvals: int = 1
+    self_approval: bool = True
+    approval_timeout_seconds: int = 1800
+    decided_at: datetime
+
+    @classmethod
+    def of(cls, decision: PolicyDecision, at: datetime) -> Decision:
+        return cls(**decision.to_dict(), decided_at=at)
+
+    def policy_decision(self) -> PolicyDecision:
+        values = self.model_dump(exclude={"decided_at"})
+        values["approvers"] = tuple(values["approvers"])
+        return PolicyDecision(**values)
+
+    def requires_same(self, other: PolicyDecision) -> bool:
+        """Whether ``other`` asks no more of the humans than this decision did."""
+        if other.outcome == "deny":
+            return False
+        if self.outcome == "allow":
+            return other.outcome == "allow"
+        if other.outcome == "allow":
+            return True
+        return (
+            other.min_approvals <= self.min_approvals
+            and set(other.approvers) == set(self.approvers)
+            and (other.self_approval or not self.self_approval)
+        )
+
+
+class Vote(_Model):
+    user: str
+    choice: Choice
+    digest: str  # the plan this vote approved (or rejected)
+    at: datetime
+    reason: str = ""
+    groups: list[str] = Field(default_factory=list)
+
+
+class Proposal(_Model):
+    schema_version: Literal[1] = 1
+    id: str
+    incident_id: str | None = None
+    action: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    target: Target
+    requester: str
+    facts: Facts
+    plan: PlanSnapshot
+    intent: str
+    risk: str
+    reversible: bool
+    decision: Decision
+    votes: list[Vote] = Field(default_factory=list)
+    state: ProposalState
+    version: int = 0
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime
+    # Undo proposals: the undo entry they reverse, and whether to overwrite later changes.
+    undo_entry: str | None = None
+    force: bool = False
+    # Results and links.
+    execution_id: str | None = None
+    undo_id: str | None = None
+    executor: str | None = None  # the process that executes it (its lock holder id)
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    previous_diff: str | None = None  # the diff of the proposal this one supersedes
+    undone_by: str | None = None
+    error: dict[str, Any] | None = None
+    reason: str = ""  # why it ended as it did (rejection reason, failure, expiry)
+
+    @property
+    def is_open(self) -> bool:
+        return self.state in OPEN
+
+    def approvals(self) -> list[str]:
+        """Distinct people whose approval is bound to the current plan."""
+        seen: list[str] = []
+        for vote in self.votes:
+            if (
+                vote.choice != "reject"
+                and vote.digest == self.plan.digest
+                and vote.user not in seen
+            ):
+                seen.append(vote.user)
+        return seen
+
+    def can_move(self, to: ProposalState) -> bool:
+        return to in TRANSITIONS.get(self.state, frozenset())
+
+    def body(self) -> str:
+        return self.model_dump_json()
+
+
+def plan_digest(*, action: str, target: str, params: dict[str, Any], diff: str) -> str:
+    """What a vote is bound to: this action with these parameters on this object, making
+    exactly this change. Server-set fields are not in the diff, so a status update alone
+    does not move the digest; a change a human would see does."""
+    material = json.dumps([action, target, params, diff], sort_keys=True, default=str)
+    return hashlib.sha256(material.encode()).hexdigest()[:32]

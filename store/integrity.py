@@ -1,0 +1,39 @@
+"""Digests that tell whether a stored record was edited after it was written.
+
+With ``STRATUS_AUDIT_KEY`` set, digests are HMAC-SHA256 under that key, so someone who can
+edit the database file but does not hold the key cannot forge a matching digest. Without a
+key they are plain SHA-256: they still catch accidental corruption and careless edits, and the
+audit log (which records every execution's digest) catches the rest at ``audit verify``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+from typing import Any
+
+KEY_ENV = "STRATUS_AUDIT_KEY"
+
+
+def audit_key() -> bytes | None:
+    value = os.environ.get(KEY_ENV, "")
+    return value.encode() if value else None
+
+
+def canonical(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str).encode()
+
+
+def digest(value: Any, *, key: bytes | None = None) -> str:
+    """A hex digest of a JSON-able value, keyed when a key is given or configured."""
+    material = canonical(value)
+    secret = key if key is not None else audit_key()
+    if secret:
+        return "hmac-sha256:" + hmac.new(secret, material, hashlib.sha256).hexdigest()
+    return "sha256:" + hashlib.sha256(material).hexdigest()
+
+
+def matches(value: Any, expected: str, *, key: bytes | None = None) -> bool:
+    return hmac.compare_digest(digest(value, key=key), expected)
