@@ -132,6 +132,36 @@ class Executor:
             wanted[0], wanted[1], namespace=action.ref().namespace, label_selector=selector or None
         )
 
+    def execute(
+        self,
+        action: Action,
+        *,
+        actor: str,
+        guard: Guard | None = None,
+        on_applied: OnApplied | None = None,
+        proposal_id: str | None = None,
+        incident_id: str | None = None,
+        transaction_id: str | None = None,
+    ) -> WriteOutcome:
+        """Write one catalog action through every step. Approval is not this layer's job:
+        surfaces go through the proposal service, which calls this path once approved."""
+        ref = action.ref()
+        current = self.kube.find(ref)
+        intent = action.intent(current) if current is not None else str(ref)
+        return self.run(
+            ref,
+            self.action_planner(action),
+            action=action.name,
+            actor=actor,
+            intent=intent,
+            guard=guard,
+            on_applied=on_applied,
+            proposal_id=proposal_id,
+            incident_id=incident_id,
+            transaction_id=transaction_id,
+            needs_inverse=action.reversible,
+        )
+
     def action_planner(self, action: Action) -> PlanFunction:
         def planner(current: dict[str, Any] | None) -> WritePlan:
             if current is None:
