@@ -11,6 +11,9 @@ import os
 import signal
 
 STEPS = ("locked", "dry-run", "write-ahead", "written", "recorded")
+# The proposal service's own points: after a proposal is stored, after a vote is stored, and
+# after the proposal moved to executing (before the executor's first step).
+SERVICE_STEPS = ("proposed", "answered", "executing")
 
 
 def reached(step: str) -> None:
