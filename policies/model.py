@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from tools.actions import CATALOG
+from tools.actions import CATALOG, POLICY_ACTIONS
 
 API_VERSION = "stratus/v1"
 Decision = Literal["deny", "ask", "allow"]
@@ -24,7 +24,8 @@ ALL_DAYS: tuple[Day, ...] = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 DAYS = ALL_DAYS
 _DURATION = re.compile(r"^(\d+)(s|m|h|d)$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-_APPROVER = re.compile(r"^(\*|[UWS][A-Z0-9]{2,}|@[-a-z0-9._]+)$")
+# Slack users (U…/W…), user groups (S…), @handles, '*', and terminal users (cli:NAME).
+_APPROVER = re.compile(r"^(\*|[UWS][A-Z0-9]{2,}|@[-a-z0-9._]+|cli:[A-Za-z0-9][-A-Za-z0-9._]*)$")
 
 
 def parse_duration(text: str) -> int:
@@ -58,8 +59,8 @@ def check_approvers(values: list[str]) -> list[str]:
     bad = [v for v in values if not _APPROVER.match(v)]
     if bad:
         raise ValueError(
-            "approvers are Slack user IDs (U…/W…), user-group IDs (S…), @handles "
-            f"or '*'; got {', '.join(bad)}"
+            "approvers are Slack user IDs (U…/W…), user-group IDs (S…), @handles, "
+            f"cli:NAME terminal users or '*'; got {', '.join(bad)}"
         )
     return values
 
@@ -118,10 +119,10 @@ class Match(_Strict):
     @field_validator("actions")
     @classmethod
     def _known_actions(cls, values: list[str]) -> list[str]:
-        unknown = [v for v in values if v not in CATALOG]
+        unknown = [v for v in values if v not in POLICY_ACTIONS]
         if unknown:
             raise ValueError(
-                f"unknown action(s) {', '.join(unknown)}; known: {', '.join(sorted(CATALOG))}"
+                f"unknown action(s) {', '.join(unknown)}; known: {', '.join(sorted(POLICY_ACTIONS))}"
             )
         return values
 
