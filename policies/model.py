@@ -122,7 +122,8 @@ class Match(_Strict):
         unknown = [v for v in values if v not in POLICY_ACTIONS]
         if unknown:
             raise ValueError(
-                f"unknown action(s) {', '.join(unknown)}; known: {', '.join(sorted(POLICY_ACTIONS))}"
+                f"unknown action(s) {', '.join(unknown)}; "
+                f"known: {', '.join(sorted(POLICY_ACTIONS))}"
             )
         return values
 
