@@ -222,6 +222,8 @@ class Proposal(_Model):
 def plan_digest(*, action: str, target: str, params: dict[str, Any], diff: str) -> str:
     """What a vote is bound to: this action with these parameters on this object, making
     exactly this change. Server-set fields are not in the diff, so a status update alone
-    does not move the digest; a change a human would see does."""
-    material = json.dumps([action, target, params, diff], sort_keys=True, default=str)
+    does not move the digest; a change a human would see does. Hunk headers are left out:
+    their line numbers move when something unrelated above the change is edited."""
+    change = [line for line in diff.splitlines() if not line.startswith("@@")]
+    material = json.dumps([action, target, params, change], sort_keys=True, default=str)
     return hashlib.sha256(material.encode()).hexdigest()[:32]

@@ -1,37 +1,27 @@
-"""Approvals: quorum, self-approval, who may answer, expiry, plan changes — and every pitfall
-REFERENCE.md lists, shown impossible."""
+"""Answering proposals: quorum, self-approval, who may answer, expiry, plan changes — and every
+pitfall REFERENCE.md lists, shown impossible — through the proposal service, on the lab."""
 
 from __future__ import annotations
 
 import threading
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from typing import Any
 
 import pytest
 
-from policies.approvals import ApprovalDesk, ApprovalRequest, plan_digest
-from policies.evaluate import (
-    CompiledPolicy,
-    PolicyDecision,
-    ProposalFacts,
-    evaluate,
-    facts_for,
-)
-from policies.grants import GrantBook, GrantError
-from policies.loader import Policy, SourcedRule
+from policies.evaluate import facts_for
+from policies.grants import GrantBook
 from policies.model import Match, Rule
-from store.db import Store
+from proposals.errors import AnswerRefused, StaleProposal
+from proposals.model import Proposal, ProposalState
+from proposals.service import ProposalService
+from store.clock import ManualClock
+from tests.proposals.conftest import PolicyBox
 from tools import actions
+from tools.k8s import KubeClient
+from tools.objects import ObjectRef
 
-NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
-FACTS = ProposalFacts("scale", "prod-web", "Deployment", "web", "medium", True, "U0REQ")
-
-
-def decide(rule: Rule, facts: ProposalFacts = FACTS, grants: list = []) -> PolicyDecision:  # noqa: B006
-    policy = CompiledPolicy.build(Policy((SourcedRule(rule, "x"),)))
-    return evaluate(facts, policy, grants, NOW)
-
-
+S = ProposalState
+GEO = ObjectRef("Deployment", "geo", "hotel")
 TWO_PERSON = Rule(
     name="two", decision="ask", approvers=["S0SRE", "U0LEAD"], min_approvals=2, self_approval=False
 )
@@ -39,167 +29,197 @@ REMEMBER = Rule(name="routine", decision="ask", remember=True, max_grant="2h")
 ALWAYS_ASK = Rule(name="careful", decision="ask", remember=False)
 
 
-@pytest.fixture
-def desk(tmp_path: Path) -> ApprovalDesk:
-    return ApprovalDesk(Store(tmp_path / "db.sqlite"))
-
-
-def request(
-    decision: PolicyDecision,
-    proposal: str = "p1",
-    diff: str = "-a\n+b",
-    facts: ProposalFacts = FACTS,
-) -> ApprovalRequest:
-    return ApprovalRequest(proposal, facts, decision, plan_digest(facts.action, "web", diff), NOW)
-
-
-def opened(desk: ApprovalDesk, decision: PolicyDecision, proposal: str = "p1") -> ApprovalRequest:
-    req = request(decision, proposal)
-    desk.open(req)
-    return req
+def scale(service: ProposalService, replicas: int = 2, **kwargs: Any) -> Proposal:
+    return service.propose(
+        action="scale",
+        target=GEO,
+        params={"replicas": replicas},
+        requester=kwargs.pop("requester", "U0REQ"),
+        **kwargs,
+    )
 
 
 def test_two_distinct_approvers_are_needed_and_the_same_person_counts_once(
-    desk: ApprovalDesk,
+    service: ProposalService, policy: PolicyBox
 ) -> None:
-    req = opened(desk, decide(TWO_PERSON))
-    first = desk.vote(req, user="U0ANN", groups=("S0SRE",), choice="approve", now=NOW)
-    assert first.accepted and first.state == "awaiting_approval"
-    again = desk.vote(req, user="U0ANN", groups=("S0SRE",), choice="approve", now=NOW)
-    assert again.accepted and again.state == "awaiting_approval" and again.approvals == ("U0ANN",)
-    second = desk.vote(req, user="U0LEAD", choice="approve", now=NOW)
-    assert second.state == "approved" and second.decided_now
-    late = desk.vote(req, user="U0BOB", groups=("S0SRE",), choice="approve", now=NOW)
-    assert not late.accepted and "already approved" in late.message
+    policy.set(TWO_PERSON)
+    proposal = scale(service)
+    assert proposal.state == S.AWAITING_APPROVAL
+    first = service.answer(proposal.id, user="U0ANN", groups=("S0SRE",), choice="approve")
+    assert first.state == S.AWAITING_APPROVAL and first.approvals() == ["U0ANN"]
+    with pytest.raises(AnswerRefused, match="already approved"):
+        service.answer(proposal.id, user="U0ANN", groups=("S0SRE",), choice="approve")
+    second = service.answer(proposal.id, user="U0LEAD", choice="approve")
+    assert second.state == S.APPROVED and second.approvals() == ["U0ANN", "U0LEAD"]
+    with pytest.raises(AnswerRefused, match="already approved"):
+        service.answer(proposal.id, user="U0BOB", groups=("S0SRE",), choice="approve")
 
 
-def test_the_requester_cannot_approve_when_self_approval_is_false(desk: ApprovalDesk) -> None:
-    req = opened(desk, decide(TWO_PERSON))
-    refused = desk.vote(req, user="U0REQ", groups=("S0SRE",), choice="approve", now=NOW)
-    assert not refused.accepted and "someone else must approve" in refused.message
-    assert desk.approvals("p1", req.digest) == ()
+def test_the_requester_cannot_approve_when_self_approval_is_false(
+    service: ProposalService, policy: PolicyBox
+) -> None:
+    policy.set(TWO_PERSON)
+    proposal = scale(service)
+    with pytest.raises(AnswerRefused, match="someone else must approve"):
+        service.answer(proposal.id, user="U0REQ", groups=("S0SRE",), choice="approve")
+    assert service.get(proposal.id).votes == []
 
 
-def test_a_click_from_a_non_approver_changes_nothing(desk: ApprovalDesk) -> None:
-    req = opened(desk, decide(TWO_PERSON))
-    refused = desk.vote(req, user="U0RANDOM", groups=("S0MARKETING",), choice="approve", now=NOW)
-    assert not refused.accepted and "not an approver" in refused.message
-    rejected = desk.vote(req, user="U0RANDOM", choice="reject", now=NOW)
-    assert not rejected.accepted and desk.state("p1") == "awaiting_approval"
+def test_a_click_from_a_non_approver_changes_nothing(
+    service: ProposalService, policy: PolicyBox
+) -> None:
+    policy.set(TWO_PERSON)
+    proposal = scale(service)
+    for choice in ("approve", "reject"):
+        with pytest.raises(AnswerRefused, match="not an approver"):
+            service.answer(proposal.id, user="U0RANDOM", groups=("S0MKT",), choice=choice)  # type: ignore[arg-type]
+    after = service.get(proposal.id)
+    assert after.state == S.AWAITING_APPROVAL and after.votes == [] and after.version == 0
 
 
-def test_concurrent_approvals_approve_exactly_once(desk: ApprovalDesk) -> None:
-    req = opened(desk, decide(Rule(name="one", decision="ask")))
-    winners: list[bool] = []
+def test_concurrent_approvals_approve_and_execute_exactly_once(
+    service: ProposalService, policy: PolicyBox, kube: KubeClient
+) -> None:
+    policy.set(Rule(name="one", decision="ask"))
+    proposal = scale(service, 3)
+    results: list[str] = []
 
     def click(user: str) -> None:
-        result = desk.vote(req, user=user, choice="approve", now=NOW)
-        winners.append(result.decided_now)
+        try:
+            service.answer(proposal.id, user=user, choice="approve")
+            service.execute(proposal.id, actor=user)
+            results.append("executed")
+        except (AnswerRefused, StaleProposal) as refused:
+            results.append(refused.message)
+        except Exception as other:
+            results.append(f"{type(other).__name__}: {other}")
 
     threads = [threading.Thread(target=click, args=(f"U{i}",)) for i in range(8)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert winners.count(True) == 1 and desk.state("p1") == "approved"
+    done = service.get(proposal.id)
+    assert done.state == S.EXECUTED and len(done.approvals()) == 1
+    writes = service.store.query("SELECT id FROM executions WHERE state = 'applied'")
+    assert len(writes) == 1 and kube.get(GEO)["spec"]["replicas"] == 3
+    assert all("already" in r or r in ("executed",) or "executing" in r for r in results), results
 
 
-# ---------------------------------------------------------------- REFERENCE.md pitfalls
+def test_pitfall_approve_once_is_never_stored_as_always(
+    service: ProposalService, policy: PolicyBox
+) -> None:
+    policy.set(REMEMBER)
+    proposal = scale(service)
+    assert service.answer(proposal.id, user="U1", choice="approve").state == S.APPROVED
+    assert GrantBook(service.store).all() == []
+    again = scale(service, 3)
+    assert again.state == S.AWAITING_APPROVAL  # the next identical proposal asks again
 
 
-def test_pitfall_approve_once_is_never_stored_as_always(desk: ApprovalDesk) -> None:
-    decision = decide(REMEMBER)
-    req = opened(desk, decision)
-    assert desk.vote(req, user="U1", choice="approve", now=NOW).state == "approved"
-    assert GrantBook(desk.store).active(NOW) == []
-    again = decide(REMEMBER, grants=GrantBook(desk.store).active(NOW))
-    assert again.outcome == "ask"  # the next identical proposal asks again
+def test_pitfall_a_timeout_is_expired_not_a_human_denial(
+    service: ProposalService, policy: PolicyBox, clock: ManualClock
+) -> None:
+    policy.set(ALWAYS_ASK)
+    proposal = scale(service)
+    clock.advance(31 * 60)
+    [expired] = service.expire()
+    assert expired.id == proposal.id and expired.state == S.EXPIRED
+    assert expired.votes == [] and expired.reason == "nobody answered in time"
+    with pytest.raises(AnswerRefused, match="already expired"):
+        service.answer(proposal.id, user="U1", choice="approve")
 
 
-def test_pitfall_a_timeout_is_expired_not_a_human_denial(desk: ApprovalDesk) -> None:
-    req = opened(desk, decide(ALWAYS_ASK))
-    later = NOW + timedelta(minutes=31)
-    assert desk.expire(later) == ["p1"]
-    assert desk.state("p1") == "expired"
-    rows = desk.store.query("SELECT outcome, source, actor FROM decisions")
-    assert rows == [{"outcome": "expired", "source": "timeout", "actor": None}]
-    late = desk.vote(req, user="U1", choice="approve", now=later)
-    assert not late.accepted
+def test_pitfall_buttons_expire_even_before_anyone_sweeps(
+    service: ProposalService, policy: PolicyBox, clock: ManualClock
+) -> None:
+    policy.set(ALWAYS_ASK)
+    proposal = scale(service)
+    clock.advance(2 * 3600)
+    with pytest.raises(AnswerRefused, match="expired"):
+        service.answer(proposal.id, user="U1", choice="approve")
+    assert service.get(proposal.id).state == S.EXPIRED
 
 
-def test_pitfall_one_approval_never_lets_a_different_call_run(desk: ApprovalDesk) -> None:
-    decision = decide(ALWAYS_ASK)
-    first = opened(desk, decision, "p1")
-    opened(desk, decision, "p2")
-    desk.vote(first, user="U1", choice="approve", now=NOW)
-    assert desk.state("p1") == "approved" and desk.state("p2") == "awaiting_approval"
-    # the same proposal with a different planned diff needs approval again
-    changed = desk.replan(first, plan_digest("scale", "web", "-a\n+c"), NOW)
-    assert desk.state("p1") == "awaiting_approval"
-    assert desk.approvals("p1", changed.digest) == ()
-    stale = desk.vote(first, user="U2", choice="approve", now=NOW)
-    assert not stale.accepted and "moved" in stale.message
-    assert desk.vote(changed, user="U2", choice="approve", now=NOW).state == "approved"
-    assert desk.state("p2") == "awaiting_approval"
+def test_pitfall_one_approval_never_lets_a_different_call_run(
+    service: ProposalService, policy: PolicyBox
+) -> None:
+    policy.set(ALWAYS_ASK)
+    first = scale(service, 2)
+    second = scale(service, 3)
+    service.answer(first.id, user="U1", choice="approve")
+    assert service.get(first.id).state == S.APPROVED
+    assert service.get(second.id).state == S.AWAITING_APPROVAL
+    with pytest.raises(Exception, match="not approved"):
+        service.execute(second.id, actor="U1")
 
 
-def test_pitfall_approvals_never_fail_open_on_unrecognized_input(desk: ApprovalDesk) -> None:
-    req = opened(desk, decide(TWO_PERSON))
+def test_pitfall_approvals_never_fail_open_on_unrecognized_input(
+    service: ProposalService, policy: PolicyBox
+) -> None:
+    policy.set(TWO_PERSON)
+    proposal = scale(service)
     for user, choice in (("", "approve"), ("U0LEAD", "yes"), ("U0LEAD", "APPROVE")):
-        result = desk.vote(req, user=user, choice=choice, now=NOW)  # type: ignore[arg-type]
-        assert not result.accepted
-    assert desk.state("p1") == "awaiting_approval"
-    always = opened(desk, decide(ALWAYS_ASK), "p3")
-    refused = desk.vote(always, user="U1", choice="always", now=NOW)
-    assert not refused.accepted and "not available" in refused.message
-    assert GrantBook(desk.store).active(NOW) == []
+        with pytest.raises(AnswerRefused):
+            service.answer(proposal.id, user=user, choice=choice)  # type: ignore[arg-type]
+    assert service.get(proposal.id).votes == []
+    policy.set(ALWAYS_ASK)
+    careful = scale(service, 3)
+    with pytest.raises(AnswerRefused, match="not available"):
+        service.answer(careful.id, user="U1", choice="always")
+    assert GrantBook(service.store).all() == []
 
 
-def test_pitfall_buttons_expire(desk: ApprovalDesk) -> None:
-    req = opened(desk, decide(ALWAYS_ASK))
-    expired = desk.vote(req, user="U1", choice="approve", now=NOW + timedelta(hours=2))
-    assert not expired.accepted and "expired" in expired.message
-
-
-def test_pitfall_the_governed_agent_cannot_vote_or_declare_its_own_risk(desk: ApprovalDesk) -> None:
-    req = opened(desk, decide(Rule(name="one", decision="ask")))
-    for machine in ("agent:planner", "stratus", "stratus-bot"):
-        assert not desk.vote(req, user=machine, choice="approve", now=NOW).accepted
+def test_pitfall_the_governed_agent_cannot_vote_or_declare_its_own_risk(
+    service: ProposalService, policy: PolicyBox
+) -> None:
+    policy.set(Rule(name="one", decision="ask"))
+    proposal = scale(service, requester="agent:planner")
+    for machine in ("agent:planner", "stratus", "stratus-bot", "stratus-reconciler"):
+        with pytest.raises(AnswerRefused, match="only a human"):
+            service.answer(proposal.id, user=machine, choice="approve")
     command = actions.build(
         "set-command", {"target": "web", "namespace": "prod", "command": ["sh"]}
     )
-    facts = facts_for(command, requester="agent:planner")
-    assert facts.risk == "high"  # from the catalog, whatever the planner claims
-    deny_high = Rule(name="no-high", decision="deny", match=Match(risk=["high"]))
-    assert decide(deny_high, facts).outcome == "deny"
-
-
-def test_always_allow_creates_a_scoped_expiring_revocable_grant(desk: ApprovalDesk) -> None:
-    decision = decide(REMEMBER)
-    req = opened(desk, decision)
-    assert (
-        desk.vote(req, user="U1", choice="always", now=NOW, grant_lifetime_seconds=10 * 3600).state
-        == "approved"
+    assert facts_for(command, requester="agent:planner").risk == "high"  # from the catalog
+    policy.set(Rule(name="no-high", decision="deny", match=Match(risk=["high"])))
+    denied = service.propose(
+        action="set-command",
+        target=GEO,
+        params={"command": ["sh"]},
+        requester="agent:planner",
     )
-    [grant] = GrantBook(desk.store).active(NOW)
-    assert grant.created_by == "U1" and grant.expires_at == NOW + timedelta(hours=2)  # capped
-    assert (grant.action, grant.namespace, grant.resource) == (
-        "scale",
-        "prod-web",
-        "Deployment/web",
+    assert denied.state == S.DENIED and "no-high" in denied.decision.reason
+
+
+def test_always_allow_creates_a_scoped_expiring_revocable_audited_grant(
+    service: ProposalService, policy: PolicyBox, clock: ManualClock
+) -> None:
+    policy.set(REMEMBER)
+    proposal = scale(service)
+    approved = service.answer(
+        proposal.id, user="U1", choice="always", grant_lifetime_seconds=10 * 3600
     )
-    assert decide(REMEMBER, grants=[grant]).outcome == "allow"
-    elsewhere = ProposalFacts("scale", "prod-db", "Deployment", "web", "medium", True, "U0REQ")
-    assert decide(REMEMBER, elsewhere, [grant]).outcome == "ask"
-    GrantBook(desk.store).revoke(grant.id, by="U2", now=NOW)
-    assert decide(REMEMBER, grants=GrantBook(desk.store).active(NOW)).outcome == "ask"
-    with pytest.raises(GrantError, match="already revoked"):
-        GrantBook(desk.store).revoke(grant.id, by="U2")
+    assert approved.state == S.APPROVED
+    [grant] = GrantBook(service.store).active(clock.now())
+    assert grant.created_by == "U1"
+    assert grant.expires_at - clock.now() == __import__("datetime").timedelta(hours=2)  # capped
+    assert (grant.action, grant.namespace, grant.resource) == ("scale", "hotel", "Deployment/geo")
+    assert scale(service, 3).state == S.APPROVED  # the grant allows the next one
+    assert "allowed: grant" in scale(service, 4).decision.reason
+    GrantBook(service.store).revoke(grant.id, by="U2")
+    assert scale(service, 5).state == S.AWAITING_APPROVAL
+    events = [r["event"] for r in service.store.query("SELECT event FROM audit_log")]
+    assert "grant" in events and "grant-revoked" in events
 
 
-def test_a_rejection_records_the_reason(desk: ApprovalDesk) -> None:
-    req = opened(desk, decide(ALWAYS_ASK))
-    result = desk.vote(req, user="U7", choice="reject", now=NOW, reason="wrong service")
-    assert result.state == "rejected" and "wrong service" in result.message
-    rows = desk.store.query("SELECT outcome, actor, reason FROM decisions")
-    assert rows == [{"outcome": "reject", "actor": "U7", "reason": "wrong service"}]
+def test_a_rejection_records_the_reason_and_the_person(
+    service: ProposalService, policy: PolicyBox
+) -> None:
+    policy.set(ALWAYS_ASK)
+    proposal = scale(service)
+    rejected = service.answer(proposal.id, user="U7", choice="reject", reason="wrong service")
+    assert rejected.state == S.REJECTED and rejected.votes[0].user == "U7"
+    assert rejected.votes[0].reason == "wrong service"
+    with pytest.raises(Exception, match="rejected"):
+        service.execute(proposal.id, actor="U7")
