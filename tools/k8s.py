@@ -85,8 +85,12 @@ class KubeClient:
             if in_cluster:
                 config.load_incluster_config(client_configuration=configuration)
             else:
+                # $KUBECONFIG is read now, not when the client library was imported (it
+                # reads it once, at import): the file named in an error is the file used.
                 config.load_kube_config(
-                    config_file=kubeconfig, context=context, client_configuration=configuration
+                    config_file=kubeconfig or os.environ.get("KUBECONFIG") or None,
+                    context=context,
+                    client_configuration=configuration,
                 )
         except (ConfigException, OSError, TypeError, ValueError) as exc:
             raise errors.Unavailable(

@@ -1,0 +1,262 @@
+"""The CLI as an attacker and a clumsy user try it: names that smuggle paths, parameters that
+YAML would misread, borrowed identities, broken configuration. Each gets one clear line and
+writes nothing. Runs in-process (click's CliRunner) except where two processes are the point."""
+
+from __future__ import annotations
+
+import os
+import pwd
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from cli.main import stratus as stratus_cli
+from store.db import Store
+from tests.conftest import stratus
+from tools.k8s import KubeClient
+from tools.objects import ObjectRef
+
+GEO = ObjectRef("Deployment", "geo", "hotel")
+TWO_APPROVERS = """apiVersion: stratus/v1
+kind: ApprovalPolicy
+metadata: {name: test}
+rules:
+  - name: two-people
+    match: {actions: [scale]}
+    decision: ask
+    min_approvals: 2
+    self_approval: false
+"""
+
+
+def run(env: dict[str, str], *args: str) -> Result:
+    return CliRunner().invoke(stratus_cli, list(args), env=env, catch_exceptions=False)
+
+
+def rows(env: dict[str, str], sql: str) -> list[dict[str, Any]]:
+    store = Store(env["STRATUS_DB"])
+    try:
+        return store.query(sql)
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(
+    ("target", "namespace", "message"),
+    [
+        ("deploy/geo", "hotel/../kube-system", "not a valid namespace"),
+        ("deployment/../../kube-system/deployments/x", "hotel", "not KIND/NAME"),
+        ("deployment/geo/status", "hotel", "not KIND/NAME"),
+        ("deployment/geo?x=1", "hotel", "not a valid deployment name"),
+        ("deployment/", "hotel", "name is empty"),
+        ("deploy/geo", "", "namespace is empty"),
+        ("deploy/GEO", "hotel", "not a valid deployment name"),
+    ],
+)
+def test_names_are_checked_before_anything_happens(
+    env: dict[str, str], kube: KubeClient, target: str, namespace: str, message: str
+) -> None:
+    result = run(env, "act", "scale", target, "replicas=3", "-n", namespace, "--yes")
+    assert result.exit_code == 1, result.output
+    assert message in result.stderr and "Traceback" not in result.output + result.stderr
+    assert kube.get(GEO)["spec"]["replicas"] == 1
+    assert rows(env, "SELECT * FROM audit_log WHERE event != 'identity'") == []
+    assert rows(env, "SELECT * FROM proposals") == []
+
+
+@pytest.mark.parametrize(
+    ("pairs", "message"),
+    [
+        (["kind=StatefulSet"], "cannot be a parameter"),
+        (["namespace=kube-system"], "cannot be a parameter"),
+        (["target=api"], "cannot be a parameter"),
+        (["replicas=no"], "is a integer: expected a decimal integer"),
+        (["replicas=~"], "expected a decimal integer"),
+        (["replicas=3", "replicas=4"], "given twice"),
+        (["colour=3"], "has no parameter 'colour'"),
+    ],
+)
+def test_parameters_cannot_retarget_or_be_misread(
+    env: dict[str, str], kube: KubeClient, pairs: list[str], message: str
+) -> None:
+    result = run(env, "act", "scale", "deploy/geo", *pairs, "-n", "hotel", "--yes")
+    assert result.exit_code == 1 and message in result.stderr, result.stderr
+    assert kube.get(GEO)["spec"]["replicas"] == 1
+
+
+def test_integers_are_decimal_and_strings_stay_strings(
+    env: dict[str, str], kube: KubeClient
+) -> None:
+    assert (
+        run(env, "act", "scale", "deploy/geo", "replicas=010", "-n", "hotel", "--yes").exit_code
+        == 0
+    )
+    assert kube.get(GEO)["spec"]["replicas"] == 10
+    for value in ("#ff0000", "~", "1", "8080", "no", "null"):
+        result = run(
+            env,
+            "act",
+            "set-env",
+            "geo",
+            "variable=COLOUR",
+            f"value={value}",
+            "-n",
+            "hotel",
+            "--yes",
+        )
+        assert result.exit_code == 0, result.stderr
+        env_vars = kube.get(GEO)["spec"]["template"]["spec"]["containers"][0]["env"]
+        assert {"name": "COLOUR", "value": value} in env_vars
+
+
+def test_each_action_lists_its_parameters(env: dict[str, str]) -> None:
+    result = run(env, "act", "set-env", "--help")
+    assert result.exit_code == 0
+    for text in (
+        "variable: string, required",
+        "value: string, optional",
+        "container",
+        "stratus act set-env deployment/web variable=LOG_LEVEL",
+    ):
+        assert text in result.output
+    unknown = run(env, "act", "explode", "deploy/geo")
+    assert unknown.exit_code == 2 and "unknown action 'explode'" in unknown.stderr
+
+
+def test_dry_run_shows_the_decision_and_stores_nothing(
+    env: dict[str, str], kube: KubeClient
+) -> None:
+    result = run(env, "act", "scale", "deploy/geo", "replicas=2", "-n", "hotel", "--dry-run")
+    assert result.exit_code == 0, result.stderr
+    assert "policy: asks: no rule matches" in result.output
+    assert "nothing was written or stored" in result.output
+    assert rows(env, "SELECT * FROM proposals") == []
+    assert kube.get(GEO)["spec"]["replicas"] == 1
+
+
+def test_identity_comes_from_the_os_and_overrides_are_prefixed_and_audited(
+    env: dict[str, str],
+) -> None:
+    me = pwd.getpwuid(os.getuid()).pw_name
+    plain = {k: v for k, v in env.items() if k != "STRATUS_ACTOR"}
+    assert (
+        run(
+            {**plain, "USER": "root-pretender"},
+            "act",
+            "scale",
+            "deploy/geo",
+            "replicas=2",
+            "-n",
+            "hotel",
+            "--yes",
+        ).exit_code
+        == 0
+    )
+    [proposal] = rows(env, "SELECT requester FROM proposals")
+    assert proposal["requester"] == f"cli:{me}"
+    for claimed in ("stratus-reconciler", "agent:planner", "U0 LEAD", "a" * 80):
+        refused = run({**plain, "STRATUS_ACTOR": claimed}, "undo", "--list")
+        assert refused.exit_code == 1 and "not a usable name" in refused.stderr, claimed
+    borrowed = run({**plain, "STRATUS_ACTOR": "U0LEAD"}, "undo", "--list")
+    assert borrowed.exit_code == 0
+    [row] = rows(env, "SELECT actor, payload FROM audit_log WHERE event = 'identity'")
+    assert row["actor"] == "cli:U0LEAD" and me in row["payload"]
+
+
+def test_a_proposal_made_in_one_process_is_answered_from_others_after_it_exited(
+    env: dict[str, str], tmp_path: Path, kube: KubeClient
+) -> None:
+    policies = tmp_path / "policies"
+    policies.mkdir()
+    (policies / "p.yaml").write_text(TWO_APPROVERS)
+    base = {**env, "STRATUS_POLICY_DIR": str(policies)}
+    asked = stratus(
+        "act",
+        "scale",
+        "deploy/geo",
+        "replicas=3",
+        "-n",
+        "hotel",
+        "--yes",
+        env={**base, "STRATUS_ACTOR": "alice"},
+    )
+    # alice asked and may not approve her own request: it waits, stored, and she exits.
+    assert asked.returncode == 1 and "someone else must approve" in asked.stderr
+    [proposal] = rows(env, "SELECT id, state FROM proposals")
+    assert proposal["state"] == "awaiting_approval"
+    pid = proposal["id"]
+    bob = stratus("proposals", "approve", pid, env={**base, "STRATUS_ACTOR": "bob"})
+    assert bob.returncode == 0 and "1 of 2 approvals" in bob.stdout, bob.stderr
+    again = stratus("proposals", "approve", pid, env={**base, "STRATUS_ACTOR": "bob"})
+    assert again.returncode == 1 and "already approved" in again.stderr
+    self_vote = stratus("proposals", "approve", pid, env={**base, "STRATUS_ACTOR": "alice"})
+    assert self_vote.returncode == 1 and "someone else must approve" in self_vote.stderr
+    assert kube.get(GEO)["spec"]["replicas"] == 1
+    carol = stratus("proposals", "approve", pid, env={**base, "STRATUS_ACTOR": "carol"})
+    assert carol.returncode == 0 and "applied: Scale deployment/geo" in carol.stdout
+    assert kube.get(GEO)["spec"]["replicas"] == 3
+    shown = run(base, "proposals", "show", pid)
+    assert "state:     executed" in shown.output and "cli:bob approve" in shown.output
+
+
+def test_broken_configuration_is_one_line_naming_what_was_used(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    empty_db = run({**env, "STRATUS_DB": ""}, "undo", "--list")
+    assert empty_db.exit_code == 1 and "STRATUS_DB is set but empty" in empty_db.stderr
+    missing = tmp_path / "nope" / "config"
+    no_kube = run({**env, "KUBECONFIG": str(missing)}, "undo", "--list")
+    assert no_kube.exit_code == 1 and str(missing) in no_kube.stderr
+    assert "from $KUBECONFIG" in no_kube.stderr
+    not_a_db = tmp_path / "not.db"
+    not_a_db.write_text("hello, I am not SQLite " * 100)
+    garbage = run({**env, "STRATUS_DB": str(not_a_db)}, "undo", "--list")
+    assert garbage.exit_code == 1 and "not a Stratus database" in garbage.stderr
+
+
+def test_a_read_only_database_is_one_line_not_a_traceback(env: dict[str, str]) -> None:
+    assert run(env, "undo", "--list").exit_code == 0  # create it
+    path = Path(env["STRATUS_DB"])
+    if os.getuid() == 0:
+        pytest.skip("root ignores file permissions; the read-only case needs another user")
+    path.chmod(0o444)
+    result = stratus("act", "scale", "deploy/geo", "replicas=2", "-n", "hotel", "--yes", env=env)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "read-only" in result.stderr
+
+
+def test_undo_commands_from_the_cli_appear_in_the_event_stream(env: dict[str, str]) -> None:
+    assert (
+        run(env, "act", "scale", "deploy/geo", "replicas=2", "-n", "hotel", "--yes").exit_code == 0
+    )
+    undone = run(env, "undo", "--last", "--yes")
+    assert undone.exit_code == 0 and "undone: Scale deployment/geo" in undone.output
+    events = run(env, "proposals", "events")
+    assert "executing → executed" in events.output and "executed → undone" in events.output
+    again = run(env, "undo", "--last", "--yes")
+    assert again.exit_code == 1 and "already undone" in again.stderr
+
+
+def test_policy_explain_labels_are_strings(env: dict[str, str], tmp_path: Path) -> None:
+    policies = tmp_path / "p"
+    policies.mkdir()
+    (policies / "p.yaml").write_text(
+        "apiVersion: stratus/v1\nkind: ApprovalPolicy\nmetadata: {name: t}\nrules:\n"
+        "  - name: no-tier\n    match: {labels: {tier: 'no'}}\n    decision: deny\n"
+    )
+    result = run(
+        {**env, "STRATUS_POLICY_DIR": str(policies)},
+        "policy",
+        "explain",
+        "--action",
+        "scale",
+        "-n",
+        "hotel",
+        "--resource",
+        "deploy/geo",
+        "--label",
+        "tier=no",
+    )
+    assert result.exit_code == 0 and result.output.startswith("deny: denied: rule no-tier")
