@@ -233,8 +233,6 @@ class Executor:
                     inverse_of=inverse_of,
                 )
                 crashpoints.reached("write-ahead")
-                # The lease must outlive the write: renew it just before sending.
-                self.locks.try_acquire(ref.key, holder, self.lock_ttl)
                 try:
                     written = self._write(plan)
                 except errors.Conflict as conflict:

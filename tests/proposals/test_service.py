@@ -282,3 +282,26 @@ def test_cancel_by_requester_or_approver_only(service: ProposalService, policy: 
     assert cancelled.state == S.CANCELLED
     with pytest.raises(AnswerRefused, match="already cancelled"):
         service.answer(proposal.id, user="U0OPS", choice="approve")
+
+
+@pytest.mark.asyncio
+async def test_the_async_facade_takes_the_same_path(
+    service: ProposalService, policy: PolicyBox, kube: KubeClient
+) -> None:
+    from proposals.aio import AsyncProposalService
+
+    policy.set(ASK)
+    facade = AsyncProposalService(service)
+    cursor = service.events.last_seq()
+    proposal = await facade.propose(
+        action="scale", target=GEO, params={"replicas": 2}, requester="U0REQ"
+    )
+    assert [p.id for p in await facade.pending()] == [proposal.id]
+    await facade.answer(proposal.id, user="U0APPROVER", choice="approve")
+    done = await facade.execute(proposal.id, actor="U0APPROVER")
+    assert done.state == S.EXECUTED and kube.get(GEO)["spec"]["replicas"] == 2
+    undo = await facade.propose_undo(UndoRequest(last=True), requester="U0REQ")
+    await facade.answer(undo.id, user="U0APPROVER", choice="approve")
+    await facade.execute(undo.id, actor="U0APPROVER")
+    assert (await facade.get(proposal.id)).state == S.UNDONE
+    assert len(await facade.events_since(cursor)) >= 10
