@@ -67,7 +67,7 @@ def _row_hash(
     *,
     key: bytes | None = None,
 ) -> str:
-    """The hash of a row; ``key`` is the row subkey (``anchor.subkey(key, "audit-row")``)."""
+    """The hash of a row; ``key`` is the row subkey (``anchor.subkey(key, anchor.ROW_KEY)``)."""
     material = _material(seq, at, actor, event, subject, payload, prev_hash)
     if key is None:
         return hashlib.sha256(material).hexdigest()
@@ -138,8 +138,8 @@ class AuditLog:
         self.store = store
         secret = integrity.audit_key() if isinstance(key, _Unset) else key
         self.key_configured = secret is not None
-        self._row_key = anchor.subkey(secret, "audit-row") if secret else None
-        self._checkpoint_key = anchor.subkey(secret, "audit-checkpoint") if secret else None
+        self._row_key = anchor.subkey(secret, anchor.ROW_KEY) if secret else None
+        self._checkpoint_key = anchor.subkey(secret, anchor.CHECKPOINT_KEY) if secret else None
         if isinstance(anchor_path, _Unset):
             path = anchor.default_path(store.path, memory=store.path == MEMORY)
         else:
@@ -275,7 +275,6 @@ class AuditLog:
                     hashes=chain.hashes,
                     last=chain.last,
                     unproven=frozenset(chain.unproven),
-                    keyed_rows=chain.keyed,
                     later=self._rows_after,
                 ),
                 path=self.anchor.path,
@@ -287,8 +286,9 @@ class AuditLog:
             unverifiable = result.unverifiable
         if self._row_key is None and (chain.keyed or unverifiable):
             problems.append(
-                f"the log is keyed ({chain.keyed} rows, {unverifiable} checkpoints) but "
-                f"{integrity.KEY_ENV} is not set: their HMACs cannot be checked"
+                f"the log is keyed ({_count(chain.keyed, 'row')}, "
+                f"{_count(unverifiable, 'checkpoint')}) but {integrity.KEY_ENV} is not set: "
+                "their HMACs cannot be checked"
             )
         return AuditReport(
             rows=chain.count,
@@ -401,6 +401,10 @@ def _head_problems(head: tuple[int, str] | None, last: int, last_hash: str) -> l
     if head is None and last:
         return ["the audit head is missing"]
     return []
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 def _ranges(seqs: list[int]) -> list[tuple[int, int]]:

@@ -1,0 +1,515 @@
+"""The audit log's anchor: keyed rows and checkpoints outside the database.
+
+Each attack is done the way someone holding the database file would do it: a raw sqlite3
+connection that drops the append-only triggers, and plain SHA-256 to recompute a chain. The
+matrix says, for each attack, whether verify detects it with ``STRATUS_AUDIT_KEY`` set and
+without it; both columns are asserted exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from store import anchor
+from store.audit import AuditAnchorError, AuditLog
+from store.audit import _row_hash as row_hash
+from store.clock import ManualClock
+from store.db import Store
+from store.integrity import KEY_ENV
+
+KEY = "correct horse battery staple"
+
+
+@pytest.fixture(autouse=True)
+def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    monkeypatch.delenv(anchor.ENV, raising=False)
+
+
+@pytest.fixture(params=[True, False], ids=["keyed", "unkeyed"])
+def keyed(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    if request.param:
+        monkeypatch.setenv(KEY_ENV, KEY)
+    return bool(request.param)
+
+
+def _log_with_rows(path: Path, rows: int = 5) -> None:
+    """``rows`` rows, one commit (and one checkpoint) each."""
+    store = Store(path, clock=ManualClock())
+    log = AuditLog(store)
+    for index in range(rows):
+        log.append(
+            actor=f"user-{index}",
+            event="write",
+            subject=f"deployment/app-{index}",
+            payload={"index": index},
+        )
+    store.close()
+
+
+def _report(path: Path) -> tuple[list[str], list[str]]:
+    store = Store(path)
+    report = AuditLog(store).verify_report()
+    store.close()
+    return list(report.problems), list(report.warnings)
+
+
+def _anchor_lines(path: Path) -> list[dict[str, object]]:
+    target = Path(str(path) + ".anchor")
+    return [json.loads(line) for line in target.read_text().splitlines()]
+
+
+def _tamper(path: Path, *statements: str) -> None:
+    connection = sqlite3.connect(path)
+    connection.execute("DROP TRIGGER IF EXISTS audit_log_no_update")
+    connection.execute("DROP TRIGGER IF EXISTS audit_log_no_delete")
+    for statement in statements:
+        connection.execute(statement)
+    connection.commit()
+    connection.close()
+
+
+def _rechain(path: Path, edit: Callable[[list[list[object]]], None]) -> None:
+    """Edit the rows, then recompute the whole chain and the head with plain SHA-256: all
+    someone without the key can do."""
+    connection = sqlite3.connect(path)
+    connection.execute("DROP TRIGGER IF EXISTS audit_log_no_update")
+    connection.execute("DROP TRIGGER IF EXISTS audit_log_no_delete")
+    rows = [list(r) for r in connection.execute("SELECT * FROM audit_log ORDER BY seq")]
+    edit(rows)
+    prev = "0" * 64
+    for row in rows:
+        row[6] = prev
+        row[7] = prev = row_hash(*row[:7])  # type: ignore[arg-type]
+    connection.execute("DELETE FROM audit_log")
+    connection.executemany("INSERT INTO audit_log VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    connection.execute("UPDATE audit_head SET seq = ?, hash = ?", [rows[-1][0], prev])
+    connection.commit()
+    connection.close()
+
+
+def _truncate_and_move_head(path: Path) -> None:
+    _tamper(
+        path,
+        "DELETE FROM audit_log WHERE seq > 3",
+        "UPDATE audit_head SET seq = 3, hash = (SELECT hash FROM audit_log WHERE seq = 3)",
+    )
+
+
+def _delete_everything(path: Path) -> None:
+    _tamper(path, "DELETE FROM audit_log", "DELETE FROM audit_head")
+
+
+def _rewrite_consistently(path: Path) -> None:
+    def edit(rows: list[list[object]]) -> None:
+        rows[1][2] = "someone-else"
+
+    _rechain(path, edit)
+
+
+def _append_forged_row(path: Path) -> None:
+    connection = sqlite3.connect(path)
+    seq, prev = connection.execute("SELECT seq, hash FROM audit_head").fetchone()
+    row = [seq + 1, "2026-01-01T13:00:00.000000Z", "mallory", "write", "deployment/x", "{}", prev]
+    digest = row_hash(*row)  # type: ignore[arg-type]
+    connection.execute("INSERT INTO audit_log VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [*row, digest])
+    connection.execute("UPDATE audit_head SET seq = ?, hash = ?", [seq + 1, digest])
+    connection.commit()
+    connection.close()
+
+
+def _forged_row_then_stratus_appends(path: Path) -> None:
+    _append_forged_row(path)
+    store = Store(path)
+    AuditLog(store).append(actor="stratus", event="write", subject="deployment/y")
+    store.close()
+
+
+def _edit_a_checkpoint(path: Path) -> None:
+    target = Path(str(path) + ".anchor")
+    lines = target.read_text().splitlines()
+    stored = json.loads(lines[2])["hash"]
+    lines[2] = lines[2].replace(stored, stored[:-8] + "ffffffff")
+    target.write_text("\n".join(lines) + "\n")
+
+
+def _rewrite_database_and_anchor(path: Path) -> None:
+    """Someone holding both files: rewrite the chain, then write a matching anchor file."""
+    _rewrite_consistently(path)
+    connection = sqlite3.connect(path)
+    rows = connection.execute("SELECT seq, hash FROM audit_log ORDER BY seq").fetchall()
+    connection.close()
+    lines = [
+        anchor.Checkpoint(seq, seq, digest, "2026-01-01T12:00:00.000000Z").encode()
+        for seq, digest in rows
+    ]
+    Path(str(path) + ".anchor").write_bytes(b"".join(lines))
+
+
+def _delete_anchor(path: Path) -> None:
+    Path(str(path) + ".anchor").unlink()
+
+
+def _delete_anchor_then_stratus_appends(path: Path) -> None:
+    _delete_anchor(path)
+    store = Store(path)
+    AuditLog(store).append(actor="stratus", event="write", subject="deployment/y")
+    store.close()
+
+
+def _cut_both_files(path: Path) -> None:
+    """Someone holding both files cuts both at the same row."""
+    _truncate_and_move_head(path)
+    target = Path(str(path) + ".anchor")
+    target.write_text("\n".join(target.read_text().splitlines()[:3]) + "\n")
+
+
+def _wipe_both_files_then_stratus_appends(path: Path) -> None:
+    _delete_everything(path)
+    _delete_anchor(path)
+    store = Store(path)
+    AuditLog(store).append(actor="stratus", event="write", subject="deployment/y")
+    store.close()
+
+
+# attack, words verify uses with a key, detected without a key (and the words then)
+ATTACKS: list[tuple[Callable[[Path], None], str, str | None]] = [
+    (_truncate_and_move_head, "rows 4-5 were removed from the end", "rows 4-5 were removed"),
+    (_delete_everything, "every row was deleted", "every row was deleted"),
+    (_rewrite_consistently, "the chain was rewritten", "the chain was rewritten"),
+    (_append_forged_row, "row 6 is not keyed", "row 6 is not anchored and not keyed"),
+    (
+        _forged_row_then_stratus_appends,
+        "row 6 is not keyed",
+        "row 6 is not anchored and not keyed",
+    ),
+    (_edit_a_checkpoint, "line 3 (row 3) fails its HMAC", "the chain was rewritten"),
+    (_rewrite_database_and_anchor, "the newest checkpoint (row 5) is not keyed", None),
+    (_delete_anchor, "anchor file", "anchor file"),
+    (_delete_anchor_then_stratus_appends, "is missing", "is missing"),
+]
+
+
+@pytest.mark.parametrize(
+    ("attack", "with_key", "without_key"), ATTACKS, ids=[a[0].__name__ for a in ATTACKS]
+)
+def test_attacks_on_the_audit_log(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    attack: Callable[[Path], None],
+    with_key: str,
+    without_key: str | None,
+) -> None:
+    for key in (KEY, None):
+        path = tmp_path / f"{'keyed' if key else 'plain'}.db"
+        if key:
+            monkeypatch.setenv(KEY_ENV, key)
+        else:
+            monkeypatch.delenv(KEY_ENV, raising=False)
+        _log_with_rows(path)
+        assert _report(path) == ([], [])
+        attack(path)
+        problems, _ = _report(path)
+        expected = with_key if key else without_key
+        if expected is None:
+            assert problems == [], problems
+        else:
+            assert any(expected in p for p in problems), (key, problems)
+
+
+@pytest.mark.parametrize("attack", [_cut_both_files, _wipe_both_files_then_stratus_appends])
+def test_what_no_anchor_can_catch(
+    tmp_path: Path, keyed: bool, attack: Callable[[Path], None]
+) -> None:
+    """Someone who can write both files can cut or wipe both, key or not (docs/audit.md:
+    keep the anchor where the database's writer cannot rewrite it)."""
+    path = tmp_path / "db.sqlite"
+    _log_with_rows(path)
+    attack(path)
+    assert _report(path) == ([], [])
+
+
+def test_rows_are_keyed_with_the_key(tmp_path: Path, keyed: bool) -> None:
+    path = tmp_path / "db.sqlite"
+    _log_with_rows(path, rows=3)
+    connection = sqlite3.connect(path)
+    hashes = [h for (h,) in connection.execute("SELECT hash FROM audit_log ORDER BY seq")]
+    connection.close()
+    assert all(h.startswith("hmac-sha256:") == keyed for h in hashes)
+    assert all(("mac" in line) == keyed for line in _anchor_lines(path))
+    store = Store(path)
+    report = AuditLog(store).verify_report()
+    assert (report.rows, report.anchored_seq, report.keyed, report.intact) == (3, 3, keyed, True)
+    assert report.anchor_path == Path(str(path) + ".anchor")
+    store.close()
+
+
+def test_an_edited_keyed_row_fails_its_hmac(tmp_path: Path, keyed: bool) -> None:
+    path = tmp_path / "db.sqlite"
+    _log_with_rows(path)
+    _tamper(path, "UPDATE audit_log SET actor = 'mallory' WHERE seq = 3")
+    problems, _ = _report(path)
+    assert "row 3 was edited (its content no longer matches its hash)" in problems
+
+
+def test_a_wrong_or_missing_key_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "db.sqlite"
+    monkeypatch.setenv(KEY_ENV, KEY)
+    _log_with_rows(path)
+    monkeypatch.setenv(KEY_ENV, "another key")
+    problems, _ = _report(path)
+    assert "rows 1-5 were edited (their content no longer matches their hash)" in problems
+    assert any("no keyed row matches its HMAC" in p for p in problems)
+    assert sum("fails its HMAC" in p for p in problems) == 5
+    monkeypatch.delenv(KEY_ENV)
+    problems, _ = _report(path)
+    assert problems == [
+        "the log is keyed (5 rows, 5 checkpoints) but STRATUS_AUDIT_KEY is not set: "
+        "their HMACs cannot be checked"
+    ]
+
+
+def test_a_log_started_without_a_key_stays_verifiable_with_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "db.sqlite"
+    _log_with_rows(path, rows=3)
+    monkeypatch.setenv(KEY_ENV, KEY)
+    problems, _ = _report(path)
+    assert problems == [
+        "the newest checkpoint (row 3) is not keyed although STRATUS_AUDIT_KEY is set: the "
+        "anchor file was rewritten without the key, or nothing was appended since the key "
+        "was set"
+    ]
+    store = Store(path)
+    AuditLog(store).append(actor="stratus", event="write", subject="s")
+    report = AuditLog(store).verify_report()
+    assert report.intact and report.warnings == () and report.anchored_seq == 4
+    assert (report.rows, report.keyed_rows, report.keyed) == (4, 1, False)
+    monkeypatch.delenv(KEY_ENV)  # unsetting the key later is a lost protection
+    AuditLog(store).append(actor="stratus", event="write", subject="s")
+    problems = AuditLog(store).verify()
+    assert any("row 5 is not keyed although earlier rows are" in p for p in problems)
+    assert any("line 5 (row 5) is not keyed although earlier ones are" in p for p in problems)
+    store.close()
+
+
+def test_a_rolled_back_nested_append_leaves_neither_row_nor_checkpoint(
+    tmp_path: Path, keyed: bool
+) -> None:
+    path = tmp_path / "db.sqlite"
+    _log_with_rows(path, rows=1)
+    store = Store(path)
+    log = AuditLog(store)
+    with pytest.raises(RuntimeError), store.immediate():
+        store.db.execute("INSERT INTO incidents VALUES ('i-1', 'ns', 'open', 'a', 't', 't', '')")
+        with store.immediate():
+            log.append(actor="a", event="write", subject="s")
+            log.append(actor="a", event="write", subject="s")
+        raise RuntimeError("the state change failed")
+    assert log.count() == 1 and len(_anchor_lines(path)) == 1
+    assert store.query("SELECT COUNT(*) AS n FROM incidents")[0]["n"] == 0
+    assert log.append(actor="a", event="write", subject="s") == 2
+    assert [(c["first"], c["seq"]) for c in _anchor_lines(path)] == [(1, 1), (2, 2)]
+    assert log.verify_report().warnings == () and log.verify() == []
+    store.close()
+
+
+def test_a_committed_transaction_gets_one_checkpoint(tmp_path: Path, keyed: bool) -> None:
+    path = tmp_path / "db.sqlite"
+    _log_with_rows(path, rows=1)
+    store = Store(path)
+    with store.immediate():
+        store.db.execute("INSERT INTO incidents VALUES ('i-1', 'ns', 'open', 'a', 't', 't', '')")
+        with store.immediate():
+            AuditLog(store).append(actor="a", event="write", subject="s")
+        AuditLog(store).append(actor="b", event="decide", subject="s")  # another object
+        assert len(_anchor_lines(path)) == 1  # nothing before the commit
+    assert [(c["first"], c["seq"]) for c in _anchor_lines(path)] == [(1, 1), (2, 3)]
+    report = AuditLog(store).verify_report()
+    assert report.intact and report.warnings == () and report.anchored_seq == 3
+    store.close()
+
+
+def test_threads_appending_at_once_anchor_every_commit(tmp_path: Path, keyed: bool) -> None:
+    path = tmp_path / "db.sqlite"
+    store = Store(path)
+    log = AuditLog(store)
+
+    def work(name: str) -> None:
+        for index in range(30):
+            if index % 3:
+                log.append(actor=name, event="write", subject="s")
+            else:
+                with store.immediate():
+                    log.append(actor=name, event="write", subject="s")
+                    log.append(actor=name, event="write", subject="s")
+
+    threads = [threading.Thread(target=work, args=(f"t{i}",)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    report = log.verify_report()
+    assert (report.rows, report.anchored_seq) == (160, 160)
+    assert report.problems == () and report.warnings == ()
+    assert len(_anchor_lines(path)) == 120
+    store.close()
+
+
+def _append_without_anchor(path: Path, *, rows: int = 1) -> None:
+    """What a crash between the commit and the anchor write leaves: committed rows, no
+    checkpoint (a second Store on the same file whose log does not anchor)."""
+    store = Store(path)
+    log = AuditLog(store, anchor_path=None)
+    with store.immediate():
+        for _ in range(rows):
+            log.append(actor="stratus", event="write", subject="deployment/z")
+    store.close()
+
+
+def test_a_crash_before_the_anchor_write_is_a_warning_when_keyed(
+    tmp_path: Path, keyed: bool
+) -> None:
+    path = tmp_path / "db.sqlite"
+    _log_with_rows(path)
+    _append_without_anchor(path, rows=2)
+    problems, warnings = _report(path)
+    if keyed:
+        assert problems == []
+        assert warnings == [
+            "rows 6-7 were committed but never anchored (a crash between the commit and the "
+            "anchor write?); their HMACs are valid"
+        ]
+    else:
+        assert warnings == []
+        assert problems == [
+            "rows 6-7 are not anchored and not keyed with a valid HMAC: appended outside "
+            "Stratus, or written just before a crash"
+        ]
+    # the next commit is anchored; the interrupted one stays named
+    later_store = Store(path)
+    AuditLog(later_store).append(actor="stratus", event="write", subject="s")
+    report = AuditLog(later_store).verify_report()
+    assert report.anchored_seq == 8
+    assert (len(report.warnings), len(report.problems)) == ((1, 0) if keyed else (0, 1))
+    later_store.close()
+
+
+def test_anchor_location_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "db.sqlite"
+    elsewhere = tmp_path / "other-volume" / "stratus.anchor"
+    elsewhere.parent.mkdir()
+    monkeypatch.setenv(anchor.ENV, str(elsewhere))
+    _log_with_rows(path, rows=2)
+    assert elsewhere.exists() and not Path(str(path) + ".anchor").exists()
+    assert _report(path) == ([], [])
+    # a writer pointed at another anchor file leaves this one short: as after a crash
+    monkeypatch.setenv(anchor.ENV, str(tmp_path / "wrong.anchor"))
+    store = Store(path)
+    AuditLog(store).append(actor="a", event="e", subject="s")
+    store.close()
+    monkeypatch.setenv(anchor.ENV, str(elsewhere))
+    problems, _ = _report(path)
+    assert any("row 3 is not anchored" in p for p in problems)
+
+
+def test_in_memory_logs_have_no_anchor_unless_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(anchor.ENV, str(tmp_path / "real.anchor"))
+    store = Store(":memory:")
+    log = AuditLog(store)
+    log.append(actor="a", event="e", subject="s")
+    assert log.anchor is None and not (tmp_path / "real.anchor").exists()
+    assert log.verify_report().anchored_seq is None and log.verify() == []
+    given = AuditLog(store, anchor_path=tmp_path / "memory.anchor")
+    with pytest.raises(AuditAnchorError):
+        AuditLog(store, anchor_path=None).adopt()
+    given.adopt()
+    given.append(actor="a", event="e", subject="s")
+    report = given.verify_report()
+    assert report.intact and report.anchored_seq == 2 and len(report.warnings) == 1
+    store.close()
+
+
+def test_a_missing_anchor_file_is_not_recreated_until_adopted(
+    tmp_path: Path, keyed: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A log older than anchoring (or one whose anchor file was lost): Stratus keeps
+    appending, verify keeps saying so, until someone checks the log and adopts it."""
+    path = tmp_path / "db.sqlite"
+    _append_without_anchor(path, rows=3)
+    store = Store(path)
+    log = AuditLog(store)
+    with caplog.at_level(logging.ERROR, logger="stratus.audit"):
+        log.append(actor="a", event="e", subject="s")
+    assert "audit rows 4-4 are committed but not anchored" in caplog.text
+    assert not Path(str(path) + ".anchor").exists()
+    assert any("is missing although the log has rows up to 4" in p for p in log.verify())
+    adopted = log.adopt()
+    assert adopted is not None and adopted.seq == 4 and (adopted.mac is not None) == keyed
+    log.append(actor="a", event="e", subject="s")
+    report = log.verify_report()
+    assert report.problems == () and report.anchored_seq == 5
+    assert report.warnings == (
+        "rows 1-4 were adopted on "
+        f"{_anchor_lines(path)[0]['at']} without a commit's checkpoint (older than "
+        "anchoring, or written while the anchor file was missing)",
+    )
+    store.close()
+
+
+def test_an_unwritable_anchor_does_not_fail_the_commit(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = Store(tmp_path / "db.sqlite")
+    log = AuditLog(store, anchor_path=tmp_path / "no-such-directory" / "a.anchor")
+    with caplog.at_level(logging.ERROR, logger="stratus.audit"):
+        assert log.append(actor="a", event="e", subject="s") == 1
+    assert log.count() == 1 and "not anchored" in caplog.text
+    assert any("is missing" in p for p in log.verify())
+    store.close()
+
+
+def test_a_torn_or_foreign_line_in_the_anchor_file(tmp_path: Path, keyed: bool) -> None:
+    path = tmp_path / "db.sqlite"
+    _log_with_rows(path, rows=2)
+    target = Path(str(path) + ".anchor")
+    first = target.read_text().splitlines()[0]
+    with target.open("a") as handle:
+        handle.write('{"v":1,"first":3,"seq":3\n')  # torn
+        handle.write(json.dumps(json.loads(first)) + "\n")  # the same JSON, other spacing
+    problems, _ = _report(path)
+    assert problems == [
+        "the anchor file was edited: line 3 is not a checkpoint",
+        "the anchor file was edited: line 4 is not a checkpoint",
+    ]
+
+
+def test_a_checkpoint_newer_than_the_read_is_not_a_removal() -> None:
+    """verify reads the rows, then the anchor file: a commit in between leaves a checkpoint
+    above the rows read, which the rows committed since must account for."""
+    checkpoint = anchor.Checkpoint(1, 2, "h2", "t")
+    reading = anchor.AnchorReading(checkpoints=[anchor.Checkpoint(1, 1, "h1", "t"), checkpoint])
+
+    def chain(later: dict[int, str]) -> anchor.ChainView:
+        return anchor.ChainView(
+            hashes={1: "h1"}, last=1, unproven=frozenset(), later=lambda _: later
+        )
+
+    fine = anchor.check(reading, chain({2: "h2"}), path=Path("a"), key=None)
+    assert fine.problems == [] and fine.anchored_seq == 1
+    cut = anchor.check(reading, chain({}), path=Path("a"), key=None)
+    assert cut.problems == [
+        "row 2 was removed from the end (the anchor file has a checkpoint at row 2)"
+    ]
