@@ -104,6 +104,7 @@ KUBECTLS = _kubectl_binaries()
 class Kubectl:
     binary: str
     env: dict[str, str]
+    name: str = "system"
 
     def run(
         self,
@@ -150,7 +151,7 @@ def kubectl_for(name: str, lab: Lab, tmp_path: Path) -> Kubectl:
         "KUBECONFIG": str(lab.kubeconfig),
         "KUBECACHEDIR": str(tmp_path / "cache"),
     }
-    return Kubectl(binary, env)
+    return Kubectl(binary, env, name)
 
 
 @pytest.fixture(params=["system", "1.20"])

@@ -18,6 +18,7 @@ import pytest
 
 from lab.cluster.protobuf import decode_object
 from tests.conftest import KUBECTLS, Lab, kubectl_for
+from tests.lab.generators import GENERATORS, with_files
 
 # What kubectl 1.32 sent for `kubectl create namespace foo` (from its -v=9 trace).
 NAMESPACE_FOO = bytes.fromhex(
@@ -142,30 +143,6 @@ def test_bodies_the_lab_cannot_read_are_refused_with_a_reason(lab: Lab) -> None:
     assert status == 400 and "k8s prefix" in answer["message"]
 
 
-GENERATORS = [
-    ["create", "deployment", "web", "--image=nginx:1.27", "--replicas=2", "--port=80"],
-    ["create", "deployment", "idle", "--image=nginx", "--replicas=0"],
-    ["create", "configmap", "settings", "--from-literal=mode=fast", "--from-file=FILE"],
-    ["create", "secret", "generic", "creds", "--from-literal=password=s3cret"],
-    ["create", "secret", "tls", "cert", "--cert=FILE", "--key=FILE"],
-    [
-        "create",
-        "secret",
-        "docker-registry",
-        "pull",
-        "--docker-server=registry.example.com",
-        "--docker-username=u",
-        "--docker-password=p",
-    ],
-    ["create", "service", "clusterip", "web", "--tcp=80:8080"],
-    ["create", "service", "nodeport", "np", "--tcp=80:8080"],
-    ["create", "service", "loadbalancer", "lb", "--tcp=443:8443"],
-    ["create", "service", "externalname", "ext", "--external-name=example.com"],
-    ["create", "serviceaccount", "robot"],
-    ["create", "quota", "small", "--hard=pods=10,requests.cpu=2,requests.memory=1Gi"],
-]
-
-
 def _comparable(listing: str) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = json.loads(listing)["items"]
     for item in items:
@@ -186,47 +163,12 @@ def test_protobuf_and_json_clients_make_the_same_objects(
 ) -> None:
     json_kubectl = kubectl_for("1.31" if KUBECTLS.get("1.31") else "1.20", lab, tmp_path)
     proto = kubectl_for(protobuf_kubectl, lab, tmp_path)
-    cert, key = _certificate(tmp_path)
-    data = tmp_path / "app.conf"
-    data.write_text("workers = 4\n")
     for namespace, client in (("by-json", json_kubectl), ("by-protobuf", proto)):
         client.run("create", "namespace", namespace, namespace=None)
-        for command in GENERATORS:
-            args = [
-                a.replace("FILE", str(cert if "cert" in a else key if "key" in a else data))
-                for a in command
-            ]
-            client.run(*args, namespace=namespace)
+        for command in with_files(tmp_path):
+            client.run(*command, namespace=namespace)
     kinds = "deploy,cm,secret,svc,sa,quota"
     made_by_json = _comparable(json_kubectl.out("get", kinds, "-o", "json", namespace="by-json"))
     made_by_protobuf = _comparable(proto.out("get", kinds, "-o", "json", namespace="by-protobuf"))
     assert made_by_protobuf == made_by_json
     assert len(made_by_json) == len(GENERATORS) + 1  # and the namespace's default account
-
-
-def _certificate(folder: Path) -> tuple[Path, Path]:
-    """A throw-away self-signed PEM pair; kubectl only checks that both parse."""
-    import subprocess
-
-    cert, key = folder / "tls.crt", folder / "tls.key"
-    subprocess.run(
-        [
-            "openssl",
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-subj",
-            "/CN=lab",
-            "-days",
-            "1",
-            "-keyout",
-            str(key),
-            "-out",
-            str(cert),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    return cert, key
