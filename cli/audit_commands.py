@@ -16,13 +16,31 @@ def audit() -> None:
 @audit.command()
 def verify() -> None:
     """Check the hash chain and its anchor; exit 1 and name every problem."""
-    log = AuditLog(open_store())
-    problems = log.verify()
-    if problems:
-        for problem in problems:
+    report = AuditLog(open_store()).verify_report()
+    for warning in report.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    if report.problems:
+        for problem in report.problems:
             click.echo(f"audit log tampered: {problem}", err=True)
         raise SystemExit(1)
-    click.echo(f"audit log intact: {log.count()} rows")
+    anchored = (
+        f", anchored at row {report.anchored_seq} in {report.anchor_path}"
+        if report.anchored_seq
+        else ""
+    )
+    protection = "keyed (HMAC)" if report.keyed else "not keyed: set STRATUS_AUDIT_KEY"
+    click.echo(f"audit log intact: {report.rows} rows{anchored}; {protection}")
+
+
+@audit.command()
+def adopt() -> None:
+    """Anchor the log as it is now (after an upgrade, or a lost anchor file). Run
+    `stratus audit verify` first: this vouches for every row not yet anchored."""
+    checkpoint = AuditLog(open_store()).adopt()
+    if checkpoint is None:
+        click.echo("the audit log is empty; nothing to anchor")
+        return
+    click.echo(f"anchored the audit log at row {checkpoint.seq}")
 
 
 @audit.command()
