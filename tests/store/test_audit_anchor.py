@@ -513,3 +513,19 @@ def test_a_checkpoint_newer_than_the_read_is_not_a_removal() -> None:
     assert cut.problems == [
         "row 2 was removed from the end (the anchor file has a checkpoint at row 2)"
     ]
+
+
+def test_rows_after_an_adoption_are_judged_like_any_unanchored_rows(
+    tmp_path: Path, keyed: bool
+) -> None:
+    path = tmp_path / "db.sqlite"
+    _append_without_anchor(path, rows=2)
+    store = Store(path)
+    AuditLog(store).adopt()
+    store.close()
+    _append_without_anchor(path)
+    problems, warnings = _report(path)
+    assert len(warnings) == 1 + keyed and "rows 1-2 were adopted on" in warnings[0]
+    unanchored = warnings[1:] if keyed else problems
+    assert len(unanchored) == 1 and unanchored[0].startswith("row 3 ")
+    assert "never anchored" in unanchored[0] if keyed else "not keyed" in unanchored[0]
