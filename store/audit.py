@@ -269,21 +269,26 @@ class AuditLog:
         anchored: int | None = None
         unverifiable = 0
         if self.anchor is not None:
-            result = anchor.check(
-                self.anchor.read(),
-                anchor.ChainView(
-                    hashes=chain.hashes,
-                    last=chain.last,
-                    unproven=frozenset(chain.unproven),
-                    later=self._rows_after,
-                ),
-                path=self.anchor.path,
-                key=self._checkpoint_key,
-            )
-            problems += result.problems
-            warnings += result.warnings
-            anchored = result.anchored_seq
-            unverifiable = result.unverifiable
+            try:
+                reading = self.anchor.read()
+            except OSError as error:  # a directory, no permission, an I/O error
+                problems.append(f"the anchor file {self.anchor.path} cannot be read: {error}")
+            else:
+                result = anchor.check(
+                    reading,
+                    anchor.ChainView(
+                        hashes=chain.hashes,
+                        last=chain.last,
+                        unproven=frozenset(chain.unproven),
+                        later=self._rows_after,
+                    ),
+                    path=self.anchor.path,
+                    key=self._checkpoint_key,
+                )
+                problems += result.problems
+                warnings += result.warnings
+                anchored = result.anchored_seq
+                unverifiable = result.unverifiable
         if self._row_key is None and (chain.keyed or unverifiable):
             problems.append(
                 f"the log is keyed ({_count(chain.keyed, 'row')}, "

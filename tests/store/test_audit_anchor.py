@@ -529,3 +529,12 @@ def test_rows_after_an_adoption_are_judged_like_any_unanchored_rows(
     unanchored = warnings[1:] if keyed else problems
     assert len(unanchored) == 1 and unanchored[0].startswith("row 3 ")
     assert "never anchored" in unanchored[0] if keyed else "not keyed" in unanchored[0]
+
+
+def test_an_unreadable_anchor_is_a_problem_not_a_crash(tmp_path: Path) -> None:
+    store = Store(tmp_path / "db.sqlite")
+    log = AuditLog(store, anchor_path=tmp_path)  # a directory
+    log.append(actor="a", event="e", subject="s")
+    [problem] = log.verify()
+    assert problem.startswith(f"the anchor file {tmp_path} cannot be read:")
+    store.close()
