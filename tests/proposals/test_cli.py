@@ -260,3 +260,27 @@ def test_policy_explain_labels_are_strings(env: dict[str, str], tmp_path: Path) 
         "tier=no",
     )
     assert result.exit_code == 0 and result.output.startswith("deny: denied: rule no-tier")
+
+
+def test_an_unreachable_api_server_is_one_line(env: dict[str, str], tmp_path: Path) -> None:
+    import socket
+
+    from lab.runner import write_kubeconfig
+
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = write_kubeconfig(tmp_path / "dead", f"http://127.0.0.1:{port}", "hotel")
+    result = run(
+        {**env, "KUBECONFIG": str(config)},
+        "act",
+        "scale",
+        "deploy/geo",
+        "replicas=2",
+        "-n",
+        "hotel",
+        "--yes",
+    )
+    assert result.exit_code == 1 and "cannot reach the API server" in result.stderr
+    assert "Traceback" not in result.stderr and "hint: try again" in result.stderr
+    assert rows(env, "SELECT * FROM proposals") == []
