@@ -2,17 +2,26 @@
 
 Pydantic models with every key checked: unknown keys, wrong types, unknown action names, bad
 globs, bad durations and impossible combinations are errors, so a typo can never turn into a
-silently permissive policy. ``schema()`` exports the JSON Schema for editors.
+silently permissive policy. So is a rule that can never match (a window that is never open, a
+glob or label no Kubernetes object can have): a deny rule that never applies is as dangerous
+as a permissive one. ``schema()`` exports the JSON Schema for editors.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import datetime, time
-from typing import Any, Literal
+from datetime import datetime
+from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
 from tools.actions import CATALOG, POLICY_ACTIONS
 
@@ -36,18 +45,79 @@ def parse_duration(text: str) -> int:
     return int(match[1]) * _UNITS[match[2]]
 
 
+# What a Kubernetes object or namespace name may contain (DNS-1123). A glob may add only what
+# fnmatch gives a meaning to; anything else (a space, an upper-case letter, regex syntax such as
+# ``^``, ``+``, ``(…|…)``, ``\d``, ``{a,b}``) can never match a name, and a rule written with it
+# would silently never apply.
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-.")
+_GLOB_HINT = (
+    "names hold a-z, 0-9, '-' and '.'; a pattern adds '*', '?' and classes such as [0-9] or [!a]"
+)
+_LABEL_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_CLOCK = re.compile(r"([01][0-9]|2[0-3]):[0-5][0-9]|24:00")
+
+
 def check_glob(pattern: str) -> str:
+    """A namespace or name glob that can match some Kubernetes name."""
     if not pattern:
         raise ValueError("an empty pattern matches nothing; use '*' for everything")
-    depth = 0
-    for char in pattern:
+    index = 0
+    while index < len(pattern):
+        char = pattern[index]
         if char == "[":
-            depth += 1
-        elif char == "]" and depth:
-            depth -= 1
-    if depth:
-        raise ValueError(f"unbalanced '[' in pattern {pattern!r}")
+            index = _class_end(pattern, index)
+        elif char not in _NAME_CHARS and char not in "*?":
+            raise ValueError(
+                f"pattern {pattern!r} can never match a Kubernetes name: {char!r} is not "
+                f"allowed ({_GLOB_HINT})"
+            )
+        index += 1
     return pattern
+
+
+def _class_end(pattern: str, start: int) -> int:
+    """The index of the ``]`` closing the class opened at ``start``, after checking that the
+    class holds name characters and ranges only (fnmatch reads ``[^a]`` as a literal caret)."""
+    end = pattern.find("]", start + 1)
+    if end == -1:
+        raise ValueError(f"unbalanced '[' in pattern {pattern!r}")
+    body = pattern[start + 1 : end].removeprefix("!")
+    if not body:
+        raise ValueError(f"empty character class in pattern {pattern!r}; it matches nothing")
+    for position, char in enumerate(body):
+        if char not in _NAME_CHARS:
+            raise ValueError(
+                f"pattern {pattern!r}: {char!r} is not allowed in a class ({_GLOB_HINT})"
+            )
+        if char == "-" and 0 < position < len(body) - 1 and body[position - 1] > body[position + 1]:
+            low, high = body[position - 1], body[position + 1]
+            raise ValueError(f"pattern {pattern!r}: the range {low}-{high} is empty")
+    return end
+
+
+def check_label_key(key: str) -> str:
+    """A Kubernetes label key: an optional DNS-subdomain prefix and a name of 63 characters."""
+    prefix, slash, name = key.rpartition("/")
+    good_prefix = not slash or (len(prefix) <= 253 and _DNS_SUBDOMAIN.fullmatch(prefix))
+    if not good_prefix or not _LABEL_NAME.fullmatch(name):
+        raise ValueError(
+            f"label key {key!r} is not a Kubernetes label key (an optional lower-case DNS prefix "
+            "and '/', then up to 63 letters, digits, '-', '_' or '.', starting and ending "
+            "alphanumeric), so no object can carry it"
+        )
+    return key
+
+
+def check_label_value(value: str) -> str:
+    """A Kubernetes label value: empty, or a name of 63 characters."""
+    if value and not _LABEL_NAME.fullmatch(value):
+        raise ValueError(
+            f"label value {value!r} is not a Kubernetes label value (empty, or up to 63 "
+            "letters, digits, '-', '_' or '.', starting and ending alphanumeric), so no object "
+            "can carry it"
+        )
+    return value
 
 
 def check_approvers(values: list[str]) -> list[str]:
@@ -65,6 +135,11 @@ def check_approvers(values: list[str]) -> list[str]:
     return values
 
 
+Glob = Annotated[str, AfterValidator(check_glob)]
+LabelKey = Annotated[str, AfterValidator(check_label_key)]
+LabelValue = Annotated[str, AfterValidator(check_label_value)]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -80,12 +155,28 @@ class Window(_Strict):
     @field_validator("start", "end")
     @classmethod
     def _clock(cls, value: str) -> str:
-        if value != "24:00":
-            try:
-                time.fromisoformat(value)
-            except ValueError as exc:
-                raise ValueError(f"expected HH:MM, got {value!r}") from exc
+        # contains() compares "HH:MM" strings; "9:00", "0900" or "09:00:30" would compare wrong.
+        if not _CLOCK.fullmatch(value):
+            raise ValueError(f"expected HH:MM (00:00 to 24:00), got {value!r}")
         return value
+
+    @field_validator("days")
+    @classmethod
+    def _some_days(cls, values: list[Day]) -> list[Day]:
+        if not values:
+            raise ValueError("an empty day list matches no day; leave days out for every day")
+        return values
+
+    @model_validator(mode="after")
+    def _ever_open(self) -> Window:
+        if self.start == "24:00":
+            raise ValueError("start 24:00 is the end of a day; start the window at 00:00")
+        if self.start == self.end:
+            raise ValueError(
+                f"the window starts and ends at {self.start}, so it is never open; for the "
+                "whole day use start 00:00 and end 24:00"
+            )
+        return self
 
     @field_validator("timezone")
     @classmethod
@@ -108,10 +199,12 @@ class Window(_Strict):
 
 class Match(_Strict):
     actions: list[str] = Field(default_factory=list, description="catalog names; empty: any")
-    namespaces: list[str] = Field(default_factory=list, description="globs; empty: any")
+    namespaces: list[Glob] = Field(default_factory=list, description="globs; empty: any")
     kinds: list[str] = Field(default_factory=list)
-    names: list[str] = Field(default_factory=list, description="globs")
-    labels: dict[str, str] = Field(default_factory=dict, description="all must be on the target")
+    names: list[Glob] = Field(default_factory=list, description="globs")
+    labels: dict[LabelKey, LabelValue] = Field(
+        default_factory=dict, description="all must be on the target"
+    )
     risk: list[RiskLevel] = Field(default_factory=list)
     reversible: bool | None = None
     window: Window | None = None
@@ -126,11 +219,6 @@ class Match(_Strict):
                 f"known: {', '.join(sorted(POLICY_ACTIONS))}"
             )
         return values
-
-    @field_validator("namespaces", "names")
-    @classmethod
-    def _globs(cls, values: list[str]) -> list[str]:
-        return [check_glob(v) for v in values]
 
     @field_validator("kinds")
     @classmethod
