@@ -4,10 +4,19 @@ PyYAML's composer keeps the position of every node; a validation error's locatio
 (``rules.2.match.actions.0``) is walked down that node tree to the line and column a person
 should look at. A directory with any error does not load at all: the caller keeps the last
 good policy, or — at start-up — refuses to start (fail closed).
+
+The loader assumes a clumsy or hostile author. A policy directory holds ``*.yaml`` and
+``*.yml`` files directly; any other visible entry is an error rather than silently skipped,
+and so is a directory with no policy file. A file is read only up to ``MAX_FILE_BYTES``, and
+its composed node graph is checked before anything is constructed: aliases may expand it by
+at most ``MAX_ALIAS_EXPANSION`` nodes (a "billion laughs" document stops after that many
+steps), nesting is bounded, and a key repeated in one mapping (where YAML would silently keep
+the last, turning ``decision: deny`` into ``allow``) is an error.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +26,11 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from policies.model import Defaults, PolicyFile, Rule
+
+MAX_FILE_BYTES = 1 << 20  # a policy file is a few kilobytes; 1 MiB is generous
+MAX_ALIAS_EXPANSION = 10_000  # nodes reached again through aliases, over a whole file
+MAX_DEPTH = 50  # a policy nests about 7 levels deep
+POLICY_SUFFIXES = (".yaml", ".yml")
 
 
 @dataclass(frozen=True)
@@ -58,12 +72,11 @@ def _locate(node: yaml.Node | None, loc: tuple[int | str, ...]) -> yaml.Node | N
         if isinstance(current, yaml.MappingNode):
             for key_node, value_node in current.value:
                 if key_node.value == part:
-                    current = (
-                        key_node
-                        if index == len(loc) - 1
+                    wants_key = loc[index + 1 :] == ("[key]",) or (
+                        index == len(loc) - 1
                         and not isinstance(value_node, yaml.MappingNode | yaml.SequenceNode)
-                        else value_node
                     )
+                    current = key_node if wants_key else value_node
                     break
             else:
                 return current
@@ -79,7 +92,9 @@ def _locate(node: yaml.Node | None, loc: tuple[int | str, ...]) -> yaml.Node | N
 
 
 def _message(error: ErrorDetails) -> str:
-    loc = ".".join(str(p) for p in error["loc"] if not str(p).startswith("function-"))
+    loc = ".".join(
+        str(p) for p in error["loc"] if not str(p).startswith("function-") and p != "[key]"
+    )
     kind = error["type"]
     if kind == "extra_forbidden":
         return f"unknown key {error['loc'][-1]!r} (at {loc})"
@@ -92,51 +107,203 @@ def _message(error: ErrorDetails) -> str:
     return f"{loc}: {text}" if loc else text
 
 
-def _compose_and_construct(text: str) -> tuple[list[yaml.Node], list[Any]]:
-    """Parse once: keep each document's node tree (for positions) and its Python value."""
+def _at(label: str, node: yaml.Node, message: str) -> Problem:
+    return Problem(label, node.start_mark.line + 1, node.start_mark.column + 1, message)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [child for pair in node.value for child in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+class _Refused(Exception):
+    """A document out of bounds; raised at the first node over a bound, so the walk stops."""
+
+    def __init__(self, node: yaml.Node, message: str) -> None:
+        super().__init__(message)
+        self.node = node
+        self.message = message
+
+
+class _Bounds:
+    """Walks composed documents the way construction and validation would expand them.
+
+    An alias is the same node object reached again, so a walk without memo sees exactly the
+    expansion; counting the nodes seen again and stopping at the bound keeps the check itself
+    cheap whatever the document claims to expand to. One instance spans a file, so splitting a
+    bomb into many small documents does not multiply the budget.
+    """
+
+    def __init__(self) -> None:
+        self.seen: set[int] = set()
+        self.expanded = 0
+        self._ancestors: set[int] = set()
+
+    def visit(self, node: yaml.Node, depth: int = 0) -> None:
+        key = id(node)
+        if key in self._ancestors:
+            raise _Refused(
+                node, "an alias refers to a node that contains itself; a policy is not recursive"
+            )
+        if depth > MAX_DEPTH:
+            raise _Refused(
+                node, f"the YAML is nested more than {MAX_DEPTH} levels deep; a policy needs ~7"
+            )
+        if key in self.seen:
+            self.expanded += 1
+            if self.expanded > MAX_ALIAS_EXPANSION:
+                raise _Refused(
+                    node,
+                    f"aliases expand this file by more than {MAX_ALIAS_EXPANSION:,} nodes; a "
+                    "policy needs a handful at most, so this looks like an alias bomb "
+                    '("billion laughs") and is refused unread',
+                )
+        self.seen.add(key)
+        self._ancestors.add(key)
+        for child in _children(node):
+            self.visit(child, depth + 1)
+        self._ancestors.discard(key)
+
+
+def _mappings(root: yaml.Node) -> Iterator[yaml.MappingNode]:
+    """Every mapping of a document once (aliases share nodes), in document order."""
+    seen: set[int] = set()
+    pending = [root]
+    while pending:
+        node = pending.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            yield node
+        pending.extend(reversed(_children(node)))
+
+
+def _duplicate_keys(root: yaml.Node, label: str) -> list[Problem]:
+    """A key repeated in one mapping, at the repeat's position.
+
+    YAML keeps the last value silently: a second ``decision:`` turns deny into allow, a second
+    ``rules:`` discards the first list. Keys compare by tag and text, so ``decision`` and
+    ``"decision"`` are the same key, as they are once constructed.
+    """
+    problems = []
+    for mapping in _mappings(root):
+        first: dict[tuple[str, str], yaml.Node] = {}
+        for key_node, _ in mapping.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                continue  # a complex key fails construction with its own error
+            identity = (key_node.tag, key_node.value)
+            if identity not in first:
+                first[identity] = key_node
+                continue
+            earlier = first[identity].start_mark.line + 1
+            problems.append(
+                _at(
+                    label,
+                    key_node,
+                    f"duplicate key {key_node.value!r} (first at line {earlier}); YAML would "
+                    "silently keep only this one: remove one of them",
+                )
+            )
+    return problems
+
+
+def _check_document(node: yaml.Node, bounds: _Bounds, label: str) -> list[Problem]:
+    """Problems of one composed document, found before anything is constructed."""
+    try:
+        bounds.visit(node)
+    except _Refused as refused:
+        return [_at(label, refused.node, refused.message)]
+    return _duplicate_keys(node, label)
+
+
+def _yaml_problem(label: str, error: yaml.YAMLError) -> Problem:
+    if isinstance(error, yaml.MarkedYAMLError):
+        mark = error.problem_mark or error.context_mark
+        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        return Problem(label, line, column, f"invalid YAML: {error.problem or error.context}")
+    return Problem(label, 1, 1, f"invalid YAML: {error}")
+
+
+def _compose_and_construct(
+    text: str, label: str
+) -> tuple[list[yaml.Node], list[Any], list[Problem]]:
+    """Parse once: keep each document's node tree (for positions) and its Python value.
+
+    Every document is composed and checked before any is constructed, so nothing is expanded
+    that was not counted first.
+    """
     loader = yaml.SafeLoader(text)
+    bounds = _Bounds()
     nodes: list[yaml.Node] = []
-    documents: list[Any] = []
     try:
         while loader.check_node():
             node = loader.get_node()
             if node is None:
-                continue
-            value = loader.construct_document(node)
-            if value is not None:
-                nodes.append(node)
-                documents.append(value)
+                break
+            problems = _check_document(node, bounds, label)
+            if problems:
+                return [], [], problems
+            nodes.append(node)
+        values = [loader.construct_document(node) for node in nodes]
+    except yaml.YAMLError as error:
+        return [], [], [_yaml_problem(label, error)]
+    except RecursionError:
+        # PyYAML's composer recurses once per level: thousands of '[' end here, not in _Bounds
+        message = f"the YAML is nested far more than {MAX_DEPTH} levels deep; a policy needs ~7"
+        return [], [], [Problem(label, 1, 1, message)]
     finally:
         loader.dispose()
-    return nodes, documents
+    kept = [(node, value) for node, value in zip(nodes, values, strict=True) if value is not None]
+    return [node for node, _ in kept], [value for _, value in kept], []
+
+
+def _read(path: Path) -> str | Problem:
+    """The file's text, reading at most one byte past the limit: a huge file is never read
+    whole."""
+    label = str(path)
+    try:
+        with path.open("rb") as stream:
+            data = stream.read(MAX_FILE_BYTES + 1)
+    except OSError as error:
+        return Problem(label, 1, 1, f"cannot read the file: {error}")
+    if len(data) > MAX_FILE_BYTES:
+        limit = f"{MAX_FILE_BYTES >> 20} MiB"
+        return Problem(
+            label,
+            1,
+            1,
+            f"the file is larger than {limit}; a policy file is a few kilobytes: split it, or "
+            "check that this is the file you meant",
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return Problem(label, 1, 1, f"cannot read the file: it is not UTF-8 text ({error})")
 
 
 def parse_file(path: Path) -> tuple[list[PolicyFile], list[Problem], list[yaml.Node]]:
-    """Every document of one file, validated; problems carry positions."""
+    """Every document of one file, bounded and validated; problems carry positions."""
     label = str(path)
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        return [], [Problem(label, 1, 1, f"cannot read the file: {exc}")], []
-    try:
-        nodes, documents = _compose_and_construct(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        return [], [Problem(label, line, column, f"invalid YAML: {exc.problem or exc.context}")], []
-    except yaml.YAMLError as exc:
-        return [], [Problem(label, 1, 1, f"invalid YAML: {exc}")], []
+    text = _read(path)
+    if isinstance(text, Problem):
+        return [], [text], []
+    nodes, documents, problems = _compose_and_construct(text, label)
+    if problems:
+        return [], problems, []
     if not documents:
         return [], [Problem(label, 1, 1, "the file is empty; expected an ApprovalPolicy")], []
-    parsed, problems = [], []
+    parsed = []
     for node, document in zip(nodes, documents, strict=True):
         try:
             parsed.append(PolicyFile.model_validate(document))
         except ValidationError as exc:
             for error in exc.errors():
                 located = _locate(node, tuple(error["loc"])) or node
-                mark = located.start_mark
-                problems.append(Problem(label, mark.line + 1, mark.column + 1, _message(error)))
+                problems.append(_at(label, located, _message(error)))
     return parsed, problems, nodes
 
 
@@ -145,30 +312,120 @@ def _rule_position(node: yaml.Node, index: int) -> int:
     return (located.start_mark.line + 1) if located is not None else 1
 
 
-def policy_files(paths: list[Path]) -> list[Path]:
-    found: list[Path] = []
+@dataclass(frozen=True)
+class PolicyFiles:
+    """The policy files some paths name, and every entry refused on the way (fail closed)."""
+
+    files: tuple[Path, ...] = ()
+    problems: tuple[Problem, ...] = ()
+
+
+def _refusal(entry: Path) -> str | None:
+    """Why a visible directory entry cannot be a policy file, or None when it is one.
+
+    Symbolic links to files are followed: Kubernetes mounts a ConfigMap as links into a hidden
+    ``..data`` folder. Anything skipped quietly could be a deny rule nobody enforces, so every
+    other entry is refused with what to do about it.
+    """
+    if entry.is_symlink() and not entry.exists():
+        return (
+            f"this is a dangling symbolic link: its target {_link_target(entry)} does not "
+            "exist; restore the target or remove the link"
+        )
+    if entry.is_dir():
+        return (
+            "this is a directory, and subdirectories are not searched: policy files lie "
+            "directly in the policy directory; move its files up, or move it out"
+        )
+    if entry.suffix not in POLICY_SUFFIXES:
+        if entry.suffix.lower() in POLICY_SUFFIXES:
+            return (
+                "policy files end in lower-case .yaml or .yml: "
+                f"rename it to {entry.stem}{entry.suffix.lower()}"
+            )
+        advice = (
+            f"a JSON policy is valid YAML: rename it to {entry.stem}.yaml"
+            if entry.suffix.lower() == ".json"
+            else "move it out of the policy directory"
+        )
+        return (
+            "not a policy file: only *.yaml and *.yml files are loaded, and nothing else may "
+            f"lie in a policy directory; {advice}"
+        )
+    if not entry.is_file():
+        return "not a regular file (a pipe, socket or device); a policy must be a plain file"
+    return None
+
+
+def _link_target(link: Path) -> str:
+    try:
+        return str(link.readlink())
+    except OSError:
+        return "(unreadable)"
+
+
+def _directory_files(directory: Path) -> tuple[list[Path], list[Problem]]:
+    """The policy files directly in ``directory``, and a problem for every other entry.
+
+    Names starting with "." are ignored: editors' swap and lock files (``.x.yaml.swp``,
+    ``.#x.yaml``) and the bookkeeping of a ConfigMap volume (``..data``) live there.
+    """
+    try:
+        entries = sorted(directory.iterdir())
+    except OSError as error:
+        return [], [Problem(str(directory), 1, 1, f"cannot list the directory: {error}")]
+    files: list[Path] = []
+    problems: list[Problem] = []
+    for entry in entries:
+        if entry.name.startswith("."):
+            continue
+        refusal = _refusal(entry)
+        if refusal is None:
+            files.append(entry)
+        else:
+            problems.append(Problem(str(entry), 1, 1, refusal))
+    if not files:
+        problems.append(
+            Problem(
+                str(directory),
+                1,
+                1,
+                f"no policy files in {directory}: every write would be asked for with the "
+                "defaults alone (anyone may approve, even the requester); add a *.yaml policy "
+                "file, or check the path (an empty directory is often a missing mount)",
+            )
+        )
+    return files, problems
+
+
+def find_policy_files(paths: list[Path]) -> PolicyFiles:
+    """The files ``load`` reads, and why any entry is refused; a file named explicitly is
+    read whatever its suffix (the person named it)."""
+    files: list[Path] = []
+    problems: list[Problem] = []
     for path in paths:
         if path.is_dir():
-            found.extend(
-                sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
-            )
+            found, refused = _directory_files(path)
+            files.extend(found)
+            problems.extend(refused)
+        elif path.is_file():
+            files.append(path)
+        elif path.exists():
+            problems.append(Problem(str(path), 1, 1, "not a regular file or directory"))
         else:
-            found.append(path)
-    return found
+            problems.append(Problem(str(path), 1, 1, "no such file or directory"))
+    return PolicyFiles(tuple(files), tuple(problems))
 
 
 def load(paths: list[Path]) -> Policy:
     """Load files and directories into one policy, or raise PolicyError with every problem."""
-    files = policy_files(paths)
-    problems: list[Problem] = []
-    for path in paths:
-        if not path.exists():
-            problems.append(Problem(str(path), 1, 1, "no such file or directory"))
+    found = find_policy_files(paths)
+    problems = list(found.problems)
     rules: list[SourcedRule] = []
     defaults: Defaults | None = None
     defaults_from = ""
     seen: dict[str, str] = {}
-    for path in files:
+    for path in found.files:
         parsed, file_problems, nodes = parse_file(path)
         problems.extend(file_problems)
         if file_problems:
@@ -203,4 +460,4 @@ def load(paths: list[Path]) -> Policy:
                 rules.append(SourcedRule(rule, where))
     if problems:
         raise PolicyError(problems)
-    return Policy(tuple(rules), defaults or Defaults(), tuple(str(f) for f in files))
+    return Policy(tuple(rules), defaults or Defaults(), tuple(str(f) for f in found.files))

@@ -13,12 +13,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 from policies.evaluate import CompiledPolicy
-from policies.loader import PolicyError, load, policy_files
+from policies.loader import PolicyError, find_policy_files, load
 from store.audit import AuditLog
 from store.db import Store
 
 log = logging.getLogger("stratus.policies")
 ENV = "STRATUS_POLICY_DIR"
+
+# A file's identity and change stamp, or the error that hid it (it vanished mid-scan).
+Stamp = tuple[str, int, int, int] | tuple[str, str]
+Fingerprint = tuple[tuple[Stamp, ...], tuple[str, ...]]
 
 
 def default_directory() -> Path | None:
@@ -51,11 +55,13 @@ class PolicyWatcher:
         self.current = self._load()  # raises PolicyError: fail closed at start-up
         self.last_error: PolicyError | None = None
 
-    def _scan(self) -> tuple[tuple[str, float, int], ...]:
-        if self.directory is None or not self.directory.exists():
-            return ()
-        files = policy_files([self.directory])
-        return tuple((str(f), f.stat().st_mtime, f.stat().st_size) for f in files)
+    def _scan(self) -> Fingerprint:
+        """What a reload depends on: the files ``load`` reads and the entries it refuses, so
+        a directory that turns empty or gains a stray file is reloaded (and rejected)."""
+        if self.directory is None:
+            return ((), ())
+        found = find_policy_files([self.directory])
+        return tuple(_stamp(f) for f in found.files), tuple(str(p) for p in found.problems)
 
     def _load(self) -> CompiledPolicy:
         paths = [self.directory] if self.directory is not None else []
@@ -78,3 +84,13 @@ class PolicyWatcher:
         self.last_error = None
         log.info("policy reloaded: %d rules", len(self.current.policy.rules))
         return True
+
+
+def _stamp(path: Path) -> Stamp:
+    # The inode changes when a ConfigMap volume swaps its ..data link, even if size and
+    # mtime happen to match.
+    try:
+        status = path.stat()
+    except OSError as error:
+        return (str(path), str(error))
+    return (str(path), status.st_ino, status.st_mtime_ns, status.st_size)

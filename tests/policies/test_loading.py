@@ -155,8 +155,8 @@ def test_policy_check_command_prints_positions_and_no_traceback(tmp_path: Path) 
     assert failed.returncode == 1 and f"{bad}:8:" in failed.stderr
     assert "Traceback" not in failed.stderr
     shipped = check(
-        REPO / "manifests" / "policies",
-        REPO / "manifests" / "policies" / "examples" / "production.yaml",
+        REPO / "manifests" / "policies" / "default",
+        REPO / "manifests" / "policies" / "examples",
     )
     assert shipped.returncode == 0 and "ok: 6 rules in 2 file(s)" in shipped.stdout
 
@@ -169,9 +169,11 @@ def test_the_exported_json_schema_is_current() -> None:
 def test_invalid_directory_fails_closed_at_start_and_reload_keeps_the_last_good(
     tmp_path: Path,
 ) -> None:
-    bad = write(tmp_path, CASES[1][1])
+    policies = tmp_path / "policies"  # the database lives outside: nothing else may lie here
+    policies.mkdir()
+    bad = write(policies, CASES[1][1])
     with pytest.raises(PolicyError):
-        PolicyWatcher(tmp_path)
+        PolicyWatcher(policies)
     bad.write_text(HEADER + "rules:\n  - name: good\n    decision: deny\n")
     errors: list[PolicyError] = []
     store = Store(tmp_path / "db.sqlite")
@@ -181,7 +183,7 @@ def test_invalid_directory_fails_closed_at_start_and_reload_keeps_the_last_good(
         errors.append(error)
         report(error)
 
-    watcher = PolicyWatcher(tmp_path, on_error=on_error)
+    watcher = PolicyWatcher(policies, on_error=on_error)
     assert [r.rule.name for r in watcher.current.policy.rules] == ["good"]
     assert watcher.refresh() is False  # nothing changed
     time.sleep(0.01)

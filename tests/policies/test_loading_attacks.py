@@ -1,15 +1,23 @@
-"""Policy loading against a clumsy user: rules that can never match fail closed with a
-Problem at file:line:column."""
+"""Policy loading against an attacker and a clumsy user: duplicate keys, files the loader
+would skip, alias bombs and oversized files, and rules that can never match. Each case fails
+closed with a Problem at file:line:column; none hangs, none is silently ignored."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from policies.loader import PolicyError, load
+from policies.loader import MAX_ALIAS_EXPANSION, MAX_FILE_BYTES, Policy, PolicyError, load
+from policies.reload import PolicyWatcher
+from tests.conftest import REPO
 
 HEADER = "apiVersion: stratus/v1\nkind: ApprovalPolicy\nmetadata: {name: test}\n"
+GOOD = HEADER + "rules:\n  - name: good\n    decision: deny\n"
 
 
 def write(folder: Path, text: str, name: str = "policy.yaml") -> Path:
@@ -28,6 +36,264 @@ def the_problem(paths: list[Path], needle: str) -> str:
     found = [p for p in problems_of(paths) if needle in p]
     assert found, problems_of(paths)
     return found[0]
+
+
+# --- duplicate keys -----------------------------------------------------------------------
+
+DUPLICATES = [
+    (
+        "decision in a rule",
+        HEADER + "rules:\n  - name: a\n    decision: deny\n    decision: allow\n",
+        "7:5",
+        "'decision' (first at line 6)",
+    ),
+    (
+        "a second rules list",
+        HEADER + "rules:\n  - name: a\n    decision: deny\nrules:\n  - name: b\n"
+        "    decision: allow\n",
+        "7:1",
+        "'rules' (first at line 4)",
+    ),
+    (
+        "in a flow mapping",
+        HEADER + "rules:\n  - {name: a, decision: deny, decision: allow}\n",
+        "5:31",
+        "'decision' (first at line 5)",
+    ),
+    (
+        "in match, quoted",
+        HEADER + "rules:\n  - name: a\n    decision: deny\n    match:\n"
+        "      namespaces: [prod]\n      'namespaces': [dev]\n",
+        "9:7",
+        "'namespaces' (first at line 8)",
+    ),
+    (
+        "in a label map",
+        HEADER + "rules:\n  - name: a\n    decision: allow\n    match:\n"
+        "      labels: {tier: frontend, tier: backend}\n",
+        "8:32",
+        "'tier' (first at line 8)",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "message"), [c[1:] for c in DUPLICATES], ids=[c[0] for c in DUPLICATES]
+)
+def test_duplicate_keys_are_errors_at_the_second_occurrence(
+    tmp_path: Path, text: str, where: str, message: str
+) -> None:
+    path = write(tmp_path, text)
+    problem = the_problem([path], "duplicate key")
+    assert problem.startswith(f"{path}:{where}: duplicate key {message}"), problem
+
+
+# --- the directory layout -----------------------------------------------------------------
+
+
+def test_policy_files_are_yaml_and_yml_directly_in_the_directory(tmp_path: Path) -> None:
+    write(tmp_path, GOOD, "a.yaml")
+    write(tmp_path, GOOD.replace("good", "other"), "b.yml")
+    loaded = load([tmp_path])
+    assert [r.rule.name for r in loaded.rules] == ["good", "other"]
+    assert loaded.files == (str(tmp_path / "a.yaml"), str(tmp_path / "b.yml"))
+
+
+BAD_ENTRIES = [
+    ("upper-case suffix", "prod.YAML", "rename it to prod.yaml"),
+    ("json", "prod.json", "rename it to prod.yaml"),
+    ("editor backup", "prod.yaml~", "only *.yaml and *.yml files"),
+    ("no suffix", "README", "only *.yaml and *.yml files"),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "message"), [c[1:] for c in BAD_ENTRIES], ids=[c[0] for c in BAD_ENTRIES]
+)
+def test_any_other_file_in_the_directory_is_an_error(
+    tmp_path: Path, name: str, message: str
+) -> None:
+    write(tmp_path, GOOD, "good.yaml")
+    write(tmp_path, GOOD.replace("good", "extra"), name)
+    problem = the_problem([tmp_path], name)
+    assert problem.startswith(f"{tmp_path / name}:1:1: ") and message in problem, problem
+
+
+def test_a_subdirectory_is_an_error_not_searched(tmp_path: Path) -> None:
+    write(tmp_path, GOOD, "good.yaml")
+    (tmp_path / "prod").mkdir()
+    write(tmp_path / "prod", GOOD.replace("good", "prod"), "prod.yaml")
+    problem = the_problem([tmp_path], "directory")
+    assert problem.startswith(f"{tmp_path / 'prod'}:1:1: ") and "not searched" in problem
+
+
+def test_a_dangling_symlink_is_an_error(tmp_path: Path) -> None:
+    write(tmp_path, GOOD, "good.yaml")
+    (tmp_path / "gone.yaml").symlink_to(tmp_path / "elsewhere" / "gone.yaml")
+    problem = the_problem([tmp_path], "gone.yaml")
+    assert "dangling symbolic link" in problem and "elsewhere" in problem
+
+
+def test_a_symlink_to_a_directory_is_an_error(tmp_path: Path) -> None:
+    policies, other = tmp_path / "policies", tmp_path / "other"
+    policies.mkdir()
+    other.mkdir()
+    write(policies, GOOD, "good.yaml")
+    (policies / "more.yaml").symlink_to(other)
+    assert "is a directory" in the_problem([policies], "more.yaml")
+
+
+def test_a_fifo_is_an_error_and_is_never_opened(tmp_path: Path) -> None:
+    write(tmp_path, GOOD, "good.yaml")
+    os.mkfifo(tmp_path / "pipe.yaml")
+    assert "not a regular file" in the_problem([tmp_path], "pipe.yaml")
+
+
+def test_symlinked_files_are_followed_and_hidden_entries_ignored(tmp_path: Path) -> None:
+    """The layout of a Kubernetes ConfigMap volume, plus an editor's swap and lock files."""
+    policies = tmp_path / "policies"
+    version = policies / "..2026_01_01_00_00_00.1"
+    version.mkdir(parents=True)
+    write(version, GOOD, "default.yaml")
+    (policies / "..data").symlink_to(version.name)
+    (policies / "default.yaml").symlink_to("..data/default.yaml")
+    write(policies, "not: [yaml", ".default.yaml.swp")
+    (policies / ".#default.yaml").symlink_to("user@host.1234")  # an Emacs lock: dangling
+    loaded = load([policies])
+    assert [r.rule.name for r in loaded.rules] == ["good"]
+    assert loaded.files == (str(policies / "default.yaml"),)
+
+
+def test_an_empty_policy_directory_is_an_error(tmp_path: Path) -> None:
+    write(tmp_path, "x", ".hidden.yaml")
+    problem = the_problem([tmp_path], "no policy files")
+    assert problem.startswith(f"{tmp_path}:1:1: no policy files in {tmp_path}: every write")
+
+
+def test_no_policy_directory_at_all_still_means_ask_for_everything() -> None:
+    assert load([]) == Policy()
+
+
+def test_an_explicitly_named_file_is_read_whatever_its_suffix(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD, "policy.json")
+    assert [r.rule.name for r in load([path]).rules] == ["good"]
+
+
+def _touch_later(path: Path, seconds: float) -> None:
+    os.utime(path, (time.time() + seconds, time.time() + seconds))
+
+
+def test_reload_keeps_the_last_good_policy_when_the_directory_turns_bad(tmp_path: Path) -> None:
+    good = write(tmp_path, GOOD, "good.yaml")
+    errors: list[PolicyError] = []
+    watcher = PolicyWatcher(tmp_path, on_error=errors.append)
+    assert [r.rule.name for r in watcher.current.policy.rules] == ["good"]
+
+    stray = write(tmp_path, GOOD.replace("good", "json"), "stray.json")
+    assert watcher.refresh() is False
+    assert watcher.last_error is not None and "stray.json" in str(watcher.last_error)
+    stray.unlink()
+    assert watcher.refresh() is True and watcher.last_error is None
+
+    good.unlink()
+    assert watcher.refresh() is False
+    assert "no policy files" in str(watcher.last_error) and len(errors) == 2
+    assert [r.rule.name for r in watcher.current.policy.rules] == ["good"]
+
+    (tmp_path / "gone.yaml").symlink_to(tmp_path / "nowhere.yaml")
+    write(tmp_path, GOOD.replace("good", "back"), "back.yaml")
+    assert watcher.refresh() is False and "dangling" in str(watcher.last_error)
+    (tmp_path / "gone.yaml").unlink()
+    assert watcher.refresh() is True
+    assert [r.rule.name for r in watcher.current.policy.rules] == ["back"]
+
+
+def test_reload_ignores_changes_to_hidden_files(tmp_path: Path) -> None:
+    write(tmp_path, GOOD, "good.yaml")
+    watcher = PolicyWatcher(tmp_path)
+    swap = write(tmp_path, "junk", ".good.yaml.swp")
+    _touch_later(swap, 5)
+    assert watcher.refresh() is False and watcher.last_error is None
+
+
+# --- bounds: size, aliases, depth ---------------------------------------------------------
+
+
+def billion_laughs() -> str:
+    """Nine levels of nine aliases each: 9**9 (387 million) strings once expanded."""
+    lines = ["lol0: &lol0 [" + ", ".join(['"lol"'] * 9) + "]"]
+    for level in range(1, 10):
+        lines.append(f"lol{level}: &lol{level} [" + ", ".join([f"*lol{level - 1}"] * 9) + "]")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.timeout(10)
+def test_the_classic_billion_laughs_fails_fast(tmp_path: Path) -> None:
+    path = write(tmp_path, billion_laughs())
+    started = time.perf_counter()
+    problem = the_problem([path], "aliases")
+    assert time.perf_counter() - started < 2
+    assert f"more than {MAX_ALIAS_EXPANSION:,} nodes" in problem and "alias bomb" in problem
+
+
+GUARDED_LOAD = """
+import resource, sys
+from pathlib import Path
+resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+from policies.loader import PolicyError, load
+try:
+    load([Path(sys.argv[1])])
+except PolicyError as error:
+    print(error)
+"""
+
+
+@pytest.mark.timeout(10)
+def test_a_billion_laughs_where_the_schema_looks_fails_fast(tmp_path: Path) -> None:
+    """The bomb behind a key the schema reads: before the bound, the error message for
+    ``kind`` printed the fully expanded value (gigabytes). A separate process with a memory
+    cap keeps a regression from taking the test machine down with it."""
+    text = billion_laughs() + "apiVersion: stratus/v1\nkind: *lol9\nmetadata: {name: x}\n"
+    path = write(tmp_path, text)
+    loaded = subprocess.run(
+        [sys.executable, "-c", GUARDED_LOAD, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=8,
+        check=False,
+        cwd=REPO,
+    )
+    assert loaded.returncode == 0 and "alias bomb" in loaded.stdout, loaded.stderr[-2000:]
+
+
+@pytest.mark.timeout(10)
+def test_a_recursive_alias_is_refused(tmp_path: Path) -> None:
+    path = write(tmp_path, HEADER + "rules: &loop\n  - *loop\n")
+    assert "contains itself" in the_problem([path], "alias")
+
+
+@pytest.mark.timeout(10)
+def test_deep_nesting_is_refused_without_a_traceback(tmp_path: Path) -> None:
+    for depth in (60, 5000):
+        path = write(tmp_path, HEADER + "rules: " + "[" * depth + "]" * depth + "\n")
+        assert "nested" in the_problem([path], "nested")
+
+
+def test_a_file_over_the_size_limit_is_refused_unread(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD + "#" * MAX_FILE_BYTES + "\n")
+    problem = the_problem([path], "larger than")
+    assert problem.startswith(f"{path}:1:1: the file is larger than 1 MiB")
+
+
+def test_ordinary_anchors_and_aliases_still_load(tmp_path: Path) -> None:
+    text = HEADER + (
+        "rules:\n"
+        "  - name: a\n    decision: ask\n    approvers: &sre [S0SREONCALL]\n"
+        "    match: &prod {namespaces: ['prod-*']}\n"
+        "  - name: b\n    decision: ask\n    approvers: *sre\n    match: *prod\n"
+    )
+    loaded = load([write(tmp_path, text)])
+    assert [r.rule.approvers for r in loaded.rules] == [["S0SREONCALL"], ["S0SREONCALL"]]
 
 
 # --- rules that can never match -----------------------------------------------------------
