@@ -3,10 +3,21 @@
 An image entry says which tags exist, which binary it ships, which ports it listens on, how
 much memory it uses, which environment it needs, whom it calls and what credentials it
 accepts. Tags listed under ``broken`` exist but crash on start, like a buggy release.
+
+Well-known public images (``lab/apps/base/images.yaml``) also say what they run by default
+(``entrypoint`` and ``cmd``, with Docker's rules: a pod's ``command`` replaces the entrypoint
+and drops the default arguments, its ``args`` replace them), which binaries start their server
+(``servers``), whether they carry a shell (``shell``: the command may be a script, see
+``lab/controllers/programs.py``), and which tags exist as a pattern (``tag_pattern``, where
+``{v}`` is a version like ``1``, ``1.27`` or ``1.27.3`` and ``{suffix}`` a variant such as
+``-alpine`` or ``-slim-bookworm``). An app's catalog may name the same image again: the fields
+it sets replace the base entry's, and the tags are added to it.
 """
 
 from __future__ import annotations
 
+import re
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +43,27 @@ class Auth(BaseModel):
     password_env: str
 
 
+_VERSION = r"\d{1,2}(\.\d{1,2}){0,2}"
+_SUFFIX = (
+    r"(-(alpine|slim|bookworm|bullseye|buster|trixie|jammy|noble|focal|perl|otel|management"
+    r"|jdk|jre|fpm|apache|oracle|debian|ubuntu|musl|glibc|uclibc|windowsservercore|nanoserver"
+    r"|alpine3\.\d{1,2}|lts|community|enterprise|temurin)(\d{1,2}(\.\d{1,2})?)?)*"
+)
+
+
 class ImageSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     tags: list[str] = Field(default_factory=lambda: ["latest"])
+    tag_pattern: str | None = None
+    aliases: list[str] = Field(default_factory=list)
+    entrypoint: list[str] = Field(default_factory=list)
+    cmd: list[str] = Field(default_factory=list)
+    servers: list[str] = Field(default_factory=list)
+    shell: bool = False
+    binaries: list[str] = Field(default_factory=list)
+    port_args: bool = False
+    requires_one_of: list[str] = Field(default_factory=list)
+    missing_env_log: list[str] = Field(default_factory=list)
     broken: dict[str, str] = Field(default_factory=dict)
     command: str | None = None
     listens: list[int] = Field(default_factory=list)
@@ -48,13 +77,66 @@ class ImageSpec(BaseModel):
     rps: float = 10.0
     start_log: list[str] = Field(default_factory=list)
 
+    @cached_property
+    def tag_regex(self) -> re.Pattern[str] | None:
+        if not self.tag_pattern:
+            return None
+        pattern = self.tag_pattern.replace("{v}", _VERSION).replace("{suffix}", _SUFFIX)
+        return re.compile(pattern)
+
+    def has_tag(self, tag: str) -> bool:
+        if tag in self.tags or tag in self.broken:
+            return True
+        regex = self.tag_regex
+        return regex is not None and regex.fullmatch(tag) is not None
+
+    def server_binaries(self) -> set[str]:
+        """Basenames of the programs that start this image's server."""
+        names = {b.rsplit("/", 1)[-1] for b in self.servers}
+        if self.command:
+            names.add(self.command.rsplit("/", 1)[-1])
+        return names
+
+    @property
+    def raw_logs(self) -> bool:
+        """Public images print their own log format; the sample apps share the lab's."""
+        return bool(self.entrypoint or self.cmd or self.servers)
+
+    def default_argv(self) -> list[str]:
+        if self.entrypoint or self.cmd:
+            return [*self.entrypoint, *self.cmd]
+        return [self.command] if self.command else []
+
+    def merged(self, update: ImageSpec) -> ImageSpec:
+        """This entry with the fields ``update`` sets replaced, and its tags added."""
+        fields = {name: getattr(update, name) for name in update.model_fields_set}
+        fields["tags"] = list(dict.fromkeys([*self.tags, *update.tags]))
+        return self.model_copy(update=fields)
+
+
+_REGISTRY_PREFIXES = (
+    "docker.io/library/",
+    "docker.io/",
+    "index.docker.io/library/",
+    "index.docker.io/",
+    "registry.hub.docker.com/library/",
+    "registry-1.docker.io/library/",
+    "mirror.gcr.io/library/",
+    "mirror.gcr.io/",
+    "public.ecr.aws/docker/library/",
+    "library/",
+)
+
 
 def split_image(reference: str) -> tuple[str, str]:
     """``docker.io/stratus/geo:1.0`` → (``stratus/geo``, ``1.0``); no tag means ``latest``."""
     ref = reference.split("@", 1)[0]
-    for prefix in ("docker.io/library/", "docker.io/", "index.docker.io/"):
+    for prefix in _REGISTRY_PREFIXES:
         if ref.startswith(prefix):
             ref = ref[len(prefix) :]
+            break
+    if ref.startswith("k8s.gcr.io/"):  # the old name of the Kubernetes registry
+        ref = "registry.k8s.io/" + ref[len("k8s.gcr.io/") :]
     last = ref.rsplit("/", 1)[-1]
     if ":" in last:
         repo, tag = ref.rsplit(":", 1)
@@ -65,21 +147,38 @@ def split_image(reference: str) -> tuple[str, str]:
 class ImageCatalog:
     def __init__(self, images: dict[str, ImageSpec] | None = None) -> None:
         self.images: dict[str, ImageSpec] = dict(images or {})
+        self._aliases: dict[str, str] = {}
+        self._index_aliases()
+
+    def _index_aliases(self) -> None:
+        self._aliases = {
+            alias: name for name, spec in self.images.items() for alias in spec.aliases
+        }
 
     def merge_file(self, path: Path) -> None:
         raw = yaml.safe_load(path.read_text()) or {}
         for name, spec in (raw.get("images") or {}).items():
-            self.images[name] = ImageSpec.model_validate(spec)
+            entry = ImageSpec.model_validate(spec)
+            known = self.images.get(name)
+            self.images[name] = known.merged(entry) if known is not None else entry
+        self._index_aliases()
+
+    def _find(self, repo: str) -> ImageSpec | None:
+        spec = self.images.get(repo)
+        if spec is None:
+            spec = self.images.get(self._aliases.get(repo, ""))
+        return spec
 
     def lookup(self, reference: str) -> tuple[ImageSpec | None, str]:
         """The image's behaviour and, for a broken tag, its crash message."""
         repo, tag = split_image(reference)
-        spec = self.images.get(repo)
+        spec = self._find(repo)
         if spec is None:
             return None, ""
         if tag in spec.broken:
             return spec, spec.broken[tag]
-        if tag in spec.tags:
+        pinned = "@" in reference and ":" not in reference.split("@", 1)[0].rsplit("/", 1)[-1]
+        if spec.has_tag(tag) or pinned:  # a digest of a known image is taken on trust
             return spec, ""
         return None, ""
 
@@ -87,7 +186,7 @@ class ImageCatalog:
         repo, _ = split_image(reference)
         bare = "/" not in reference.split(":", maxsplit=1)[0]
         full = f"docker.io/library/{reference}" if bare else reference
-        if repo in self.images:
+        if self._find(repo) is not None:
             return (
                 f"rpc error: code = NotFound desc = failed to pull and unpack image "
                 f'"{full}": failed to resolve reference "{full}": {full}: not found'

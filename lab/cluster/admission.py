@@ -77,12 +77,34 @@ def _default_template(spec: dict[str, Any]) -> None:
     default_pod_spec(template.setdefault("spec", {}))
 
 
+def qos_class(spec: dict[str, Any]) -> str:
+    """Guaranteed (every container limits = requests for CPU and memory), BestEffort (none
+    sets any), or Burstable."""
+    containers = [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]
+    any_set, guaranteed = False, bool(containers)
+    for container in containers:
+        resources = (container.get("resources") if isinstance(container, dict) else None) or {}
+        limits, requests = resources.get("limits") or {}, resources.get("requests") or {}
+        any_set = any_set or bool(limits) or bool(requests)
+        for name in ("cpu", "memory"):
+            limit = limits.get(name)
+            request = requests.get(name, limit)
+            valid = quantity.is_valid(limit) and quantity.is_valid(request)
+            if not valid or quantity.parse(limit) != quantity.parse(request):
+                guaranteed = False
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
 def apply_defaults(rt: ResourceType, obj: dict[str, Any]) -> None:
     spec = obj.get("spec")
     if rt.plural == "pods" and isinstance(spec, dict):
         default_pod_spec(spec)
         if "serviceAccountName" not in spec:
             spec["serviceAccountName"] = spec["serviceAccount"] = "default"
+        if not (obj.get("status") or {}).get("phase"):  # as the API server answers a create
+            obj["status"] = {"phase": "Pending", "qosClass": qos_class(spec)}
     elif rt.plural in _WORKLOADS and isinstance(spec, dict):
         _default_template(spec)
         if rt.plural != "daemonsets":

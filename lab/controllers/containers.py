@@ -13,6 +13,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from lab.cluster.admission import qos_class
 from lab.cluster.clock import Clock
 from lab.cluster.store import ObjectStore
 from lab.images import ImageSpec
@@ -42,6 +43,8 @@ class ContainerRun:
     container_id: str = ""
     env: dict[str, str] = field(default_factory=dict)
     behaviour: ImageSpec | None = None
+    listens: list[int] = field(default_factory=list)  # ports open in the current run
+    exiting: bool = False  # the current run is about to end: it serves and logs no more
     logs: deque[str] = field(default_factory=lambda: deque(maxlen=LOG_LINES))
     previous_logs: list[str] | None = None
     timers: list[Any] = field(default_factory=list)
@@ -59,6 +62,7 @@ class PodRun:
     started: float
     init: list[ContainerRun]
     main: list[ContainerRun]
+    restart_policy: str = "Always"
 
     def all(self) -> list[ContainerRun]:
         return [*self.init, *self.main]
@@ -68,6 +72,20 @@ class PodRun:
 
     def initialized(self) -> bool:
         return all(c.completed for c in self.init)
+
+    def finished(self) -> bool:
+        """No container will run again: the pod ends Succeeded or Failed."""
+        if any(c.state == "terminated" and not c.completed and c.init for c in self.init):
+            return self.restart_policy == "Never"
+        return bool(self.main) and all(c.completed for c in self.main)
+
+    def phase(self) -> str:
+        if self.finished():
+            failed = any(c.exit_code != 0 for c in self.all() if c.state == "terminated")
+            return "Failed" if failed else "Succeeded"
+        if self.initialized() and any(c.ever_started for c in self.main):
+            return "Running"
+        return "Pending"
 
 
 def new_container_id() -> str:
@@ -223,7 +241,9 @@ def _condition(
         "lastTransitionTime": transition,
     }
     if not ok and reason:
-        result.update(reason=reason, message=message)
+        result["reason"] = reason
+        if message:
+            result["message"] = message
     return result
 
 
@@ -233,7 +253,8 @@ def pod_status(run: PodRun, pod: dict[str, Any], clock: Clock) -> dict[str, Any]
     initialized = run.initialized()
     unready = [c.name for c in run.main if not c.ready]
     incomplete = [c.name for c in run.init if not c.completed]
-    phase = "Running" if initialized and any(c.ever_started for c in run.main) else "Pending"
+    phase = run.phase()
+    done = phase in ("Succeeded", "Failed")
     conditions = [
         _condition("PodReadyToStartContainers", True, now, previous=previous),
         _condition(
@@ -248,27 +269,20 @@ def pod_status(run: PodRun, pod: dict[str, Any], clock: Clock) -> dict[str, Any]
             "Ready",
             not unready,
             now,
-            "ContainersNotReady",
-            f"containers with unready status: [{' '.join(unready)}]",
+            "PodCompleted" if done else "ContainersNotReady",
+            "" if done else f"containers with unready status: [{' '.join(unready)}]",
             previous,
         ),
         _condition(
             "ContainersReady",
             not unready,
             now,
-            "ContainersNotReady",
-            f"containers with unready status: [{' '.join(unready)}]",
+            "PodCompleted" if done else "ContainersNotReady",
+            "" if done else f"containers with unready status: [{' '.join(unready)}]",
             previous,
         ),
         previous.get("PodScheduled") or _condition("PodScheduled", True, now),
     ]
-    requests = any((c.spec.get("resources") or {}).get("requests") for c in run.main)
-    limits = all(
-        (c.spec.get("resources") or {}).get("limits")
-        == (c.spec.get("resources") or {}).get("requests")
-        and (c.spec.get("resources") or {}).get("limits")
-        for c in run.main
-    )
     status: dict[str, Any] = {
         "phase": phase,
         "conditions": conditions,
@@ -278,7 +292,7 @@ def pod_status(run: PodRun, pod: dict[str, Any], clock: Clock) -> dict[str, Any]
         "podIPs": [{"ip": run.ip}],
         "startTime": clock.timestamp(run.started),
         "containerStatuses": [container_status(c, clock) for c in run.main],
-        "qosClass": "Guaranteed" if limits else ("Burstable" if requests else "BestEffort"),
+        "qosClass": qos_class(pod.get("spec") or {}),
     }
     if run.init:
         status["initContainerStatuses"] = [container_status(c, clock) for c in run.init]

@@ -23,6 +23,7 @@ from lab.controllers.containers import (
     resolve_environment,
 )
 from lab.controllers.context import ControllerContext
+from lab.controllers.programs import plan
 
 COMPONENT = "kubelet"
 MAX_BACKOFF = 300.0
@@ -93,6 +94,7 @@ class Kubelet:
             main=[
                 ContainerRun(c["name"], c.get("image", ""), c) for c in spec.get("containers") or []
             ],
+            restart_policy=str(spec.get("restartPolicy") or "Always"),
         )
         self.runs[run.uid] = run
         self._advance(run)
@@ -139,8 +141,8 @@ class Kubelet:
 
         container.timers.append(self.ctx.clock.call_later(delay, fire))
 
-    def _log(self, container: ContainerRun, level: str, text: str) -> None:
-        container.logs.append(f"{self.ctx.clock.micro_timestamp()} {level} {text}")
+    def _log(self, container: ContainerRun, level: str, text: str, *, raw: bool = False) -> None:
+        container.logs.append(text if raw else f"{self.ctx.clock.micro_timestamp()} {level} {text}")
 
     # ------------------------------------------------------------ lifecycle
 
@@ -249,34 +251,49 @@ class Kubelet:
         container.started_at = self.ctx.clock.now()
         container.ever_started = True
         container.ready = False
+        container.exiting = False
+        container.listens = []
         if spec is None:
             return
-        command = (container.spec.get("command") or [None])[0]
-        if command and spec.command and command.rsplit("/", 1)[-1] != spec.command:
-            self._log(container, "ERROR", f"exec {command}: no such file or directory")
-            self._later(run, container, 0.2, lambda: self._terminate(run, container, "Error", 127))
+        program = plan(spec, container.spec, container.env, run.name)
+        if program.missing:
+            self._log(container, "ERROR", f"exec {program.missing}: no such file or directory")
+            self._exit_later(run, container, 0.2, "Error", 127)
             return
-        for line in spec.start_log or [f"starting {container.name}"]:
-            self._log(container, "INFO", line)
+        if not program.serve:  # a shell script or utility: its own output, its own end
+            container.logs.extend(program.output)
+            container.listens = program.listens
+            if program.exit_code is not None:
+                reason = "Completed" if program.exit_code == 0 else "Error"
+                self._exit_later(run, container, program.after, reason, program.exit_code)
+            self._schedule_probes(run, container)
+            return
+        raw = spec.raw_logs
+        for line in spec.start_log or ([] if raw else [f"starting {container.name}"]):
+            self._log(container, "INFO", line, raw=raw)
         if spec.hangs:
             return
         if spec.runs_to_completion:
-            self._later(
-                run, container, 1.0, lambda: self._terminate(run, container, "Completed", 0)
-            )
+            self._exit_later(run, container, 1.0, "Completed", 0)
             return
         failure = self._startup_failure(run, container, crash)
         if failure is not None:
             delay, reason, code, lines = failure
             for line in lines:
-                self._log(container, "FATAL" if code != 137 else "INFO", line)
-            self._later(
-                run, container, delay, lambda: self._terminate(run, container, reason, code)
-            )
+                self._log(container, "FATAL" if code != 137 else "INFO", line, raw=raw)
+            self._exit_later(run, container, delay, reason, code)
             return
-        for port in spec.listens:
+        container.listens = program.listens
+        for port in [] if raw else container.listens:
             self._log(container, "INFO", f"listening on :{port}")
         self._schedule_probes(run, container)
+
+    def _exit_later(
+        self, run: PodRun, container: ContainerRun, delay: float, reason: str, code: int
+    ) -> None:
+        """The run ends after ``delay``; until then it neither serves nor logs."""
+        container.exiting = code != 0
+        self._later(run, container, delay, lambda: self._terminate(run, container, reason, code))
 
     def _startup_failure(
         self, run: PodRun, container: ContainerRun, crash: str
@@ -285,6 +302,13 @@ class Kubelet:
         assert spec is not None
         if crash:
             return 2.0, "Error", 2, crash.splitlines()
+        if spec.requires_one_of and not any(container.env.get(n) for n in spec.requires_one_of):
+            return (
+                1.0,
+                "Error",
+                1,
+                spec.missing_env_log or [f"one of {', '.join(spec.requires_one_of)} must be set"],
+            )
         for name in spec.requires_env:
             if not container.env.get(name):
                 return 1.0, "Error", 1, [f"required environment variable {name} is not set"]
@@ -306,11 +330,17 @@ class Kubelet:
         container.state, container.reason, container.exit_code = "terminated", reason, code
         container.finished_at = self.ctx.clock.now()
         container.ready = False
-        if code == 0 and (
-            container.init or (container.behaviour and container.behaviour.runs_to_completion)
-        ):
-            container.completed = True
-            self._advance(run)
+        container.exiting = False
+        policy = run.restart_policy
+        if container.init:
+            if code == 0:
+                container.completed = True
+                self._advance(run)
+                return
+            if policy == "Never":  # the pod fails; nothing runs again
+                return
+        elif policy == "Never" or (policy == "OnFailure" and code == 0):
+            container.completed = True  # it stays terminated; the pod ends when all have
             return
         container.crashes += 1
         container.last_terminated = {
@@ -362,8 +392,7 @@ class Kubelet:
                 ),
                 None,
             )
-        listens = container.behaviour.listens if container.behaviour else []
-        if port in listens:
+        if port in container.listens:
             return True, ""
         if "httpGet" in probe:
             path = probe["httpGet"].get("path", "/")

@@ -51,7 +51,11 @@ class TrafficSimulator:
         self.counters.clear()
 
     def _running(self, run: PodRun) -> list[ContainerRun]:
-        return [c for c in run.main if c.state == "running" and c.behaviour is not None]
+        return [
+            c
+            for c in run.main
+            if c.state == "running" and not c.exiting and c.behaviour is not None
+        ]
 
     def tick(self, seconds: float) -> None:
         serve_memo: dict[str, _Outcome] = {}
@@ -175,7 +179,7 @@ class TrafficSimulator:
     ) -> _Outcome:
         address = f"{run.ip}:{target_port}"
         server = next(
-            (c for c in self._running(run) if c.behaviour and target_port in c.behaviour.listens),
+            (c for c in self._running(run) if c.behaviour and target_port in c.listens),
             None,
         )
         if server is None:
