@@ -18,13 +18,13 @@ NAMESPACES = ["prod-web", "prod-db", "staging", "dev"]
 
 facts_strategy = st.builds(
     lambda action, namespace, name, requester: ProposalFacts(
-        action,
-        namespace,
-        CATALOG[action].kinds[0],
-        name,
-        CATALOG[action].risk,
-        CATALOG[action].reversible,
-        requester,
+        action=action,
+        namespace=namespace,
+        kind=CATALOG[action].kinds[0],
+        name=name,
+        risk=CATALOG[action].risk,
+        reversible=CATALOG[action].reversible,
+        requester=requester,
     ),
     st.sampled_from(ACTIONS),
     st.sampled_from(NAMESPACES),
@@ -65,16 +65,21 @@ def policies(draw: st.DrawFn) -> CompiledPolicy:
 
 
 def grant_for(
-    facts: ProposalFacts, *, expires: timedelta = timedelta(hours=1), revoked: bool = False
+    facts: ProposalFacts,
+    *,
+    expires: timedelta = timedelta(hours=1),
+    revoked: bool = False,
+    created: datetime = NOW,
 ) -> Grant:
     return Grant(
-        "g1",
-        facts.action,
-        facts.namespace,
-        facts.resource,
-        "U9",
-        NOW + expires,
+        id="g1",
+        action=facts.action,
+        namespace=facts.namespace,
+        resource=facts.resource,
+        created_by="U9",
+        expires_at=NOW + expires,
         revoked_at=NOW if revoked else None,
+        created_at=created,
     )
 
 
@@ -104,8 +109,10 @@ def test_no_grant_overrides_deny_or_always_ask(
         assert decision.outcome == "deny"
     elif any(r.decision == "ask" and not r.remember for r in matched):
         assert decision.outcome == "ask" and not decision.remember and decision.grant is None
-    else:
+    elif any(r.decision == "ask" and r.remember for r in matched):
         assert decision.outcome == "allow" and decision.source == "grant"
+    else:  # no rule in force lets this be remembered: the grant counts for nothing
+        assert decision.source != "grant" and decision.grant is None
 
 
 @settings(max_examples=200)
@@ -152,7 +159,15 @@ def test_irreversible_actions_are_never_auto_allowed_without_saying_so(
 
 
 def test_precedence_in_order() -> None:
-    facts = ProposalFacts("scale", "prod-web", "Deployment", "web", "medium", True, "U1")
+    facts = ProposalFacts(
+        action="scale",
+        namespace="prod-web",
+        kind="Deployment",
+        name="web",
+        risk="medium",
+        reversible=True,
+        requester="U1",
+    )
 
     def decide(*decisions: tuple[str, bool]) -> str:
         built = [
@@ -169,7 +184,9 @@ def test_precedence_in_order() -> None:
     )
     assert decide(("allow", False), ("ask", True), ("ask", False)) == "ask/rule/False"
     assert decide(("allow", False), ("ask", True)) == "allow/grant/False"
-    assert decide(("allow", False)) == "allow/grant/False"
+    # A grant only counts while an ask rule with remember: true matches.
+    assert decide(("allow", False)) == "allow/rule/False"
+    assert decide() == "ask/default/False"
 
 
 def test_reasons_name_the_rule_and_the_approvers() -> None:
@@ -182,7 +199,15 @@ def test_reasons_name_the_rule_and_the_approvers() -> None:
         match=Match(namespaces=["prod-*"]),
     )
     policy = CompiledPolicy.build(Policy((SourcedRule(rule, "p.yaml:3"),)))
-    facts = ProposalFacts("scale", "prod-web", "Deployment", "web", "medium", True, "U1")
+    facts = ProposalFacts(
+        action="scale",
+        namespace="prod-web",
+        kind="Deployment",
+        name="web",
+        risk="medium",
+        reversible=True,
+        requester="U1",
+    )
     decision = evaluate(facts, policy, [], NOW)
     assert decision.reason == (
         "always asks: rule prod-scaling requires 2 approvals from S0SREONCALL (not the requester)"
@@ -197,10 +222,41 @@ def test_time_windows_match_only_inside() -> None:
         match=Match(window=Window(days=["sat", "sun"], timezone="Europe/Paris")),
     )
     policy = CompiledPolicy.build(Policy((SourcedRule(freeze, "x"),)))
-    facts = ProposalFacts("scale", "prod", "Deployment", "web", "medium", True, "U1")
+    facts = ProposalFacts(
+        action="scale",
+        namespace="prod",
+        kind="Deployment",
+        name="web",
+        risk="medium",
+        reversible=True,
+        requester="U1",
+    )
     saturday = datetime(2026, 11, 28, 10, 0, tzinfo=UTC)
     assert evaluate(facts, policy, [], saturday).outcome == "deny"
     assert evaluate(facts, policy, [], NOW).outcome == "ask"
     night = Window(start="22:00", end="06:00")
     assert night.contains(datetime(2026, 11, 23, 23, 0, tzinfo=UTC))
     assert not night.contains(datetime(2026, 11, 23, 12, 0, tzinfo=UTC))
+
+
+def test_a_grant_lives_no_longer_than_the_current_rules_max_grant() -> None:
+    facts = ProposalFacts(
+        action="scale",
+        namespace="prod-web",
+        kind="Deployment",
+        name="web",
+        risk="medium",
+        reversible=True,
+        requester="U1",
+    )
+
+    def policy(max_grant: str) -> CompiledPolicy:
+        rule = Rule(name="remember", decision="ask", remember=True, max_grant=max_grant)
+        return CompiledPolicy.build(Policy((SourcedRule(rule, "x"),)))
+
+    made_an_hour_ago = grant_for(
+        facts, expires=timedelta(hours=3), created=NOW - timedelta(hours=1)
+    )
+    assert evaluate(facts, policy("2h"), [made_an_hour_ago], NOW).source == "grant"
+    cut = evaluate(facts, policy("30m"), [made_an_hour_ago], NOW)  # max_grant cut since
+    assert cut.outcome == "ask" and cut.grant is None

@@ -13,6 +13,7 @@ import pytest
 from store.audit import AuditLog
 from store.db import Store, StoreError
 from store.locks import LeaseLocks
+from store.schema import MIGRATIONS
 from tests.conftest import REPO, stratus
 
 
@@ -40,10 +41,12 @@ def _tamper(path: Path, *statements: str) -> None:
 
 def test_migrations_are_recorded_and_idempotent(tmp_path: Path) -> None:
     first = Store(tmp_path / "db.sqlite")
-    assert first.schema_version == 1
+    assert first.schema_version == 2
     first.close()
     again = Store(tmp_path / "db.sqlite")
-    assert again.schema_version == 1
+    assert again.schema_version == 2
+    applied = again.query("SELECT version FROM schema_migrations ORDER BY version")
+    assert [r["version"] for r in applied] == [1, 2]  # each applied once
     assert {
         "executions",
         "undo_entries",
@@ -53,9 +56,31 @@ def test_migrations_are_recorded_and_idempotent(tmp_path: Path) -> None:
         "incidents",
         "proposals",
         "decisions",
+        "events",
     } <= set(again.db.table_names())
     assert again.query("PRAGMA journal_mode")[0]["journal_mode"] == "wal"
     again.close()
+
+
+def test_a_version_1_database_is_upgraded_in_place(tmp_path: Path) -> None:
+    path = tmp_path / "db.sqlite"
+    old = sqlite3.connect(path)
+    old.execute(
+        "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
+    )
+    old.executescript(MIGRATIONS[0][1])
+    old.execute("INSERT INTO schema_migrations VALUES (1, '2026-01-01T00:00:00Z')")
+    old.execute(
+        "INSERT INTO proposals (id, action, target, state, created_at, updated_at) "
+        "VALUES ('prop-old', 'scale', 'hotel/Deployment/geo', 'awaiting_approval', 'x', 'x')"
+    )
+    old.commit()
+    old.close()
+    store = Store(path)
+    assert store.schema_version == 2 and "events" in store.db.table_names()
+    # A request stored before proposals had a body can never be answered: it expires.
+    assert store.query("SELECT state FROM proposals")[0]["state"] == "expired"
+    store.close()
 
 
 def test_an_unusable_database_path_is_a_clear_error(tmp_path: Path) -> None:
@@ -172,4 +197,4 @@ def test_the_store_is_safe_from_asyncio_through_threads(tmp_path: Path) -> None:
 def test_an_in_memory_store_for_tests() -> None:
     store = Store(":memory:")
     AuditLog(store).append(actor="a", event="e", subject="s")
-    assert AuditLog(store).verify() == [] and store.schema_version == 1
+    assert AuditLog(store).verify() == [] and store.schema_version == 2

@@ -1,5 +1,5 @@
 """``stratus act`` and ``stratus undo`` as an SRE runs them; bad input is one line and writes
-nothing."""
+nothing. In-process through click's runner: nothing here needs a process boundary."""
 
 from __future__ import annotations
 
@@ -7,11 +7,25 @@ import os
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner, Result
 
+from cli.main import stratus as stratus_command
 from store.db import Store
-from tests.conftest import Lab, stratus
+from tests.conftest import Lab
 from tools.k8s import KubeClient
 from tools.objects import ObjectRef
+
+
+def stratus(*args: str, env: dict[str, str]) -> Result:
+    """Run ``stratus`` in this process with ``env`` as its environment. An exception that
+    escapes the command (a traceback for the user) fails the test instead of being caught."""
+    return CliRunner().invoke(stratus_command, list(args), env=env, catch_exceptions=False)
+
+
+@pytest.fixture
+def env(env: dict[str, str], tmp_path: Path) -> dict[str, str]:
+    """The shared CLI environment, with this test's own data directory (for crash logs)."""
+    return {**env, "STRATUS_HOME": str(tmp_path / "home")}
 
 
 def test_act_shows_intent_and_diff_then_undo(env: dict[str, str], kube: KubeClient) -> None:
@@ -25,22 +39,42 @@ def test_act_shows_intent_and_diff_then_undo(env: dict[str, str], kube: KubeClie
         "--dry-run",
         env=env,
     )
-    assert dry.returncode == 0
+    assert dry.exit_code == 0
     assert "intent: Set the image of container geo of deployment/geo in hotel" in dry.stdout
     assert "-        image: stratus/hotel-geo:1.0" in dry.stdout
     assert "+        image: stratus/hotel-geo:1.1" in dry.stdout
     assert "nothing was written" in dry.stdout
     refused = stratus("act", "scale", "geo", "replicas=2", "-n", "hotel", env=env)
-    assert refused.returncode == 1 and "without --yes" in refused.stderr
+    assert refused.exit_code == 1 and "without --yes" in refused.stderr
     applied = stratus("act", "scale", "geo", "replicas=2", "-n", "hotel", "--yes", env=env)
-    assert applied.returncode == 0 and "applied: Scale deployment/geo" in applied.stdout
+    assert applied.exit_code == 0 and "applied: Scale deployment/geo" in applied.stdout
     assert kube.get(ObjectRef("Deployment", "geo", "hotel"))["spec"]["replicas"] == 2
     listed = stratus("undo", "--list", env=env)
-    assert "sre-alice" in listed.stdout and "Scale deployment/geo" in listed.stdout
+    assert "cli:sre-alice" in listed.stdout and "Scale deployment/geo" in listed.stdout
     undone = stratus("undo", "--last", "--yes", env=env)
-    assert undone.returncode == 0 and "undone: Scale deployment/geo" in undone.stdout
+    assert undone.exit_code == 0 and "undone: Scale deployment/geo" in undone.stdout
     assert kube.get(ObjectRef("Deployment", "geo", "hotel"))["spec"]["replicas"] == 1
     assert "nothing to undo" in stratus("undo", "--list", env=env).stdout
+    # --last names the most recent write; undone already, it says so rather than going on
+    # to an earlier one.
+    again = stratus("undo", "--last", "--yes", env=env)
+    assert again.exit_code == 1 and "was already undone" in again.stderr
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="product bug: cli/write_commands.py stores the proposal (service.propose) before "
+    "confirm() refuses ('without --yes' / 'nothing written'), and never cancels it: it stays "
+    "awaiting approval, and another user's `stratus proposals approve` executes it",
+)
+def test_a_write_refused_at_the_terminal_leaves_nothing_to_approve(
+    env: dict[str, str], kube: KubeClient
+) -> None:
+    refused = stratus("act", "scale", "geo", "replicas=2", "-n", "hotel", env=env)
+    assert refused.exit_code == 1 and "without --yes" in refused.stderr
+    assert kube.get(ObjectRef("Deployment", "geo", "hotel"))["spec"]["replicas"] == 1
+    waiting = stratus("proposals", "list", env=env)
+    assert "nothing is waiting" in waiting.stdout, waiting.stdout
 
 
 def test_undo_refuses_after_an_outside_change_and_force_restores(
@@ -57,10 +91,11 @@ def test_undo_refuses_after_an_outside_change_and_force_restores(
         }
     )
     refused = stratus("undo", "--last", "--yes", env=env)
-    assert refused.returncode == 1 and "changed since Stratus wrote it" in refused.stderr
+    assert refused.exit_code == 1 and "changed since Stratus wrote it" in refused.stderr
     assert "+    edited: by-hand" in refused.stderr
+    assert "hint: to overwrite that change anyway" in refused.stderr
     forced = stratus("undo", "--last", "--yes", "--force", env=env)
-    assert forced.returncode == 0
+    assert forced.exit_code == 0, forced.stderr
     service = kube.get(ObjectRef("Service", "geo", "hotel"))
     assert service["spec"]["ports"][0]["targetPort"] == 8083
     assert "edited" not in (service["metadata"].get("labels") or {})
@@ -72,7 +107,8 @@ def test_undo_refuses_after_an_outside_change_and_force_restores(
         (["act", "frobnicate", "geo", "-n", "hotel", "--yes"], "unknown action 'frobnicate'"),
         (["act", "scale", "-n", "hotel", "--yes"], "Missing argument"),
         (["act", "scale", "geo", "-n", "hotel", "--yes"], "replicas: Field required"),
-        (["act", "scale", "geo", "replicas=two", "-n", "hotel", "--yes"], "valid integer"),
+        (["act", "scale", "geo", "replicas=two", "-n", "hotel", "--yes"], "decimal integer"),
+        (["act", "scale", "geo", "replicas=no", "-n", "hotel", "--yes"], "decimal integer"),
         (["act", "scale", "widget/geo", "replicas=1", "-n", "hotel", "--yes"], "unknown kind"),
         (["act", "scale", "geo", "replicas=1", "-n", "kube-system", "--yes"], "protected"),
         (["act", "scale", "gone", "replicas=1", "-n", "hotel", "--yes"], "not found"),
@@ -86,7 +122,7 @@ def test_bad_input_is_one_line_and_writes_nothing(
 ) -> None:
     before = kube.get(ObjectRef("Deployment", "geo", "hotel"))["metadata"]["resourceVersion"]
     result = stratus(*args, env=env)
-    assert result.returncode != 0
+    assert result.exit_code != 0
     assert message in result.stderr and "Traceback" not in result.stderr
     assert (
         kube.get(ObjectRef("Deployment", "geo", "hotel"))["metadata"]["resourceVersion"] == before
@@ -105,7 +141,7 @@ def test_forbidden_by_rbac_is_one_line(env: dict[str, str], lab: Lab) -> None:
         )
     finally:
         lab.control.request("PUT", "/lab/v1/rbac/denials", {"denials": []})
-    assert result.returncode == 1 and "forbidden" in result.stderr
+    assert result.exit_code == 1 and "forbidden" in result.stderr
     assert result.stderr.count("\n") == 1
 
 
@@ -129,7 +165,8 @@ def test_unreachable_cluster_is_one_line(tmp_path: Path) -> None:
             **os.environ,
             "KUBECONFIG": str(kubeconfig),
             "STRATUS_DB": str(tmp_path / "db.sqlite"),
+            "STRATUS_HOME": str(tmp_path / "home"),
         },
     )
-    assert result.returncode == 1 and "cannot reach the API server" in result.stderr
+    assert result.exit_code == 1 and "cannot reach the API server" in result.stderr
     assert "Traceback" not in result.stderr

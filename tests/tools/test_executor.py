@@ -94,7 +94,7 @@ def test_a_conflicting_write_is_replanned_once(
             kubectl.run("label", "deploy/geo", "raced=yes")
         return scale(4).plan(current)
 
-    outcome = executor.run(GEO, planner, action="scale", actor="a", intent=lambda: "scale")
+    outcome = executor.run(GEO, planner, action="scale", actor="a", intent="scale")
     assert len(calls) == 2 and calls[0] != calls[1]
     final = kube.get(GEO)
     assert final["spec"]["replicas"] == 4 and final["metadata"]["labels"]["raced"] == "yes"
@@ -112,7 +112,7 @@ def test_a_write_that_keeps_conflicting_fails_cleanly(executor: Executor, kubect
         return scale(4).plan(current)
 
     with pytest.raises(errors.Conflict, match="keeps changing"):
-        executor.run(GEO, planner, action="scale", actor="a", intent=lambda: "scale")
+        executor.run(GEO, planner, action="scale", actor="a", intent="scale")
     assert executor.store.query("SELECT COUNT(*) AS n FROM undo_entries")[0]["n"] == 0
 
 
@@ -307,6 +307,7 @@ def test_undo_entries_per_incident_and_globally(executor: Executor, stack: UndoS
     executor.execute(scale(2, "user"), actor="a", incident_id="inc-2", transaction_id="t2")
     assert [e.execution.name for e in stack.entries.active(incident_id="inc-1")] == ["geo"]
     assert [e.execution.name for e in stack.entries.active()] == ["user", "geo"]
-    result = stack.undo_last(actor="a", incident_id="inc-1")
+    newest_of_inc_1 = stack.entries.active(incident_id="inc-1")[0]
+    result = stack.undo(newest_of_inc_1.id, actor="a")
     assert result.entry.execution.name == "geo"
     assert [e.execution.name for e in stack.entries.active()] == ["user"]
