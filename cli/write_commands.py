@@ -48,7 +48,12 @@ def approve_and_execute(
     if proposal.state == S.DENIED:
         raise Denied(proposal.decision.reason, subject=proposal.id)
     if proposal.state == S.AWAITING_APPROVAL:
-        confirm(yes, question)
+        try:
+            confirm(yes, question)
+        except (click.ClickException, click.Abort):
+            # Declined at the terminal: withdraw it, so nobody else can approve it later.
+            s.service.cancel(proposal.id, actor=s.actor, reason="declined at the terminal")
+            raise
         proposal = s.service.answer(
             proposal.id, user=s.actor, choice="always" if always else "approve"
         )

@@ -26,6 +26,7 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from policies.model import Defaults, PolicyFile, Rule
+from store.errors import Remedy, StratusError
 
 MAX_FILE_BYTES = 1 << 20  # a policy file is a few kilobytes; 1 MiB is generous
 MAX_ALIAS_EXPANSION = 10_000  # nodes reached again through aliases, over a whole file
@@ -44,11 +45,18 @@ class Problem:
         return f"{self.path}:{self.line}:{self.column}: {self.message}"
 
 
-class PolicyError(Exception):
-    """One or more policy files are invalid; ``problems`` lists each with its position."""
+class PolicyError(StratusError):
+    """One or more policy files are invalid; ``problems`` lists each with its position.
+    Nothing is allowed while the policy does not load (fail closed)."""
+
+    code = "policy"
+    default_remedy = Remedy.FIX_POLICY
 
     def __init__(self, problems: list[Problem]) -> None:
-        super().__init__("\n".join(str(p) for p in problems))
+        super().__init__(
+            "the policy does not load (nothing is allowed until it does):\n"
+            + "\n".join(str(p) for p in problems)
+        )
         self.problems = problems
 
 

@@ -189,12 +189,6 @@ def test_a_broken_policy_allows_nothing(env: dict[str, str], kube: KubeClient) -
     assert "a" not in (config.get("data") or {})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="product bug: cli/context.py load_policy lets policies.loader.PolicyError (not a "
-    "StratusError) escape, so a broken policy is reported as an internal error (exit 70, "
-    "crash log) instead of one line naming the policy problem (exit 1)",
-)
 def test_a_broken_policy_is_one_line_naming_the_problem(env: dict[str, str]) -> None:
     result = _write_with_a_broken_policy(env)
     assert result.exit_code == 1 and "the policy does not load" in result.stderr

@@ -61,12 +61,6 @@ def test_act_shows_intent_and_diff_then_undo(env: dict[str, str], kube: KubeClie
     assert again.exit_code == 1 and "was already undone" in again.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="product bug: cli/write_commands.py stores the proposal (service.propose) before "
-    "confirm() refuses ('without --yes' / 'nothing written'), and never cancels it: it stays "
-    "awaiting approval, and another user's `stratus proposals approve` executes it",
-)
 def test_a_write_refused_at_the_terminal_leaves_nothing_to_approve(
     env: dict[str, str], kube: KubeClient
 ) -> None:
