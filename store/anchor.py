@@ -187,7 +187,7 @@ class ChainView:
 
     hashes: Mapping[int, str]  # seq -> stored hash, one consistent read
     last: int  # highest seq read (0: no rows)
-    unproven: frozenset[int]  # rows that are not keyed with a valid HMAC under the key
+    proven: Callable[[int], bool]  # keyed with an HMAC the key confirms
     later: Callable[[int], Mapping[int, str]]  # rows committed after the read, above a seq
 
 
@@ -329,7 +329,7 @@ def _uncovered(
             f"{rows} {_are(start, end)} older than every checkpoint: the anchor file was "
             "replaced, or the log is older than anchoring and was never adopted"
         )
-    elif all(seq not in chain.unproven for seq in present):
+    elif all(chain.proven(seq) for seq in present):
         result.warnings.append(
             f"{rows} {_were(start, end)} committed but never anchored (a crash between the "
             f"commit and the anchor write?); {'its HMAC is' if start == end else 'their HMACs are'}"

@@ -24,7 +24,7 @@ import json
 import logging
 import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -255,8 +255,7 @@ class AuditLog:
                     "SELECT seq, at, actor, event, subject, payload, prev_hash, hash "
                     "FROM audit_log ORDER BY seq"
                 )
-                for row in cursor:
-                    chain.add(*row)
+                chain.consume(cursor)
                 head = self.store.db.execute(
                     "SELECT seq, hash FROM audit_head WHERE id = 1"
                 ).fetchone()
@@ -279,7 +278,7 @@ class AuditLog:
                     anchor.ChainView(
                         hashes=chain.hashes,
                         last=chain.last,
-                        unproven=frozenset(chain.unproven),
+                        proven=chain.proven,
                         later=self._rows_after,
                     ),
                     path=self.anchor.path,
@@ -315,7 +314,7 @@ class AuditLog:
 
 
 class _ChainCheck:
-    """The rows in seq order, checked one at a time; what the anchor check needs is kept."""
+    """The rows in seq order, checked in one loop; what the anchor check needs is kept."""
 
     def __init__(self, row_key: bytes | None) -> None:
         self.row_key = row_key
@@ -324,53 +323,53 @@ class _ChainCheck:
         self.last = 0
         self.prev_hash = GENESIS
         self.hashes: dict[int, str] = {}
-        self.unproven: set[int] = set()  # not keyed with an HMAC valid under the key
         self.removed: list[str] = []
         self.misplaced: list[int] = []
         self.edited: list[int] = []
         self.keyed_failed = 0
         self.downgraded: list[int] = []
+        self._edited: set[int] | None = None
 
-    def add(
-        self,
-        seq: int,
-        at: str,
-        actor: str,
-        event: str,
-        subject: str,
-        payload: str,
-        row_prev: str,
-        row_hash: str,
-    ) -> None:
-        expected = self.last + 1
-        if seq != expected:
-            missing = f"{expected}" if seq == expected + 1 else f"{expected}-{seq - 1}"
-            self.removed.append(f"row {missing} was removed")
-        elif row_prev != self.prev_hash:
-            self.misplaced.append(seq)
-        # _material, inlined: this loop runs once per row of the log
-        material = "\x1f".join((str(seq), at, actor, event, subject, payload, row_prev)).encode()
-        if row_hash.startswith(KEYED):
-            self.keyed += 1
-            if self.row_key is None:
-                valid = True  # cannot tell; verify_report says so once
-                self.unproven.add(seq)
+    def consume(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        # Locals, not attributes, in the loop: it runs once per row of the log.
+        row_key, hashes, edited = self.row_key, self.hashes, self.edited
+        last, prev_hash, count, keyed, keyed_failed = 0, GENESIS, 0, 0, 0
+        sha256, digest = hashlib.sha256, hmac.digest
+        for seq, at, actor, event, subject, payload, row_prev, row_hash in rows:
+            if seq != last + 1:
+                gap = f"{last + 1}" if seq == last + 2 else f"{last + 1}-{seq - 1}"
+                self.removed.append(f"row {gap} was removed")
+            elif row_prev != prev_hash:
+                self.misplaced.append(seq)
+            material = _material(seq, at, actor, event, subject, payload, row_prev)
+            if row_hash.startswith(KEYED):
+                keyed += 1
+                if (
+                    row_key is not None
+                    and row_hash != KEYED + digest(row_key, material, "sha256").hex()
+                ):
+                    keyed_failed += 1
+                    edited.append(seq)
             else:
-                valid = row_hash == KEYED + hmac.digest(self.row_key, material, "sha256").hex()
-                if not valid:
-                    self.unproven.add(seq)
-                    self.keyed_failed += 1
-        else:
-            if self.keyed:
-                self.downgraded.append(seq)
-            valid = hashlib.sha256(material).hexdigest() == row_hash
-            self.unproven.add(seq)
-        if not valid:
-            self.edited.append(seq)
-        self.count += 1
-        self.hashes[seq] = row_hash
-        self.last = seq
-        self.prev_hash = row_hash
+                if keyed:
+                    self.downgraded.append(seq)
+                if sha256(material).hexdigest() != row_hash:
+                    edited.append(seq)
+            count += 1
+            hashes[seq] = row_hash
+            last, prev_hash = seq, row_hash
+        self.last, self.prev_hash, self.count = last, prev_hash, count
+        self.keyed, self.keyed_failed = keyed, keyed_failed
+
+    def proven(self, seq: int) -> bool:
+        """Row ``seq`` carries an HMAC that the key confirms: only the key holder wrote it."""
+        if self._edited is None:
+            self._edited = set(self.edited)
+        return (
+            self.row_key is not None
+            and self.hashes.get(seq, "").startswith(KEYED)
+            and seq not in self._edited
+        )
 
     def problems(self) -> list[str]:
         problems = list(self.removed)

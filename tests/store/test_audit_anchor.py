@@ -504,7 +504,7 @@ def test_a_checkpoint_newer_than_the_read_is_not_a_removal() -> None:
 
     def chain(later: dict[int, str]) -> anchor.ChainView:
         return anchor.ChainView(
-            hashes={1: "h1"}, last=1, unproven=frozenset(), later=lambda _: later
+            hashes={1: "h1"}, last=1, proven=lambda _: False, later=lambda _: later
         )
 
     fine = anchor.check(reading, chain({2: "h2"}), path=Path("a"), key=None)
