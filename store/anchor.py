@@ -121,26 +121,29 @@ class AnchorFile:
         self.path = path
         self.key = key
 
-    def write(self, checkpoint: Checkpoint, *, create: bool) -> None:
+    def create(self) -> None:
+        """Make sure the file exists, durably (its name synced into the directory)."""
+        os.close(os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644))
+        directory = os.open(self.path.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+
+    def write(self, checkpoint: Checkpoint, *, create: bool = False) -> None:
         """Append one line with O_APPEND (one ``write``, so lines from several processes never
         interleave) and sync it. The file is created only when ``create`` says so: a missing
         anchor file must stay missing (and reported) rather than be quietly replaced by one
         that vouches only for what comes next."""
-        flags = os.O_WRONLY | os.O_APPEND | (os.O_CREAT if create else 0)
+        if create:
+            self.create()
         data = checkpoint.signed(self.key).encode()
-        descriptor = os.open(self.path, flags, 0o644)
+        descriptor = os.open(self.path, os.O_WRONLY | os.O_APPEND)
         try:
             os.write(descriptor, data)
             _sync(descriptor)
-            created = os.lseek(descriptor, 0, os.SEEK_CUR) == len(data)
         finally:
             os.close(descriptor)
-        if created:  # a new file's name must survive a crash as well as its content
-            directory = os.open(self.path.parent, os.O_RDONLY)
-            try:
-                os.fsync(directory)
-            finally:
-                os.close(directory)
 
     def read(self) -> AnchorReading | None:
         """Every checkpoint in file order, or None when the file does not exist."""

@@ -172,6 +172,13 @@ class AuditLog:
         # Inside the transaction, under the store's lock. Rows of one transaction are
         # consecutive and appended by one thread; a rolled-back transaction's rows are gone,
         # so the next append does not follow them and starts a new commit.
+        if seq == 1:
+            # The log's first row creates the file, before its commit: a later commit (another
+            # thread or process, whose own checkpoint may land first) then finds it there.
+            try:
+                file.create()
+            except OSError as error:
+                log.error("cannot create the audit anchor file %s: %s", file.path, error)
         me = threading.get_ident()
         pending = _OPEN.get(self.store)
         if pending is None or pending.done or pending.thread != me or pending.seq != seq - 1:
@@ -189,7 +196,7 @@ class AuditLog:
         pending.done = True
         checkpoint = anchor.Checkpoint(pending.first, pending.seq, pending.hash, self.store.now())
         try:
-            file.write(checkpoint, create=pending.first == 1)
+            file.write(checkpoint)
         except OSError as error:
             # The caller's state change has committed: raising now would tell it otherwise.
             # verify reports the unanchored rows.

@@ -538,3 +538,23 @@ def test_an_unreadable_anchor_is_a_problem_not_a_crash(tmp_path: Path) -> None:
     [problem] = log.verify()
     assert problem.startswith(f"the anchor file {tmp_path} cannot be read:")
     store.close()
+
+
+def test_another_writer_committing_before_the_first_checkpoint(tmp_path: Path, keyed: bool) -> None:
+    """A second writer (thread or process) can commit, and write its checkpoint, between the
+    log's first commit and that commit's checkpoint: the file must already be there, and
+    checkpoints out of order are fine."""
+    path = tmp_path / "db.sqlite"
+    first, second = Store(path), Store(path)
+
+    def other_writer_commits_in_between() -> None:
+        AuditLog(second).append(actor="b", event="e", subject="s")
+
+    with first.immediate():
+        first.on_commit(other_writer_commits_in_between)  # runs before the anchor write
+        AuditLog(first).append(actor="a", event="e", subject="s")
+    assert [(c["first"], c["seq"]) for c in _anchor_lines(path)] == [(2, 2), (1, 1)]
+    report = AuditLog(first).verify_report()
+    assert report.problems == () and report.warnings == () and report.anchored_seq == 2
+    first.close()
+    second.close()
