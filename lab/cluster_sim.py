@@ -23,6 +23,7 @@ from lab.cluster.resources import by_kind
 from lab.cluster.store import ObjectStore
 from lab.controllers.cluster_services import (
     HorizontalPodAutoscalerController,
+    NodeController,
     ServiceAccountController,
 )
 from lab.controllers.context import ControllerContext, EventRecorder
@@ -87,6 +88,7 @@ class Cluster:
         self.traffic = TrafficSimulator(self.ctx, self.kubelet)
         self.controllers: list[Controller] = [
             ServiceAccountController(self.ctx),
+            NodeController(self.ctx),
             DeploymentController(self.ctx),
             ReplicaSetController(self.ctx),
             StatefulSetController(self.ctx),

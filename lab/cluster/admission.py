@@ -77,6 +77,28 @@ def _default_template(spec: dict[str, Any]) -> None:
     default_pod_spec(template.setdefault("spec", {}))
 
 
+_DEFAULT_TOLERATED = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+
+
+def _default_tolerations(spec: dict[str, Any]) -> None:
+    """The DefaultTolerationSeconds admission plugin: 300 s on not-ready and unreachable."""
+    tolerations = spec.get("tolerations") or []
+    if not isinstance(tolerations, list):
+        return
+    for key in _DEFAULT_TOLERATED:
+        covered = any(
+            isinstance(t, dict)
+            and t.get("effect", "NoExecute") in ("", "NoExecute")
+            and (t.get("key") == key or (not t.get("key") and t.get("operator") == "Exists"))
+            for t in tolerations
+        )
+        if not covered:
+            tolerations.append(
+                {"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+            )
+    spec["tolerations"] = tolerations
+
+
 def qos_class(spec: dict[str, Any]) -> str:
     """Guaranteed (every container limits = requests for CPU and memory), BestEffort (none
     sets any), or Burstable."""
@@ -103,8 +125,9 @@ def apply_defaults(rt: ResourceType, obj: dict[str, Any]) -> None:
         default_pod_spec(spec)
         if "serviceAccountName" not in spec:
             spec["serviceAccountName"] = spec["serviceAccount"] = "default"
-        if not (obj.get("status") or {}).get("phase"):  # as the API server answers a create
+        if not (obj.get("status") or {}).get("phase"):  # a create: what the API server adds
             obj["status"] = {"phase": "Pending", "qosClass": qos_class(spec)}
+            _default_tolerations(spec)
     elif rt.plural in _WORKLOADS and isinstance(spec, dict):
         _default_template(spec)
         if rt.plural != "daemonsets":
@@ -133,6 +156,8 @@ def apply_defaults(rt: ResourceType, obj: dict[str, Any]) -> None:
                 },
             )
     elif rt.plural == "services" and isinstance(spec, dict):
+        if not obj.get("status"):
+            obj["status"] = {"loadBalancer": {}}
         spec.setdefault("type", "ClusterIP")
         spec.setdefault("sessionAffinity", "None")
         spec.setdefault("ipFamilies", ["IPv4"])

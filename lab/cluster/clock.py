@@ -44,6 +44,16 @@ class Clock:
         moment = self.now() if at is None else at
         return datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
+    @staticmethod
+    def parse(text: object) -> float:
+        """Seconds since the epoch of an RFC 3339 timestamp; 0 for anything else."""
+        if not isinstance(text, str):
+            return 0.0
+        try:
+            return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return 0.0
+
     def micro_timestamp(self) -> str:
         return datetime.fromtimestamp(self.now(), UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 

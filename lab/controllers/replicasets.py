@@ -238,6 +238,26 @@ class StatefulSetController:
         self.ctx.write_status("statefulsets.apps", fresh, status)
 
 
+# What the DaemonSet controller adds to its pods, so they stay on troubled or cordoned nodes.
+DAEMON_TOLERATIONS = (
+    ("node.kubernetes.io/not-ready", "NoExecute"),
+    ("node.kubernetes.io/unreachable", "NoExecute"),
+    ("node.kubernetes.io/disk-pressure", "NoSchedule"),
+    ("node.kubernetes.io/memory-pressure", "NoSchedule"),
+    ("node.kubernetes.io/pid-pressure", "NoSchedule"),
+    ("node.kubernetes.io/unschedulable", "NoSchedule"),
+)
+
+
+def daemon_template(template: dict[str, Any]) -> dict[str, Any]:
+    spec = dict(template.get("spec") or {})
+    tolerations = list(spec.get("tolerations") or [])
+    for key, effect in DAEMON_TOLERATIONS:
+        if not any(t.get("key") == key and t.get("effect") == effect for t in tolerations):
+            tolerations.append({"key": key, "operator": "Exists", "effect": effect})
+    return {**template, "spec": {**spec, "tolerations": tolerations}}
+
+
 class DaemonSetController:
     COMPONENT = "daemonset-controller"
 
@@ -251,6 +271,7 @@ class DaemonSetController:
     def _sync(self, ds: dict[str, Any]) -> None:
         template = ds["spec"]["template"]
         revision = template_hash(template)
+        template = daemon_template(template)
         nodes = [
             n
             for n in self.ctx.store.list_objects("nodes")

@@ -61,6 +61,8 @@ class TrafficSimulator:
         serve_memo: dict[str, _Outcome] = {}
         runs_by_ip = {run.ip: run for run in self.kubelet.runs.values()}
         for service in self.ctx.store.iter_all("services"):
+            if not (service.get("spec") or {}).get("selector"):
+                continue  # endpoints kept by hand (the API server's own Service): not pods
             namespace = service["metadata"]["namespace"]
             name = service["metadata"]["name"]
             outcome, rps = self._service_outcome(

@@ -1,0 +1,58 @@
+"""Objects carry what a real API server and its controllers put in them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Kubectl, Lab, kubectl_for
+
+
+@pytest.fixture
+def kubectl(lab: Lab, tmp_path: Path) -> Kubectl:
+    return kubectl_for("system", lab, tmp_path)
+
+
+def test_services_have_status_and_the_api_server_has_its_service(kubectl: Kubectl) -> None:
+    services = json.loads(kubectl.out("get", "svc", "-A", "-o", "json", namespace=None))["items"]
+    assert all(s["status"] == {"loadBalancer": {}} for s in services)
+    api = json.loads(kubectl.out("get", "svc", "kubernetes", "-o", "json", namespace="default"))
+    assert api["spec"]["clusterIP"] == "10.96.0.1" and api["spec"]["ports"][0]["port"] == 443
+    endpoints = kubectl.out("get", "ep", "kubernetes", namespace="default")
+    assert ":6443" in endpoints
+
+
+def test_daemon_pods_stay_on_cordoned_nodes(kubectl: Kubectl) -> None:
+    kubectl.run("cordon", "node-2", namespace=None)
+    kubectl.run("rollout", "restart", "ds/log-agent", namespace="shop")
+    daemons = json.loads(kubectl.out("get", "ds", "log-agent", "-o", "json", namespace="shop"))
+    assert daemons["status"]["desiredNumberScheduled"] == 3
+    assert daemons["status"]["numberReady"] == 3
+    pods = json.loads(
+        kubectl.out("get", "pods", "-l", "app=log-agent", "-o", "json", namespace="shop")
+    )
+    keys = {t.get("key") for t in pods["items"][0]["spec"]["tolerations"]}
+    assert "node.kubernetes.io/unschedulable" in keys
+
+
+def test_node_heartbeats_follow_the_clock(kubectl: Kubectl) -> None:
+    def heartbeats() -> set[str]:
+        node = json.loads(kubectl.out("get", "node", "node-1", "-o", "json", namespace=None))
+        return {c["lastHeartbeatTime"] for c in node["status"]["conditions"]}
+
+    (before,) = heartbeats()
+    assert before > "2026-11-01T00:00:00Z"
+    kubectl.run("set", "image", "deploy/rate", "rate=stratus/hotel-rate:1.2")  # 2 min of back-off
+    (after,) = heartbeats()
+    assert after > before
+
+
+def test_created_pods_tolerate_unready_nodes_for_five_minutes(kubectl: Kubectl) -> None:
+    kubectl.run("run", "web", "--image=nginx")
+    tolerations = json.loads(kubectl.out("get", "pod", "web", "-o", "jsonpath={.spec.tolerations}"))
+    assert {(t["key"], t["effect"], t["tolerationSeconds"]) for t in tolerations} == {
+        ("node.kubernetes.io/not-ready", "NoExecute", 300),
+        ("node.kubernetes.io/unreachable", "NoExecute", 300),
+    }
