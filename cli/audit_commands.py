@@ -6,6 +6,7 @@ import click
 
 from cli.context import open_store
 from store.audit import AuditLog
+from store.records import unaudited_writes
 
 
 @click.group()
@@ -16,11 +17,15 @@ def audit() -> None:
 @audit.command()
 def verify() -> None:
     """Check the hash chain and its anchor; exit 1 and name every problem."""
-    report = AuditLog(open_store()).verify_report()
+    store = open_store()
+    report = AuditLog(store).verify_report()
     for warning in report.warnings:
         click.echo(f"warning: {warning}", err=True)
-    if report.problems:
-        for problem in report.problems:
+    problems = list(report.problems) + [
+        f"write {write} has no audit row" for write in unaudited_writes(store)
+    ]
+    if problems:
+        for problem in problems:
             click.echo(f"audit log tampered: {problem}", err=True)
         raise SystemExit(1)
     anchored = (

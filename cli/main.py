@@ -8,7 +8,9 @@ failure is named, and anything unexpected is written to a crash log whose path i
 from __future__ import annotations
 
 import datetime as dt
+import os
 import sqlite3
+import sys
 import tempfile
 import traceback
 from typing import Any
@@ -49,7 +51,9 @@ def crash_log(error: BaseException) -> str:
             else:
                 directory.mkdir(parents=True, exist_ok=True)
                 path = str(directory / "crash.log")
-            with open(path, "a", encoding="utf-8") as log:
+            # Owner-only: a traceback can quote configuration or file contents.
+            descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            with open(descriptor, "a", encoding="utf-8") as log:
                 log.write(f"--- {dt.datetime.now(dt.UTC).isoformat()}\n{text}\n")
             return path
         except OSError:
@@ -67,6 +71,10 @@ class StratusGroup(click.Group):
             raise UserError(render.error_line(error)) from error
         except sqlite3.Error as error:
             raise UserError(f"the database cannot be used: {error}") from error
+        except BrokenPipeError:
+            # `stratus … | head`: the reader left; nothing to report.
+            sys.stderr.close()
+            raise click.exceptions.Exit(0) from None
         except OSError as error:
             where = f" ({error.filename})" if error.filename else ""
             raise UserError(f"{error.strerror or error}{where}") from error

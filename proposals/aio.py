@@ -45,9 +45,7 @@ class AsyncProposalService:
         return await asyncio.to_thread(self.service.execute, proposal_id, actor=actor)
 
     async def cancel(self, proposal_id: str, *, actor: str, reason: str = "") -> Proposal:
-        return await asyncio.to_thread(
-            self.service.cancel, proposal_id, actor=actor, reason=reason
-        )
+        return await asyncio.to_thread(self.service.cancel, proposal_id, actor=actor, reason=reason)
 
     async def reconcile(self) -> list[str]:
         return await asyncio.to_thread(self.service.reconcile)

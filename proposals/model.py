@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from policies.evaluate import PolicyDecision, ProposalFacts
+from tools.objects import normalized
 
 SCHEMA_VERSION = 1
 
@@ -219,11 +220,24 @@ class Proposal(_Model):
         return self.model_dump_json()
 
 
-def plan_digest(*, action: str, target: str, params: dict[str, Any], diff: str) -> str:
+def plan_digest(
+    *,
+    action: str,
+    target: str,
+    params: dict[str, Any],
+    diff: str,
+    seen: dict[str, Any] | None = None,
+) -> str:
     """What a vote is bound to: this action with these parameters on this object, making
     exactly this change. Server-set fields are not in the diff, so a status update alone
     does not move the digest; a change a human would see does. Hunk headers are left out:
     their line numbers move when something unrelated above the change is edited."""
     change = [line for line in diff.splitlines() if not line.startswith("@@")]
-    material = json.dumps([action, target, params, change], sort_keys=True, default=str)
+    # The whole object as the humans saw it (without what the server and controllers set),
+    # and its uid: an image swapped elsewhere in the spec, or the object deleted and
+    # re-created under the same name, is not what they approved.
+    uid = ((seen or {}).get("metadata") or {}).get("uid")
+    material = json.dumps(
+        [action, target, params, change, normalized(seen), uid], sort_keys=True, default=str
+    )
     return hashlib.sha256(material.encode()).hexdigest()[:32]

@@ -198,7 +198,7 @@ class ProposalService:
         an open undo proposal gets that proposal back."""
         entry = self._undo_entry(request)
         execution = entry.execution
-        ref = check_record(execution)
+        ref = check_record(execution, self.store)
         for existing in self.repo.find(states=OPEN, undo_entry=entry.id, limit=1):
             if not dry_run and supersedes is None:
                 return existing
@@ -284,7 +284,9 @@ class ProposalService:
                 before=plan.before,
                 after=plan.after,
                 diff=plan.diff,
-                digest=plan_digest(action=action, target=str(ref), params=params, diff=plan.diff),
+                digest=plan_digest(
+                    action=action, target=str(ref), params=params, diff=plan.diff, seen=plan.before
+                ),
             ),
             intent=intent,
             risk=risk,
@@ -441,6 +443,14 @@ class ProposalService:
                 f"'Always allow' is not available here: {proposal.decision.reason}",
                 subject=proposal.id,
             )
+        if choice == "always" and proposal.decision.min_approvals > 1:
+            # One person's grant would let later changes through with fewer approvals than
+            # the rule requires.
+            raise AnswerRefused(
+                "'Always allow' is not available where a rule needs "
+                f"{proposal.decision.min_approvals} approvals; approve once instead",
+                subject=proposal.id,
+            )
         if choice != "reject" and user in proposal.approvals():
             raise AnswerRefused(
                 f"{user} already approved proposal {proposal.id}; it needs "
@@ -455,6 +465,33 @@ class ProposalService:
         proposal = self.repo.get(proposal_id)
         if proposal.state == S.EXECUTED:
             return proposal
+        if proposal.state == S.EXECUTING:
+            who = (proposal.executor or "someone").rpartition("@")[0] or "someone"
+            doing = (
+                f"{proposal.intent.removeprefix('Undo: ')} is being undone"
+                if proposal.undo_entry
+                else f"{proposal.intent} is being carried out"
+            )
+            raise NotExecutable(
+                f"{doing} right now by {who} ({proposal.id})",
+                subject=proposal.id,
+                remedy=Remedy.NONE,
+            )
+        if proposal.state == S.APPROVED and self.clock.now() >= proposal.expires_at:
+            # An approval is for a moment, not for ever: a late execution asks again.
+            self._move(
+                proposal.id,
+                S.EXPIRED,
+                actor="stratus-timeout",
+                message="approved but not executed in time",
+                reason="approved but not executed in time",
+            )
+            raise NotExecutable(
+                f"proposal {proposal.id} was approved but not executed before "
+                f"{proposal.expires_at:%Y-%m-%d %H:%M} UTC; propose it again",
+                subject=proposal.id,
+                remedy=Remedy.PROPOSE_AGAIN,
+            )
         if proposal.state != S.APPROVED:
             raise NotExecutable(
                 f"proposal {proposal.id} is {proposal.state.value.replace('_', ' ')}, not approved"
@@ -537,11 +574,10 @@ class ProposalService:
                 ),
                 params=proposal.params,
                 diff=plan.diff,
+                seen=plan.before,
             )
-            if digest != proposal.plan.digest:
-                raise PlanMoved(
-                    "the object changed since the plan was approved", plan=plan, current=current
-                )
+            if proposal.undo_entry is not None:
+                self._check_undoable(proposal.undo_entry)
             facts = proposal.facts.model_copy(update={"labels": labels_of(current)})
             decision = self._decide(facts.policy_facts(), self.clock.now())
             if not proposal.decision.requires_same(decision):
@@ -550,8 +586,25 @@ class ProposalService:
                     plan=plan,
                     current=current,
                 )
+            if digest != proposal.plan.digest:
+                raise PlanMoved(
+                    "the object changed since the plan was approved", plan=plan, current=current
+                )
 
         return guard
+
+    def _check_undoable(self, entry_id: str) -> None:
+        """Under the object's lock, before the inverse is written: the entry is still on the
+        stack and the write it reverses can still become undone."""
+        entry = self.stack.entry(entry_id)  # raises when undone, dropped or irreversible
+        original = entry.execution.proposal_id
+        if original and not self.repo.get(original).can_move(S.UNDONE):
+            state = self.repo.get(original).state.value.replace("_", " ")
+            raise NotExecutable(
+                f"the write {entry_id} reverses belongs to proposal {original}, which is "
+                f"{state}; it cannot be undone",
+                subject=entry_id,
+            )
 
     def _executed(self, proposal_id: str, write: AppliedWrite, actor: str) -> None:
         """Inside the write's transaction: the proposal is executed, and an undo marks the
@@ -654,6 +707,25 @@ class ProposalService:
         """Take an entry off the undo stack without undoing it — for an object that was
         deleted and re-created since, say. Audited, and an event on its proposal."""
         entry = self.stack.entry(entry_id)
+        open_undo = self.repo.find(states=OPEN, undo_entry=entry_id, limit=1)
+        if open_undo:
+            raise NotExecutable(
+                f"{entry_id} has an open undo proposal ({open_undo[0].id}, "
+                f"{open_undo[0].state.value.replace('_', ' ')}); cancel it first",
+                subject=entry_id,
+            )
+        ref = check_record(entry.execution, self.store)
+        holder = holder_name(actor)
+        blocker = self.executor.locks.acquire(ref.key, holder, wait=self.executor.lock_wait)
+        if blocker is not None:
+            raise errors.LockHeld(f"{ref} is being changed; try again", subject=str(ref))
+        try:
+            return self._drop(entry, actor, reason)
+        finally:
+            self.executor.locks.release(ref.key, holder)
+
+    def _drop(self, entry: UndoEntry, actor: str, reason: str) -> UndoEntry:
+        entry_id = entry.id
         with self.store.immediate():
             if not self.stack.entries.drop(entry_id, actor):
                 raise errors.Conflict(f"{entry_id} changed while it was dropped", subject=entry_id)
@@ -721,13 +793,17 @@ class ProposalService:
             applied = [e for e in executions if e.state == "applied"]
             if applied:
                 continue  # recorded with its write; nothing to finish
-            self._move(
-                proposal.id,
-                S.FAILED,
-                actor=actor,
-                message="interrupted before the write; nothing was written",
-                reason="interrupted before the write",
-            )
+            try:
+                self._move(
+                    proposal.id,
+                    S.FAILED,
+                    actor=actor,
+                    allowed_from={S.EXECUTING},
+                    message="interrupted before the write; nothing was written",
+                    reason="interrupted before the write",
+                )
+            except NotExecutable:
+                continue  # another process finished it first
             lines.append(f"{proposal.id}: interrupted before the write; nothing was written")
         self.expire()
         return lines
@@ -743,6 +819,19 @@ class ProposalService:
         proposal_id = resolution.execution.proposal_id
         if not proposal_id:
             return
+        try:
+            self._follow(proposal_id, resolution)
+        except (NotExecutable, ProposalError) as error:
+            # The write's own record, undo entry and audit row still commit; a proposal in an
+            # unexpected state (an edited database, say) must not block every later command.
+            self.audit.append(
+                actor="stratus-reconciler",
+                event="reconcile-anomaly",
+                subject=proposal_id,
+                payload={"execution": resolution.execution.id, "problem": error.message},
+            )
+
+    def _follow(self, proposal_id: str, resolution: Resolution) -> None:
         if resolution.verdict == "not applied":
             self._move(
                 proposal_id,

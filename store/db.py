@@ -49,6 +49,13 @@ def default_path() -> Path:
             raise StoreError(
                 f"${ENV} is set but empty; set it to a database file or unset it to use the default"
             )
+        if value.strip() == MEMORY or value.strip().startswith("file:") or value == "-":
+            # An in-memory database forgets every undo entry and audit row when the command
+            # exits, while the write it recorded stays in the cluster.
+            raise StoreError(
+                f"${ENV}={value!r} is not a database file; Stratus keeps undo records and "
+                "the audit log in a file that outlives the command"
+            )
         return Path(value)
     home = os.environ.get("STRATUS_HOME") or str(
         Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "stratus"

@@ -49,6 +49,7 @@ class Execution:
     proposal_id: str | None = None
     owner: str | None = None
     before_digest: str | None = None
+    updated_at: str | None = None
 
     @property
     def target(self) -> str:
@@ -135,6 +136,7 @@ def _execution(row: dict[str, Any]) -> Execution:
         proposal_id=row.get("proposal_id"),
         owner=row.get("owner"),
         before_digest=row.get("before_digest"),
+        updated_at=row.get("updated_at"),
     )
 
 
@@ -368,3 +370,27 @@ class UndoEntries:
     def record_failure(self, entry_id: str, error: str) -> None:
         with self.store.immediate() as db:
             db.execute("UPDATE undo_entries SET last_error = ? WHERE id = ?", [error, entry_id])
+
+
+def audited_digest(store: Store, execution_id: str) -> str | None:
+    """The record digest the audit log wrote when this execution was applied (None: no
+    audit row names it)."""
+    rows = store.query(
+        "SELECT payload FROM audit_log WHERE event IN ('write', 'undo') "
+        "AND json_extract(payload, '$.execution') = ? ORDER BY seq LIMIT 1",
+        [execution_id],
+    )
+    if not rows:
+        return None
+    digest = json.loads(rows[0]["payload"]).get("record_digest")
+    return str(digest) if digest else ""
+
+
+def unaudited_writes(store: Store) -> list[str]:
+    """Applied executions with no audit row: writes whose audit trail was removed."""
+    rows = store.query(
+        "SELECT e.id, e.intent FROM executions e WHERE e.state = 'applied' AND NOT EXISTS "
+        "(SELECT 1 FROM audit_log a WHERE a.event IN ('write', 'undo') "
+        "AND json_extract(a.payload, '$.execution') = e.id) ORDER BY e.created_at"
+    )
+    return [f"{r['id']} ({r['intent']})" for r in rows]

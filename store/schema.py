@@ -85,4 +85,10 @@ MIGRATIONS: list[tuple[int, str]] = [
         BEGIN SELECT RAISE(ABORT, 'the event stream is append-only'); END;
         """,
     ),
+    (
+        3,
+        """
+        CREATE INDEX audit_log_execution ON audit_log(json_extract(payload, '$.execution'));
+        """,
+    ),
 ]

@@ -73,7 +73,9 @@ class Action(BaseModel):
         """(apiVersion, kind) of objects the plan also needs, listed by the target's selector."""
         return None
 
-    def plan(self, current: dict[str, Any], related: list[dict[str, Any]] | None = None) -> WritePlan:
+    def plan(
+        self, current: dict[str, Any], related: list[dict[str, Any]] | None = None
+    ) -> WritePlan:
         label = f"{self.kind.lower()}/{self.target}"
         if self.operation == "delete":
             return WritePlan("delete", current, None, yaml_diff(current, None, label=label))
@@ -482,7 +484,9 @@ class DeletePod(Action):
             "replaces it"
         )
 
-    def plan(self, current: dict[str, Any], related: list[dict[str, Any]] | None = None) -> WritePlan:
+    def plan(
+        self, current: dict[str, Any], related: list[dict[str, Any]] | None = None
+    ) -> WritePlan:
         if not any(o.get("controller") for o in current["metadata"].get("ownerReferences") or []):
             raise Invalid(
                 f"pod/{self.target} is not owned by a controller: deleting it would "
@@ -540,6 +544,7 @@ def build(name: str, params: dict[str, Any]) -> Action:
         raise Invalid(f"{name}: {problems}") from exc
     action.ref()  # the target's kind, name and namespace are valid before anything else
     return action
+
 
 # Undoing an earlier write is decided by policy as an action of its own, so a rule about
 # ``scale`` (a freeze, say) does not block undoing a scale unless a rule names ``undo`` too.

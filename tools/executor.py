@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from store.audit import AuditLog
+from store.clock import parse_stamp
 from store.db import Store
 from store.locks import LeaseLocks, holder_alive, holder_name
-from store.records import ABORTED, FAILED, Execution, ExecutionLog
+from store.records import ABORTED, FAILED, PENDING, Execution, ExecutionLog
 from tools import crashpoints, errors
 from tools.actions import CATALOG, Action, WritePlan
 from tools.k8s import KubeClient
@@ -84,6 +85,7 @@ class Executor:
         scope: WriteScope | None = None,
         lock_ttl: float = 60.0,
         lock_wait: float = 10.0,
+        settle_after: float | None = None,
     ) -> None:
         self.kube = kube
         self.store = store
@@ -93,6 +95,8 @@ class Executor:
         self.audit = AuditLog(store)
         self.lock_ttl = lock_ttl
         self.lock_wait = lock_wait
+        # How long a write whose answer was lost may still land: twice the read timeout.
+        self.settle_after = settle_after if settle_after is not None else 2 * kube.timeout[1]
 
     # ------------------------------------------------------------ actions
 
@@ -339,20 +343,13 @@ class Executor:
             verdict = was_applied(plan.operation, current, plan.before, plan.after)
         if verdict == "yes":
             return current
-        if verdict == "":
-            self.executions.finish(
-                execution_id, ABORTED, f"not applied: the API server failed ({lost.message})"
-            )
-            raise errors.Unavailable(
-                f"{ref}: the API server failed and the change did not land; nothing was "
-                f"written ({lost.message})",
-                subject=str(ref),
-            ) from lost
+        # Unchanged is not proof: a gateway may answer 504 while the write is still on its
+        # way. The record stays pending, owned by nobody; recovery decides after a grace
+        # period (``settle_after``) — applied if it landed, not applied if it never did.
         self.executions.orphan(execution_id, f"outcome unknown: {lost.message}")
         raise errors.OutcomeUnknown(
-            f"{ref}: the answer to the write was lost and the object cannot confirm it "
-            f"({lost.message}); the record {execution_id} stays pending until recovery "
-            "reads the object",
+            f"{ref}: the API server did not confirm the write ({lost.message}); the record "
+            f"{execution_id} stays pending until recovery reads the object and decides",
             subject=str(ref),
             details={"execution": execution_id},
         ) from lost
@@ -388,36 +385,54 @@ class Executor:
         for execution in self.executions.pending():
             if not self._owner_gone(execution):
                 continue
-            ref = ObjectRef(execution.kind, execution.name, execution.namespace)
-            try:
-                current = self.kube.find(ref)
-            except errors.ToolError as error:
-                resolved.append(Resolution(execution, f"cannot tell yet ({error.message})"))
-                continue
-            applied = was_applied(
-                execution.operation, current, execution.before_image, execution.planned_after
-            )
+            resolution = self._resolve(execution, actor, on_resolved)
+            if resolution is not None:
+                resolved.append(resolution)
+        return resolved
+
+    def _resolve(
+        self, execution: Execution, actor: str, on_resolved: OnResolved | None
+    ) -> Resolution | None:
+        """Read the object, then — inside one transaction that first checks the record is
+        still pending (another process may have resolved it meanwhile) — record the verdict."""
+        ref = ObjectRef(execution.kind, execution.name, execution.namespace)
+        try:
+            current = self.kube.find(ref)
+        except errors.ToolError as error:
+            return Resolution(execution, f"cannot tell yet ({error.message})")
+        applied = was_applied(
+            execution.operation, current, execution.before_image, execution.planned_after
+        )
+        if not applied and not self._settled(execution):
+            return Resolution(execution, "cannot tell yet (the write may still be on its way)")
+        with self.store.immediate():
+            fresh = self.executions.get(execution.id)
+            if fresh is None or fresh.state != PENDING:
+                return None  # another process resolved it first
             if applied:
                 verdict = "applied" if applied == "yes" else "possibly applied"
-                resolved.append(
-                    self._resolve_applied(execution, ref, current, verdict, actor, on_resolved)
-                )
-                continue
-            with self.store.immediate():
-                self.executions.finish(
-                    execution.id, ABORTED, "not applied: the write never reached the object"
-                )
-                self.audit.append(
-                    actor=actor,
-                    event="reconcile",
-                    subject=str(ref),
-                    payload={"execution": execution.id, "verdict": "not applied"},
-                )
-                resolution = Resolution(execution, "not applied")
-                if on_resolved is not None:
-                    on_resolved(resolution)
-            resolved.append(resolution)
-        return resolved
+                return self._resolve_applied(execution, ref, current, verdict, actor, on_resolved)
+            self.executions.finish(
+                execution.id, ABORTED, "not applied: the write never reached the object"
+            )
+            self.audit.append(
+                actor=actor,
+                event="reconcile",
+                subject=str(ref),
+                payload={"execution": execution.id, "verdict": "not applied"},
+            )
+            resolution = Resolution(execution, "not applied")
+            if on_resolved is not None:
+                on_resolved(resolution)
+            return resolution
+
+    def _settled(self, execution: Execution) -> bool:
+        """A record given up after a lost answer is judged "not applied" only once a write
+        still in flight would have landed or timed out on the server."""
+        if execution.owner:
+            return True  # its process died: nothing of it is in flight any more
+        updated = parse_stamp(execution.updated_at or execution.created_at)
+        return (self.store.clock.now() - updated).total_seconds() >= self.settle_after
 
     def _resolve_applied(
         self,

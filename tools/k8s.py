@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 import urllib3
+import yaml
 from kubernetes import client, config, dynamic
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
@@ -74,6 +75,32 @@ def describe_source(kubeconfig: str | None, context: str | None, in_cluster: boo
     return where + (f", context {context}" if context else "")
 
 
+def request_timeout() -> tuple[float, float]:
+    """(connect, read) seconds for every API call: ``STRATUS_KUBE_TIMEOUT`` (read), default
+    30. An API server that accepts a connection and never answers must not hang Stratus; a
+    write whose answer times out is settled by reading the object."""
+    try:
+        read = float(os.environ.get("STRATUS_KUBE_TIMEOUT", "30"))
+    except ValueError:
+        read = 30.0
+    read = read if read > 0 else 30.0
+    return (min(5.0, read), read)
+
+
+def _as_dict(answer: Any, what: str) -> dict[str, Any]:
+    """The answer as a dict; an answer that is not a Kubernetes object (a proxy's error page,
+    a truncated body) is an unavailable server, not a crash."""
+    try:
+        value = answer.to_dict()
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise errors.Unavailable(
+            f"{what}: the API server's answer is not an object ({exc})"
+        ) from exc
+    if not isinstance(value, dict):
+        raise errors.Unavailable(f"{what}: the API server's answer is not an object")
+    return value
+
+
 class KubeClient:
     """Plain-dict access to one cluster."""
 
@@ -92,7 +119,7 @@ class KubeClient:
                     context=context,
                     client_configuration=configuration,
                 )
-        except (ConfigException, OSError, TypeError, ValueError) as exc:
+        except (ConfigException, OSError, TypeError, ValueError, yaml.YAMLError) as exc:
             raise errors.Unavailable(
                 f"cannot load {describe_source(kubeconfig, context, in_cluster)}: {exc}",
                 remedy=Remedy.FIX_CONFIG,
@@ -104,6 +131,19 @@ class KubeClient:
             total=2, connect=2, read=0, status=0, other=0, redirect=0, backoff_factor=0.1
         )
         self.api_client = client.ApiClient(configuration)
+        self.timeout = request_timeout()
+        # Discovery (which the dynamic client runs on its own) takes no per-call timeout:
+        # give the connection pool a default so no request can wait for ever.
+        rest = self.api_client.rest_client
+        send = rest.request
+        timeout = self.timeout
+
+        def request_with_timeout(*args: Any, **kwargs: Any) -> Any:
+            if kwargs.get("_request_timeout") is None:
+                kwargs["_request_timeout"] = timeout
+            return send(*args, **kwargs)
+
+        rest.request = request_with_timeout  # type: ignore[method-assign]  # our client only
         self.host = configuration.host
         self._dynamic: dynamic.DynamicClient | None = None
 
@@ -125,10 +165,12 @@ class KubeClient:
     def get(self, ref: ObjectRef) -> dict[str, Any]:
         resource = self._resource(ref.api_version, ref.kind)
         try:
-            found = resource.get(name=ref.name, namespace=ref.namespace or None)
+            found = resource.get(
+                name=ref.name, namespace=ref.namespace or None, _request_timeout=self.timeout
+            )
         except Exception as exc:
             raise translate(exc, str(ref)) from exc
-        result: dict[str, Any] = found.to_dict()
+        result: dict[str, Any] = _as_dict(found, str(ref))
         return result
 
     def find(self, ref: ObjectRef) -> dict[str, Any] | None:
@@ -152,10 +194,13 @@ class KubeClient:
                 namespace=namespace or None,
                 label_selector=label_selector,
                 field_selector=field_selector,
+                _request_timeout=self.timeout,
             )
         except Exception as exc:
             raise translate(exc, f"{kind} in {namespace or 'all namespaces'}") from exc
-        items: list[dict[str, Any]] = found.to_dict().get("items") or []
+        items: list[dict[str, Any]] = (
+            _as_dict(found, f"{kind} in {namespace or 'all namespaces'}").get("items") or []
+        )
         for item in items:
             item.setdefault("kind", kind)
             item.setdefault("apiVersion", api_version)
@@ -166,11 +211,14 @@ class KubeClient:
         resource = self._resource(obj["apiVersion"], obj["kind"])
         try:
             written = resource.replace(
-                body=obj, namespace=ref.namespace or None, dry_run="All" if dry_run else None
+                body=obj,
+                namespace=ref.namespace or None,
+                dry_run="All" if dry_run else None,
+                _request_timeout=self.timeout,
             )
         except Exception as exc:
             raise translate(exc, str(ref)) from exc
-        result: dict[str, Any] = written.to_dict()
+        result: dict[str, Any] = _as_dict(written, str(ref))
         return result
 
     def create(self, obj: dict[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
@@ -178,13 +226,16 @@ class KubeClient:
         resource = self._resource(obj["apiVersion"], obj["kind"])
         try:
             created = resource.create(
-                body=obj, namespace=namespace, dry_run="All" if dry_run else None
+                body=obj,
+                namespace=namespace,
+                dry_run="All" if dry_run else None,
+                _request_timeout=self.timeout,
             )
         except Exception as exc:
             raise translate(
                 exc, f"creating {obj['kind'].lower()}/{obj['metadata']['name']}"
             ) from exc
-        result: dict[str, Any] = created.to_dict()
+        result: dict[str, Any] = _as_dict(created, f"creating {obj['kind'].lower()}")
         return result
 
     def delete(
@@ -204,6 +255,7 @@ class KubeClient:
                 namespace=ref.namespace or None,
                 body=body,
                 dry_run="All" if dry_run else None,
+                _request_timeout=self.timeout,
             )
         except Exception as exc:
             raise translate(exc, f"deleting {ref}") from exc
@@ -220,7 +272,12 @@ class KubeClient:
         core = client.CoreV1Api(self.api_client)
         try:
             text: str = core.read_namespaced_pod_log(
-                pod, namespace, container=container, tail_lines=tail_lines, previous=previous
+                pod,
+                namespace,
+                container=container,
+                tail_lines=tail_lines,
+                previous=previous,
+                _request_timeout=self.timeout,
             )
         except Exception as exc:
             raise translate(exc, f"logs of pod/{pod} in {namespace}") from exc

@@ -25,7 +25,14 @@ class WriteScope:
         ``STRATUS_WRITE_NODES`` (true/false)."""
         raw = os.environ.get("STRATUS_WRITE_NAMESPACES", "*")
         globs = tuple(p.strip() for p in raw.split(",") if p.strip()) or ("*",)
-        nodes = os.environ.get("STRATUS_WRITE_NODES", "true").lower() not in ("0", "false", "no")
+        raw_nodes = os.environ.get("STRATUS_WRITE_NODES", "true").strip().lower()
+        if raw_nodes not in ("1", "true", "yes", "0", "false", "no"):
+            # A typo must not widen the scope: refuse rather than guess.
+            raise OutOfScope(
+                f"STRATUS_WRITE_NODES={os.environ.get('STRATUS_WRITE_NODES')!r}: expected true "
+                "or false"
+            )
+        nodes = raw_nodes in ("1", "true", "yes")
         return cls(globs, os.environ.get("STRATUS_NAMESPACE", "stratus"), nodes)
 
     def check(self, ref: ObjectRef) -> None:

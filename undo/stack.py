@@ -15,7 +15,16 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from store.records import DROPPED, NO_INVERSE, UNDONE, Execution, UndoEntries, UndoEntry
+from store.db import Store
+from store.records import (
+    DROPPED,
+    NO_INVERSE,
+    UNDONE,
+    Execution,
+    UndoEntries,
+    UndoEntry,
+    audited_digest,
+)
 from tools import errors
 from tools.actions import WritePlan
 from tools.executor import Executor, Guard, OnApplied, WriteOutcome
@@ -39,9 +48,10 @@ def _label(execution: Execution) -> str:
     return f"{execution.kind.lower()}/{execution.name}"
 
 
-def check_record(execution: Execution) -> ObjectRef:
+def check_record(execution: Execution, store: Store | None = None) -> ObjectRef:
     """The object an execution recorded, once its record is proven unedited: undo writes
-    only that object, and only the images that were stored with it."""
+    only that object, and only the images that were stored with it. With ``store``, the
+    record's digest must also be the one the audit log wrote when the write was applied."""
     ref = ObjectRef(execution.kind, execution.name, execution.namespace)
     if not execution.before_digest:
         raise errors.Tampered(
@@ -53,6 +63,13 @@ def check_record(execution: Execution) -> ObjectRef:
         raise errors.Tampered(
             f"the record of {execution.id} was edited after it was written (its digest no "
             "longer matches); undo refuses to write from it",
+            subject=str(ref),
+        )
+    recorded = audited_digest(store, execution.id) if store is not None else execution.before_digest
+    if recorded != execution.before_digest:
+        raise errors.Tampered(
+            f"the record of {execution.id} does not match what the audit log wrote when it was "
+            "applied; undo refuses to write from it",
             subject=str(ref),
         )
     for image in (execution.before_image, execution.planned_after):
@@ -84,7 +101,9 @@ def plan_inverse(execution: Execution, current: dict[str, Any] | None, *, force:
                     subject=label,
                 )
             restored["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-            return WritePlan("replace", current, restored, yaml_diff(current, restored, label=label))
+            return WritePlan(
+                "replace", current, restored, yaml_diff(current, restored, label=label)
+            )
         return WritePlan("create", None, restored, yaml_diff(None, restored, label=label))
     # A replace: compare what is there with what Stratus wrote.
     if current is None:
@@ -154,7 +173,7 @@ class UndoStack:
     ) -> UndoResult:
         entry = self.entry(entry_id)
         execution = entry.execution
-        ref = check_record(execution)
+        ref = check_record(execution, self.executor.store)
         try:
             outcome = self.executor.run(
                 ref,

@@ -284,3 +284,64 @@ def test_an_unreachable_api_server_is_one_line(env: dict[str, str], tmp_path: Pa
     assert result.exit_code == 1 and "cannot reach the API server" in result.stderr
     assert "Traceback" not in result.stderr and "hint: try again" in result.stderr
     assert rows(env, "SELECT * FROM proposals") == []
+
+
+@pytest.mark.parametrize("value", [":memory:", " :memory:", "file:x?mode=memory", "-"])
+def test_a_database_that_forgets_is_refused(
+    env: dict[str, str], value: str, kube: KubeClient
+) -> None:
+    result = run(
+        {**env, "STRATUS_DB": value},
+        "act",
+        "scale",
+        "deploy/geo",
+        "replicas=6",
+        "-n",
+        "hotel",
+        "--yes",
+    )
+    assert result.exit_code == 1 and "is not a database file" in result.stderr
+    assert kube.get(GEO)["spec"]["replicas"] == 1
+
+
+@pytest.mark.parametrize("value", ["off", "garbage", ""])
+def test_an_unknown_write_nodes_value_is_refused_not_guessed(
+    env: dict[str, str], value: str
+) -> None:
+    result = run({**env, "STRATUS_WRITE_NODES": value}, "act", "cordon", "node/node-1", "--yes")
+    assert result.exit_code == 1 and "expected true or false" in result.stderr
+
+
+def test_an_api_server_that_never_answers_times_out(env: dict[str, str], tmp_path: Path) -> None:
+    import socket
+    import time
+
+    from lab.runner import write_kubeconfig
+
+    with socket.socket() as silent:  # accepts connections (backlog), never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        config = write_kubeconfig(
+            tmp_path / "silent", f"http://127.0.0.1:{silent.getsockname()[1]}", "hotel"
+        )
+        started = time.monotonic()
+        result = run(
+            {**env, "KUBECONFIG": str(config), "STRATUS_KUBE_TIMEOUT": "1"},
+            "act",
+            "scale",
+            "deploy/geo",
+            "replicas=2",
+            "-n",
+            "hotel",
+            "--yes",
+        )
+        assert time.monotonic() - started < 30
+    assert result.exit_code == 1 and "Traceback" not in result.stderr
+    assert "API server" in result.stderr
+
+
+def test_a_kubeconfig_that_is_not_yaml_is_one_line(env: dict[str, str], tmp_path: Path) -> None:
+    bad = tmp_path / "bad-config"
+    bad.write_text("apiVersion: v1\nclusters: [unclosed\n")
+    result = run({**env, "KUBECONFIG": str(bad)}, "undo", "--list")
+    assert result.exit_code == 1 and str(bad) in result.stderr

@@ -238,14 +238,6 @@ def test_two_undo_last_at_once_undo_the_last_write_once(
     assert_only_the_last_write_was_undone(env, kube, db, [alice, bob])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=KnownBug,
-    reason="product bug: an `undo --last` that meets the same undo in flight in another "
-    "process answers with the state of a proposal the user never saw ('proposal prop-… is "
-    "executing, not approved'; with the pending service change, '… is being executed right "
-    "now') instead of saying that the write is being undone, and by whom",
-)
 def test_an_undo_asked_while_the_same_undo_is_in_flight_says_it_is_being_undone(
     env: dict[str, str], proxy: FaultProxy, kube: KubeClient, db: Path, processes: Processes
 ) -> None:
@@ -319,16 +311,6 @@ def test_two_approvers_at_once_execute_a_two_approval_proposal_exactly_once(
 
 
 @pytest.mark.parametrize("step", ["write-ahead", "written"])
-@pytest.mark.xfail(
-    strict=True,
-    raises=KnownBug,
-    reason="product bug: recovery does not compare-and-set what it resolves, so two processes "
-    "recovering the same interrupted write at once both resolve it — after a crash at "
-    "written the second dies with 'internal error (ValueError: execution … is not pending)' "
-    "(exit 70); after a crash at write-ahead the second fails with 'proposal … is failed; it "
-    "cannot become failed' or, with the reconcile-anomaly change, records the resolution "
-    "twice (two 'reconcile' audit rows and a 'reconcile-anomaly' row)",
-)
 def test_two_processes_recovering_the_same_crash_at_once_resolve_it_once(
     env: dict[str, str],
     proxy: FaultProxy,

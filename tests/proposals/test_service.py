@@ -305,3 +305,133 @@ async def test_the_async_facade_takes_the_same_path(
     await facade.execute(undo.id, actor="U0APPROVER")
     assert (await facade.get(proposal.id)).state == S.UNDONE
     assert len(await facade.events_since(cursor)) >= 10
+
+
+# ---------------------------------------------------------------- found by trying to break it
+
+
+def test_always_allow_is_refused_where_a_rule_needs_a_quorum(
+    service: ProposalService, policy: PolicyBox
+) -> None:
+    from proposals.errors import AnswerRefused
+
+    policy.set(Rule(name="two", decision="ask", remember=True, max_grant="1h", min_approvals=2))
+    proposal = scale(service, 2)
+    with pytest.raises(AnswerRefused, match="needs 2 approvals"):
+        service.answer(proposal.id, user="U0BOB", choice="always")
+    from policies.grants import GrantBook
+
+    assert GrantBook(service.store).all() == []
+    assert scale(service, 3).state == S.AWAITING_APPROVAL
+
+
+def test_a_change_outside_the_diff_or_a_recreated_object_supersedes(
+    service: ProposalService, policy: PolicyBox, kube: KubeClient
+) -> None:
+    policy.set(ASK)
+    proposal = scale(service, 3)
+    service.answer(proposal.id, user="U0APPROVER", choice="approve")
+    current = kube.get(GEO)
+    current["spec"]["template"]["spec"]["containers"][0]["image"] = "evil/miner:1"
+    kube.replace(current)
+    with pytest.raises(Superseded):
+        service.execute(proposal.id, actor="U0APPROVER")
+    assert kube.get(GEO)["spec"]["replicas"] == 1
+    # Deleted and re-created under the same name: same spec, another object.
+    fresh = scale(service, 3)
+    service.answer(fresh.id, user="U0APPROVER", choice="approve")
+    original = kube.get(GEO)
+    kube.delete(GEO)
+    from tools.objects import for_create
+
+    kube.create(for_create(original))
+    with pytest.raises(Superseded):
+        service.execute(fresh.id, actor="U0APPROVER")
+    assert kube.get(GEO)["spec"]["replicas"] == 1
+
+
+def test_an_approval_is_not_forever(
+    service: ProposalService, policy: PolicyBox, clock: ManualClock, kube: KubeClient
+) -> None:
+    from proposals.errors import NotExecutable
+
+    policy.set(ASK)
+    proposal = scale(service, 2)
+    service.answer(proposal.id, user="U0APPROVER", choice="approve")
+    clock.advance(31 * 60)
+    with pytest.raises(NotExecutable, match="approved but not executed"):
+        service.execute(proposal.id, actor="U0APPROVER")
+    assert service.get(proposal.id).state == S.EXPIRED
+    assert kube.get(GEO)["spec"]["replicas"] == 1
+
+
+def test_an_entry_with_an_open_undo_cannot_be_dropped(
+    service: ProposalService, policy: PolicyBox
+) -> None:
+    from proposals.errors import NotExecutable
+
+    policy.set(ASK)
+    written = approve_and_execute(service, scale(service, 3))
+    undo = service.propose_undo(UndoRequest(entry_id=written.undo_id), requester="U0REQ")
+    with pytest.raises(NotExecutable, match="open undo proposal"):
+        service.drop_undo_entry(written.undo_id or "", actor="U0OPS", reason="race")
+    service.cancel(undo.id, actor="U0REQ")
+    assert service.drop_undo_entry(written.undo_id or "", actor="U0OPS", reason="ok").state == (
+        "dropped"
+    )
+
+
+def test_a_reactivated_entry_is_refused_before_anything_is_written(
+    service: ProposalService, policy: PolicyBox, kube: KubeClient
+) -> None:
+    policy.set(Rule(name="allow", decision="allow"))
+    written = approve_and_execute(service, scale(service, 3))
+    undo = service.propose_undo(UndoRequest(last=True), requester="U0REQ")
+    service.execute(undo.id, actor="U0REQ")
+    current = kube.get(GEO)
+    current["spec"]["replicas"] = 4  # someone scales it again
+    kube.replace(current)
+    connection = sqlite3.connect(service.store.path)
+    connection.execute(
+        "UPDATE undo_entries SET state = 'active' WHERE id = ?", [written.undo_id]
+    )  # an edited database puts the undone entry back
+    connection.commit()
+    connection.close()
+    again = service.propose_undo(
+        UndoRequest(entry_id=written.undo_id, force=True), requester="U0REQ"
+    )
+    from store.errors import StratusError
+
+    with pytest.raises(StratusError, match="cannot be undone"):
+        service.execute(again.id, actor="U0REQ")
+    assert kube.get(GEO)["spec"]["replicas"] == 4  # nothing was written
+    assert (
+        service.store.query("SELECT COUNT(*) AS n FROM executions WHERE state = 'pending'")[0]["n"]
+        == 0
+    )
+    assert service.reconcile() == []  # nothing wedged
+
+
+def test_a_recomputed_digest_does_not_pass_without_the_audit_log_agreeing(
+    service: ProposalService, policy: PolicyBox, kube: KubeClient
+) -> None:
+    from store import integrity
+    from store.records import ExecutionLog
+
+    policy.set(Rule(name="allow", decision="allow"))
+    written = approve_and_execute(service, scale(service, 3))
+    execution = ExecutionLog(service.store).get(written.execution_id or "")
+    assert execution is not None and execution.before_image is not None
+    forged = json.loads(json.dumps(execution.before_image))
+    forged["spec"]["template"]["spec"]["containers"][0]["image"] = "evil/miner:latest"
+    material = {**execution.integrity_material(), "before": forged}
+    _edit_execution(
+        service,
+        execution.id,
+        before_image=json.dumps(forged),
+        before_digest=integrity.digest(material),
+    )
+    with pytest.raises(errors.Tampered, match="audit log"):
+        service.propose_undo(UndoRequest(last=True), requester="U0REQ")
+    image = kube.get(GEO)["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert image != "evil/miner:latest"

@@ -41,12 +41,12 @@ def _tamper(path: Path, *statements: str) -> None:
 
 def test_migrations_are_recorded_and_idempotent(tmp_path: Path) -> None:
     first = Store(tmp_path / "db.sqlite")
-    assert first.schema_version == 2
+    assert first.schema_version == 3
     first.close()
     again = Store(tmp_path / "db.sqlite")
-    assert again.schema_version == 2
+    assert again.schema_version == 3
     applied = again.query("SELECT version FROM schema_migrations ORDER BY version")
-    assert [r["version"] for r in applied] == [1, 2]  # each applied once
+    assert [r["version"] for r in applied] == [1, 2, 3]  # each applied once
     assert {
         "executions",
         "undo_entries",
@@ -77,7 +77,7 @@ def test_a_version_1_database_is_upgraded_in_place(tmp_path: Path) -> None:
     old.commit()
     old.close()
     store = Store(path)
-    assert store.schema_version == 2 and "events" in store.db.table_names()
+    assert store.schema_version == 3 and "events" in store.db.table_names()
     # A request stored before proposals had a body can never be answered: it expires.
     assert store.query("SELECT state FROM proposals")[0]["state"] == "expired"
     store.close()
@@ -197,4 +197,4 @@ def test_the_store_is_safe_from_asyncio_through_threads(tmp_path: Path) -> None:
 def test_an_in_memory_store_for_tests() -> None:
     store = Store(":memory:")
     AuditLog(store).append(actor="a", event="e", subject="s")
-    assert AuditLog(store).verify() == [] and store.schema_version == 2
+    assert AuditLog(store).verify() == [] and store.schema_version == 3
