@@ -27,7 +27,6 @@ import pytest
 from tests.conftest import Lab, stratus
 from tests.faultproxy import FaultProxy, fault_proxy
 from tests.proposals.test_crashes import (
-    KnownBug,
     Processes,
     audit_verified,
     known_bug,
