@@ -18,7 +18,7 @@ from policies.evaluate import PolicyDecision, ProposalFacts
 MACHINE_ACTORS = ("agent:", "stratus")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ApprovalRequest:
     proposal_id: str
     facts: ProposalFacts

@@ -429,11 +429,11 @@ class ProposalService:
                 remedy=Remedy.PROPOSE_AGAIN,
             )
         request = ApprovalRequest(
-            proposal.id,
-            proposal.facts.policy_facts(),
-            proposal.decision.policy_decision(),
-            proposal.plan.digest,
-            proposal.created_at,
+            proposal_id=proposal.id,
+            facts=proposal.facts.policy_facts(),
+            decision=proposal.decision.policy_decision(),
+            digest=proposal.plan.digest,
+            created_at=proposal.created_at,
         )
         why_not = refusal(request, user, groups, now)
         if why_not:

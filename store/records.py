@@ -8,6 +8,7 @@ reconciliation resolves executions left ``pending`` by a crash.
 
 from __future__ import annotations
 
+import enum
 import json
 import uuid
 from dataclasses import dataclass
@@ -16,8 +17,33 @@ from typing import Any
 from store import integrity
 from store.db import Store
 
-PENDING, APPLIED, ABORTED, FAILED = "pending", "applied", "aborted", "failed"
-ACTIVE, UNDONE, NO_INVERSE, DROPPED = "active", "undone", "no_inverse", "dropped"
+
+class ExecutionState(enum.StrEnum):
+    PENDING = "pending"  # recorded before the write; resolved by the writer or recovery
+    APPLIED = "applied"
+    ABORTED = "aborted"  # never reached the object
+    FAILED = "failed"  # the cluster refused it
+
+
+class EntryState(enum.StrEnum):
+    ACTIVE = "active"  # can be undone
+    UNDONE = "undone"
+    NO_INVERSE = "no_inverse"  # an irreversible write: on the record, never undone
+    DROPPED = "dropped"  # taken off the stack explicitly
+
+
+PENDING, APPLIED, ABORTED, FAILED = (
+    ExecutionState.PENDING,
+    ExecutionState.APPLIED,
+    ExecutionState.ABORTED,
+    ExecutionState.FAILED,
+)
+ACTIVE, UNDONE, NO_INVERSE, DROPPED = (
+    EntryState.ACTIVE,
+    EntryState.UNDONE,
+    EntryState.NO_INVERSE,
+    EntryState.DROPPED,
+)
 
 
 def new_id(prefix: str) -> str:
@@ -327,7 +353,7 @@ class UndoEntries:
         self, *, incident_id: str | None = None, transaction_id: str | None = None
     ) -> list[UndoEntry]:
         """Entries that can still be undone, newest first."""
-        where, params = "u.state = ?", [ACTIVE]
+        where, params = "u.state = ?", [ACTIVE.value]
         if incident_id:
             where += " AND u.incident_id = ?"
             params.append(incident_id)
@@ -342,7 +368,7 @@ class UndoEntries:
     def newest(self, *, incident_id: str | None = None) -> UndoEntry | None:
         """The most recent write on the stack, whatever its state: "undo the last write"
         names one write, so two people who ask at once ask for the same one."""
-        where, params = "u.state != ?", [NO_INVERSE]
+        where, params = "u.state != ?", [NO_INVERSE.value]
         if incident_id:
             where += " AND u.incident_id = ?"
             params.append(incident_id)
