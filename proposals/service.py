@@ -13,22 +13,15 @@ Three rules hold everywhere:
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from policies.approvals import ApprovalRequest, refusal
 from policies.evaluate import (
-    CompiledPolicy,
-    PolicyDecision,
-    ProposalFacts,
-    evaluate,
     facts_for,
-    undo_facts,
 )
-from policies.grants import GrantBook
+from proposals.core import ServiceCore, UndoRequest, labels_of, new_proposal_id
 from proposals.errors import (
     AnswerRefused,
     NoChange,
@@ -36,35 +29,38 @@ from proposals.errors import (
     ProposalError,
     StaleProposal,
 )
-from proposals.events import EventType, ProposalEvent, ProposalEvents
+from proposals.events import EventType
 from proposals.model import (
-    OPEN,
     Choice,
-    Decision,
-    Facts,
-    PlanSnapshot,
     Proposal,
     ProposalState,
-    Target,
     Vote,
     plan_digest,
 )
-from proposals.repository import ProposalRepository
-from store.audit import AuditLog
+from proposals.recovery import RecoveryUseCases
+from proposals.undoing import UndoUseCases
 from store.clock import stamp
-from store.db import Store
 from store.errors import Remedy, StratusError
-from store.locks import holder_alive, holder_name
-from store.records import ExecutionLog, UndoEntry
+from store.locks import holder_name
+from store.records import UndoEntry
 from tools import actions, crashpoints, errors
 from tools.actions import CATALOG, UNDO, WritePlan
-from tools.executor import AppliedWrite, Executor, Resolution
+from tools.executor import AppliedWrite
 from tools.objects import ObjectRef
-from undo.stack import UndoStack, check_record, plan_inverse
 
 S = ProposalState
-PolicySource = Callable[[], CompiledPolicy]
 _CAS_ATTEMPTS = 8
+
+
+__all__ = [
+    "PlanMoved",
+    "ProposalService",
+    "ServiceCore",
+    "Superseded",
+    "UndoRequest",
+    "labels_of",
+    "new_proposal_id",
+]
 
 
 class PlanMoved(ProposalError):
@@ -96,39 +92,8 @@ class Superseded(ProposalError):
         self.new = new
 
 
-@dataclass(frozen=True)
-class UndoRequest:
-    """What to undo: one entry by id, or the most recent write."""
-
-    entry_id: str | None = None
-    last: bool = False
-    force: bool = False
-    incident_id: str | None = None
-
-
-def labels_of(obj: dict[str, Any] | None) -> dict[str, str]:
-    labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
-    return {str(k): str(v) for k, v in labels.items()}
-
-
-def new_proposal_id() -> str:
-    return f"prop-{uuid.uuid4().hex[:12]}"
-
-
-class ProposalService:
-    def __init__(self, *, store: Store, executor: Executor, policy: PolicySource) -> None:
-        self.store = store
-        self.clock = store.clock
-        self.executor = executor
-        self.policy = policy
-        self.repo = ProposalRepository(store)
-        self.events = ProposalEvents(store)
-        self.audit = AuditLog(store)
-        self.grants = GrantBook(store)
-        self.stack = UndoStack(executor)
-        self.executions = ExecutionLog(store)
-
-    # ------------------------------------------------------------------ propose
+class ProposalService(UndoUseCases, RecoveryUseCases):
+    """The use-cases every surface calls (see the module docstring)."""
 
     def propose(
         self,
@@ -185,151 +150,6 @@ class ProposalService:
             dry_run=dry_run,
             supersedes=supersedes,
         )
-
-    def propose_undo(
-        self,
-        request: UndoRequest,
-        *,
-        requester: str,
-        dry_run: bool = False,
-        supersedes: Proposal | None = None,
-    ) -> Proposal:
-        """Propose undoing one earlier write. A second request for an entry that already has
-        an open undo proposal gets that proposal back."""
-        entry = self._undo_entry(request)
-        execution = entry.execution
-        ref = check_record(execution, self.store)
-        for existing in self.repo.find(states=OPEN, undo_entry=entry.id, limit=1):
-            if not dry_run and supersedes is None:
-                return existing
-        current = self.executor.kube.find(ref)
-        inverse = plan_inverse(execution, current, force=request.force)
-        if inverse.changes_anything:
-            self.executor.dry_run(inverse)
-        facts = undo_facts(
-            original_action=execution.action,
-            kind=ref.kind,
-            namespace=ref.namespace,
-            name=ref.name,
-            requester=requester,
-            labels=labels_of(current),
-        )
-        return self._open(
-            action=UNDO,
-            params={"entry": entry.id, "force": request.force},
-            ref=ref,
-            facts=facts,
-            plan=inverse,
-            intent=f"Undo: {execution.intent}",
-            risk=facts.risk,
-            reversible=True,
-            requester=requester,
-            incident_id=request.incident_id or execution.incident_id,
-            dry_run=dry_run,
-            supersedes=supersedes,
-            undo_entry=entry.id,
-            force=request.force,
-        )
-
-    def _undo_entry(self, request: UndoRequest) -> UndoEntry:
-        if request.last:
-            newest = self.stack.entries.newest(incident_id=request.incident_id)
-            if newest is None:
-                raise errors.NotFound("nothing to undo: Stratus has made no reversible write")
-            if newest.state != "active":
-                earlier = self.stack.entries.active(incident_id=request.incident_id)
-                raise errors.Invalid(
-                    f"the last write ({newest.execution.intent}, {newest.id}) was already "
-                    f"{newest.state} by {newest.undone_by} at {newest.undone_at}; name an "
-                    "earlier entry to undo it",
-                    subject=newest.id,
-                    details={"entry": newest.id, "next": earlier[0].id if earlier else None},
-                )
-            return newest
-        if not request.entry_id:
-            raise errors.Invalid("name an undo entry, or ask for the last one")
-        return self.stack.entry(request.entry_id)
-
-    def _open(
-        self,
-        *,
-        action: str,
-        params: dict[str, Any],
-        ref: ObjectRef,
-        facts: ProposalFacts,
-        plan: WritePlan,
-        intent: str,
-        risk: str,
-        reversible: bool,
-        requester: str,
-        incident_id: str | None,
-        dry_run: bool,
-        supersedes: Proposal | None,
-        undo_entry: str | None = None,
-        force: bool = False,
-    ) -> Proposal:
-        now = self.clock.now()
-        decision = self._decide(facts, now)
-        state = {"deny": S.DENIED, "allow": S.APPROVED}.get(decision.outcome, S.AWAITING_APPROVAL)
-        proposal = Proposal(
-            id=new_proposal_id(),
-            incident_id=incident_id,
-            action=action,
-            params=params,
-            target=Target(kind=ref.kind, name=ref.name, namespace=ref.namespace),
-            requester=requester,
-            facts=Facts.of(facts),
-            plan=PlanSnapshot(
-                operation=plan.operation,
-                before=plan.before,
-                after=plan.after,
-                diff=plan.diff,
-                digest=plan_digest(
-                    action=action, target=str(ref), params=params, diff=plan.diff, seen=plan.before
-                ),
-            ),
-            intent=intent,
-            risk=risk,
-            reversible=reversible,
-            decision=Decision.of(decision, now),
-            state=state,
-            created_at=now,
-            updated_at=now,
-            expires_at=now + timedelta(seconds=decision.approval_timeout_seconds),
-            undo_entry=undo_entry,
-            force=force,
-            supersedes=supersedes.id if supersedes else None,
-            previous_diff=supersedes.plan.diff if supersedes else None,
-            reason=decision.reason if decision.outcome == "deny" else "",
-        )
-        if dry_run:
-            return proposal
-        with self.store.immediate():
-            if undo_entry is not None and supersedes is None:
-                open_undo = self.repo.find(states=OPEN, undo_entry=undo_entry, limit=1)
-                if open_undo:
-                    return open_undo[0]  # a racing request won: answer with its proposal
-            self.repo.insert(proposal)
-            self._event(proposal, EventType.PROPOSED, S.PROPOSED.value, None, requester)
-            self._event(proposal, EventType.STATE_CHANGED, state.value, "proposed", requester)
-            self.audit.append(
-                actor=requester,
-                event="proposal",
-                subject=str(ref),
-                payload={
-                    "proposal": proposal.id,
-                    "action": action,
-                    "state": state.value,
-                    "digest": proposal.plan.digest,
-                    "decision": decision.to_dict(),
-                    "supersedes": proposal.supersedes,
-                },
-            )
-        crashpoints.reached("proposed")
-        return proposal
-
-    def _decide(self, facts: ProposalFacts, now: datetime) -> PolicyDecision:
-        return evaluate(facts, self.policy(), self.grants.active(now), now)
 
     # ------------------------------------------------------------------ answer
 
@@ -593,45 +413,6 @@ class ProposalService:
 
         return guard
 
-    def _check_undoable(self, entry_id: str) -> None:
-        """Under the object's lock, before the inverse is written: the entry is still on the
-        stack and the write it reverses can still become undone."""
-        entry = self.stack.entry(entry_id)  # raises when undone, dropped or irreversible
-        original = entry.execution.proposal_id
-        if original and not self.repo.get(original).can_move(S.UNDONE):
-            state = self.repo.get(original).state.value.replace("_", " ")
-            raise NotExecutable(
-                f"the write {entry_id} reverses belongs to proposal {original}, which is "
-                f"{state}; it cannot be undone",
-                subject=entry_id,
-            )
-
-    def _executed(self, proposal_id: str, write: AppliedWrite, actor: str) -> None:
-        """Inside the write's transaction: the proposal is executed, and an undo marks the
-        proposal it reverses undone."""
-        proposal = self.repo.get(proposal_id)
-        undo_id = write.undo_id if proposal.reversible and proposal.undo_entry is None else None
-        self._move(
-            proposal_id,
-            S.EXECUTED,
-            actor=actor,
-            message=f"{write.verdict}: {proposal.intent}",
-            execution_id=write.execution_id,
-            undo_id=undo_id,
-        )
-        if proposal.undo_entry is None:
-            return
-        entry = self.stack.entries.get(proposal.undo_entry)
-        original = entry.execution.proposal_id if entry else None
-        if original:
-            self._move(
-                original,
-                S.UNDONE,
-                actor=actor,
-                message=f"undone by {proposal_id}",
-                undone_by=proposal_id,
-            )
-
     def _supersede(self, proposal: Proposal, moved: PlanMoved, actor: str) -> Superseded:
         old = self._move(
             proposal.id,
@@ -703,152 +484,6 @@ class ProposalService:
             reason=reason,
         )
 
-    def drop_undo_entry(self, entry_id: str, *, actor: str, reason: str) -> UndoEntry:
-        """Take an entry off the undo stack without undoing it — for an object that was
-        deleted and re-created since, say. Audited, and an event on its proposal."""
-        entry = self.stack.entry(entry_id)
-        open_undo = self.repo.find(states=OPEN, undo_entry=entry_id, limit=1)
-        if open_undo:
-            raise NotExecutable(
-                f"{entry_id} has an open undo proposal ({open_undo[0].id}, "
-                f"{open_undo[0].state.value.replace('_', ' ')}); cancel it first",
-                subject=entry_id,
-            )
-        ref = check_record(entry.execution, self.store)
-        holder = holder_name(actor)
-        blocker = self.executor.locks.acquire(ref.key, holder, wait=self.executor.lock_wait)
-        if blocker is not None:
-            raise errors.LockHeld(f"{ref} is being changed; try again", subject=str(ref))
-        try:
-            return self._drop(entry, actor, reason)
-        finally:
-            self.executor.locks.release(ref.key, holder)
-
-    def _drop(self, entry: UndoEntry, actor: str, reason: str) -> UndoEntry:
-        entry_id = entry.id
-        with self.store.immediate():
-            if not self.stack.entries.drop(entry_id, actor):
-                raise errors.Conflict(f"{entry_id} changed while it was dropped", subject=entry_id)
-            self.audit.append(
-                actor=actor,
-                event="undo-dropped",
-                subject=entry.execution.target,
-                payload={"entry": entry_id, "execution": entry.execution.id, "reason": reason},
-            )
-            original = entry.execution.proposal_id
-            if original:
-                proposal = self.repo.get(original)
-                self._event(
-                    proposal,
-                    EventType.UNDO_DROPPED,
-                    proposal.state.value,
-                    None,
-                    actor,
-                    message=f"undo entry {entry_id} dropped by {actor}: {reason}",
-                    data={"entry": entry_id},
-                )
-        dropped = self.stack.entries.get(entry_id)
-        assert dropped is not None
-        return dropped
-
-    def expire(self) -> list[Proposal]:
-        """Requests nobody answered in time become *expired* — never a human rejection."""
-        now = self.clock.now()
-        expired = []
-        for proposal in self.repo.find(states=frozenset({S.AWAITING_APPROVAL}), limit=10_000):
-            if now >= proposal.expires_at:
-                moved = self._expire_one(proposal, now)
-                if moved is not None:
-                    expired.append(moved)
-        return expired
-
-    def _expire_one(self, proposal: Proposal, now: datetime) -> Proposal | None:
-        try:
-            return self._move(
-                proposal.id,
-                S.EXPIRED,
-                actor="stratus-timeout",
-                allowed_from={S.AWAITING_APPROVAL},
-                message=f"nobody answered by {proposal.expires_at:%Y-%m-%d %H:%M} UTC",
-                reason="nobody answered in time",
-            )
-        except NotExecutable:
-            return None  # answered or expired by someone else meanwhile
-
-    # ------------------------------------------------------------------ recovery
-
-    def reconcile(self, *, actor: str = "stratus-reconciler") -> list[str]:
-        """Finish what a crash left behind: pending writes (by reading the object) and
-        proposals whose executing process is gone. Live processes are left alone."""
-        lines = [
-            str(resolution)
-            for resolution in self.executor.reconcile(actor, on_resolved=self._resolved)
-        ]
-        for proposal in self.repo.find(states=frozenset({S.EXECUTING}), limit=10_000):
-            if proposal.executor and not self._gone(proposal.executor):
-                continue
-            executions = self.executions.by_proposal(proposal.id)
-            if any(e.state == "pending" for e in executions):
-                continue  # its write is unresolved yet: the executor's recovery decides
-            applied = [e for e in executions if e.state == "applied"]
-            if applied:
-                continue  # recorded with its write; nothing to finish
-            try:
-                self._move(
-                    proposal.id,
-                    S.FAILED,
-                    actor=actor,
-                    allowed_from={S.EXECUTING},
-                    message="interrupted before the write; nothing was written",
-                    reason="interrupted before the write",
-                )
-            except NotExecutable:
-                continue  # another process finished it first
-            lines.append(f"{proposal.id}: interrupted before the write; nothing was written")
-        self.expire()
-        return lines
-
-    def _gone(self, holder: str) -> bool:
-        alive = holder_alive(holder)
-        if alive is not None:
-            return not alive
-        return not self.executor.locks.held_by(holder)
-
-    def _resolved(self, resolution: Resolution) -> None:
-        """Inside the recovery transaction: the proposal follows its write."""
-        proposal_id = resolution.execution.proposal_id
-        if not proposal_id:
-            return
-        try:
-            self._follow(proposal_id, resolution)
-        except (NotExecutable, ProposalError) as error:
-            # The write's own record, undo entry and audit row still commit; a proposal in an
-            # unexpected state (an edited database, say) must not block every later command.
-            self.audit.append(
-                actor="stratus-reconciler",
-                event="reconcile-anomaly",
-                subject=proposal_id,
-                payload={"execution": resolution.execution.id, "problem": error.message},
-            )
-
-    def _follow(self, proposal_id: str, resolution: Resolution) -> None:
-        if resolution.verdict == "not applied":
-            self._move(
-                proposal_id,
-                S.FAILED,
-                actor="stratus-reconciler",
-                message="interrupted: the write never reached the object",
-                reason="interrupted before the write",
-            )
-            return
-        self._executed(
-            proposal_id,
-            AppliedWrite(
-                resolution.execution.id, resolution.undo_id, _no_plan(), None, resolution.verdict
-            ),
-            "stratus-reconciler",
-        )
-
     # ------------------------------------------------------------------ queries
 
     def get(self, proposal_id: str) -> Proposal:
@@ -866,121 +501,3 @@ class ProposalService:
 
     def undo_entries(self) -> list[UndoEntry]:
         return self.stack.entries.active()
-
-    # ------------------------------------------------------------------ state changes
-
-    def _move(
-        self,
-        proposal_id: str,
-        to: ProposalState,
-        *,
-        actor: str,
-        allowed_from: set[ProposalState] | None = None,
-        message: str = "",
-        force_save: bool = False,
-        **updates: Any,
-    ) -> Proposal:
-        """One state change: load, check the move, save by compare-and-set, event and audit
-        row — all in one transaction (joining the caller's when there is one)."""
-        with self.store.immediate():
-            proposal = self.repo.get(proposal_id)
-            if force_save and proposal.state == to:
-                saved = self.repo.save(
-                    proposal.model_copy(update={**updates, "updated_at": self.clock.now()}),
-                    expected_version=proposal.version,
-                )
-                return saved
-            if (allowed_from is not None and proposal.state not in allowed_from) or not (
-                proposal.can_move(to)
-            ):
-                raise NotExecutable(
-                    f"proposal {proposal.id} is {proposal.state.value.replace('_', ' ')}; it "
-                    f"cannot become {to.value.replace('_', ' ')}",
-                    subject=proposal.id,
-                )
-            return self._save(proposal, to, actor=actor, message=message, **updates)
-
-    def _save(
-        self,
-        proposal: Proposal,
-        to: ProposalState,
-        *,
-        actor: str,
-        message: str,
-        vote: Vote | None = None,
-        **updates: Any,
-    ) -> Proposal:
-        previous = proposal.state
-        changed = proposal.model_copy(
-            update={**updates, "state": to, "updated_at": self.clock.now()}
-        )
-        if (
-            message
-            and to != previous
-            and "reason" not in updates
-            and to
-            in (
-                S.FAILED,
-                S.SUPERSEDED,
-            )
-        ):
-            changed = changed.model_copy(update={"reason": message})
-        with self.store.immediate():
-            saved = self.repo.save(changed, expected_version=proposal.version)
-            if vote is not None:
-                self._event(
-                    saved,
-                    EventType.VOTED,
-                    to.value,
-                    previous.value,
-                    actor,
-                    message=message,
-                    data={"choice": vote.choice, "approvals": saved.approvals()},
-                )
-            if to != previous:
-                self._event(
-                    saved, EventType.STATE_CHANGED, to.value, previous.value, actor, message
-                )
-            self.audit.append(
-                actor=actor,
-                event="vote" if vote is not None else "proposal",
-                subject=str(saved.target),
-                payload={
-                    "proposal": saved.id,
-                    "from": previous.value,
-                    "to": to.value,
-                    "message": message,
-                    "digest": saved.plan.digest,
-                    **({"choice": vote.choice} if vote is not None else {}),
-                },
-            )
-        return saved
-
-    def _event(
-        self,
-        proposal: Proposal,
-        type: EventType,
-        state: str,
-        previous: str | None,
-        actor: str,
-        message: str = "",
-        data: dict[str, Any] | None = None,
-    ) -> None:
-        self.events.append(
-            ProposalEvent(
-                type=type,
-                proposal_id=proposal.id,
-                incident_id=proposal.incident_id,
-                action=proposal.action,
-                target=str(proposal.target),
-                state=state,
-                previous_state=previous,
-                actor=actor,
-                message=message,
-                data=data or {},
-            )
-        )
-
-
-def _no_plan() -> WritePlan:
-    return WritePlan("replace", None, None, "")
