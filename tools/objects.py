@@ -104,6 +104,7 @@ def normalized(obj: dict[str, Any] | None) -> dict[str, Any] | None:
     meta = result.get("metadata") or {}
     for field in SERVER_METADATA:
         meta.pop(field, None)
+    _drop_controller_taints(result)
     annotations = meta.get("annotations")
     if annotations:
         for key in CONTROLLER_ANNOTATIONS:
@@ -111,6 +112,21 @@ def normalized(obj: dict[str, Any] | None) -> dict[str, Any] | None:
         if not annotations:
             meta.pop("annotations", None)
     return result
+
+
+# Taints the node controller sets to mirror spec.unschedulable: not a human's change.
+CONTROLLER_TAINTS = ("node.kubernetes.io/unschedulable",)
+
+
+def _drop_controller_taints(obj: dict[str, Any]) -> None:
+    spec = obj.get("spec")
+    if obj.get("kind") != "Node" or not isinstance(spec, dict) or not spec.get("taints"):
+        return
+    kept = [t for t in spec["taints"] if t.get("key") not in CONTROLLER_TAINTS]
+    if kept:
+        spec["taints"] = kept
+    else:
+        spec.pop("taints")
 
 
 def for_create(obj: dict[str, Any]) -> dict[str, Any]:

@@ -82,3 +82,21 @@ def test_nodes_rollout_history_and_recent_changes(lab: Lab, reader: ClusterReade
         or "hotel-search-v2" in changes["diff"]
     )
     assert reader.namespace_exists("hotel") and not reader.namespace_exists("nowhere")
+
+
+def test_the_node_controllers_unschedulable_taint_is_not_a_human_change() -> None:
+    from tools.objects import normalized
+
+    cordoned = {"kind": "Node", "metadata": {"name": "n"}, "spec": {"unschedulable": True}}
+    tainted = {
+        "kind": "Node",
+        "metadata": {"name": "n"},
+        "spec": {
+            "unschedulable": True,
+            "taints": [{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}],
+        },
+    }
+    assert normalized(tainted) == normalized(cordoned)
+    own = {"key": "dedicated", "value": "db", "effect": "NoSchedule"}
+    tainted["spec"]["taints"].append(own)
+    assert normalized(tainted)["spec"]["taints"] == [own]  # a person's taint still counts
