@@ -200,19 +200,12 @@ class ServiceCore:
         actor: str,
         allowed_from: set[ProposalState] | None = None,
         message: str = "",
-        force_save: bool = False,
         **updates: Any,
     ) -> Proposal:
         """One state change: load, check the move, save by compare-and-set, event and audit
         row — all in one transaction (joining the caller's when there is one)."""
         with self.store.immediate():
             proposal = self.repo.get(proposal_id)
-            if force_save and proposal.state == to:
-                saved = self.repo.save(
-                    proposal.model_copy(update={**updates, "updated_at": self.clock.now()}),
-                    expected_version=proposal.version,
-                )
-                return saved
             if (allowed_from is not None and proposal.state not in allowed_from) or not (
                 proposal.can_move(to)
             ):
@@ -222,6 +215,15 @@ class ServiceCore:
                     subject=proposal.id,
                 )
             return self._save(proposal, to, actor=actor, message=message, **updates)
+
+    def _link(self, proposal_id: str, **links: str) -> Proposal:
+        """Record links (the proposal that replaces this one) without a state change."""
+        with self.store.immediate():
+            proposal = self.repo.get(proposal_id)
+            return self.repo.save(
+                proposal.model_copy(update={**links, "updated_at": self.clock.now()}),
+                expected_version=proposal.version,
+            )
 
     def _save(
         self,

@@ -456,7 +456,7 @@ class ProposalService(UndoUseCases, RecoveryUseCases):
                 old=old,
                 new=None,
             )
-        old = self._move(old.id, S.SUPERSEDED, actor=actor, superseded_by=new.id, force_save=True)
+        old = self._link(old.id, superseded_by=new.id)
         return Superseded(
             f"nothing was written: {moved.message}; proposal {new.id} replaces it",
             old=old,

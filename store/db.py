@@ -36,10 +36,6 @@ class StoreError(StratusError):
     default_remedy = Remedy.FIX_CONFIG
 
 
-def utc_now() -> str:
-    return stamp(SystemClock().now())
-
-
 def default_path() -> Path:
     """``$STRATUS_DB``, else ``<data dir>/stratus.db``. A set but empty variable is an error:
     silently using another database would hide every record the user expects to see."""
