@@ -11,11 +11,12 @@ import click
 from cli.context import load_policy, open_store, record_identity
 from cli.identity import current
 from cli.targets import KIND_ALIASES
-from policies.evaluate import ProposalFacts, evaluate
+from policies.evaluate import ProposalFacts
 from policies.grants import GrantBook
 from policies.loader import PolicyError, load
 from policies.model import schema
 from policies.reload import ENV
+from proposals.core import decide
 from tools.actions import CATALOG, POLICY_ACTIONS
 from tools.params import parse_labels
 
@@ -87,7 +88,7 @@ def explain(
         labels=tuple(sorted(parse_labels(labels).items())),
     )
     now = datetime.now(UTC)
-    decision = evaluate(facts, load_policy(policy_dir), _grants().active(now), now)
+    decision = decide(facts, policy=load_policy(policy_dir), store=open_store(), now=now)
     click.echo(f"{decision.outcome}: {decision.reason}")
     if decision.outcome == "ask":
         remember = (

@@ -65,6 +65,14 @@ def new_proposal_id() -> str:
     return f"prop-{uuid.uuid4().hex[:12]}"
 
 
+def decide(
+    facts: ProposalFacts, *, policy: CompiledPolicy, store: Store, now: datetime
+) -> PolicyDecision:
+    """The decision for these facts under this policy with the grants in the store now: the
+    one place a decision is computed (proposals, the guard, and `stratus policy explain`)."""
+    return evaluate(facts, policy, GrantBook(store).active(now), now)
+
+
 class ServiceCore:
     """What every use-case needs: the store, the executor, the policy, the repository, the
     event stream and the audit log; and the one way a proposal changes state."""
@@ -162,7 +170,7 @@ class ServiceCore:
         return proposal
 
     def _decide(self, facts: ProposalFacts, now: datetime) -> PolicyDecision:
-        return evaluate(facts, self.policy(), self.grants.active(now), now)
+        return decide(facts, policy=self.policy(), store=self.store, now=now)
 
     def _executed(self, proposal_id: str, write: AppliedWrite, actor: str) -> None:
         """Inside the write's transaction: the proposal is executed, and an undo marks the
