@@ -1,0 +1,223 @@
+"""The health score of a namespace: what Transactional No-Regression compares before and after
+an attempt.
+
+``collect`` reads the namespace once (through the tool layer) into a plain ``NamespaceState``;
+``score`` is a pure function of that state; ``verdict`` compares two scores. Each part of the
+score is a count a person can check by hand, and the parts travel with the score into the
+events, so a person sees *why* an attempt was judged worse.
+
+What counts as unhealthy is chosen to leave normal things alone: a deployment intentionally
+at zero replicas has nothing unavailable, and a Service whose only backing workload is at zero
+is not "without endpoints"; a completed Job's pod is not unready.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from tools.k8s import KubeClient
+
+# How much each part weighs: a crash loop or a service nobody can reach hurts callers more
+# than one slow pod.
+WEIGHTS = {
+    "crash_looping_containers": 3,
+    "services_without_endpoints": 3,
+    "unavailable_replicas": 2,
+    "unready_pods": 1,
+    "new_warning_events": 1,
+}
+# New warning events count, but a noisy namespace cannot outweigh real breakage.
+WARNING_CAP = 5
+_WORKLOAD_KINDS = (("apps/v1", "Deployment"), ("apps/v1", "StatefulSet"), ("apps/v1", "DaemonSet"))
+_CRASH_REASONS = {"CrashLoopBackOff", "RunContainerError", "CreateContainerError"}
+
+Verdict = Literal["healthy", "better", "same", "worse"]
+
+
+@dataclass(frozen=True)
+class Workload:
+    kind: str
+    name: str
+    desired: int
+    ready: int
+    template_labels: dict[str, str]
+
+
+@dataclass(frozen=True)
+class PodState:
+    name: str
+    phase: str
+    ready: bool
+    crash_looping: int  # containers waiting in a crash loop (or failing to start)
+
+
+@dataclass(frozen=True)
+class ServiceState:
+    name: str
+    selector: dict[str, str]
+    ready_endpoints: int
+
+
+@dataclass(frozen=True)
+class WarningEvent:
+    reason: str
+    object: str
+    last_seen: str  # RFC 3339, as the API server gives it
+
+
+@dataclass(frozen=True)
+class NamespaceState:
+    namespace: str
+    workloads: tuple[Workload, ...] = ()
+    pods: tuple[PodState, ...] = ()
+    services: tuple[ServiceState, ...] = ()
+    warnings: tuple[WarningEvent, ...] = ()
+
+
+@dataclass(frozen=True)
+class HealthScore:
+    parts: dict[str, int] = field(default_factory=dict)
+    details: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return sum(WEIGHTS[name] * count for name, count in self.parts.items())
+
+    @property
+    def healthy(self) -> bool:
+        """Nothing structural is wrong (new warnings alone do not make a namespace sick)."""
+        return all(count == 0 for name, count in self.parts.items() if name != "new_warning_events")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "total": self.total,
+            "healthy": self.healthy,
+            "parts": dict(self.parts),
+            "details": {k: list(v) for k, v in self.details.items()},
+        }
+
+
+def _matches(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+
+
+def score(state: NamespaceState, *, since: str = "") -> HealthScore:
+    """The score of one observation; warnings count only when seen after ``since``."""
+    unavailable = {
+        f"{w.kind.lower()}/{w.name}": w.desired - w.ready
+        for w in state.workloads
+        if w.ready < w.desired
+    }
+    unready = [p.name for p in state.pods if not p.ready and p.phase not in ("Succeeded",)]
+    crash = [p.name for p in state.pods if p.crash_looping]
+    active_labels = [w.template_labels for w in state.workloads if w.desired > 0]
+    dark = [
+        s.name
+        for s in state.services
+        if s.ready_endpoints == 0 and any(_matches(s.selector, labels) for labels in active_labels)
+    ]
+    warnings = sorted({f"{w.reason} {w.object}" for w in state.warnings if w.last_seen > since})
+    return HealthScore(
+        parts={
+            "crash_looping_containers": sum(p.crash_looping for p in state.pods),
+            "services_without_endpoints": len(dark),
+            "unavailable_replicas": sum(unavailable.values()),
+            "unready_pods": len(unready),
+            "new_warning_events": min(len(warnings), WARNING_CAP),
+        },
+        details={
+            "crash_looping_containers": sorted(crash),
+            "services_without_endpoints": sorted(dark),
+            "unavailable_replicas": sorted(f"{k} ({v})" for k, v in unavailable.items()),
+            "unready_pods": sorted(unready),
+            "new_warning_events": warnings[:WARNING_CAP],
+        },
+    )
+
+
+def verdict(before: HealthScore, after: HealthScore) -> Verdict:
+    """How an attempt changed the namespace: healthy, better, the same, or worse."""
+    if after.healthy:
+        return "healthy"
+    if after.total > before.total:
+        return "worse"
+    if after.total < before.total:
+        return "better"
+    return "same"
+
+
+# ------------------------------------------------------------------ reading the cluster
+
+
+def collect(kube: KubeClient, namespace: str) -> NamespaceState:
+    """One read of the namespace into a ``NamespaceState`` (a handful of list calls)."""
+    workloads = []
+    for api_version, kind in _WORKLOAD_KINDS:
+        for obj in kube.list(api_version, kind, namespace=namespace):
+            status = obj.get("status") or {}
+            if kind == "DaemonSet":
+                desired = int(status.get("desiredNumberScheduled") or 0)
+                ready = int(status.get("numberReady") or 0)
+            else:
+                desired = int((obj.get("spec") or {}).get("replicas", 1))
+                ready = int(status.get("readyReplicas") or 0)
+            template = ((obj.get("spec") or {}).get("template") or {}).get("metadata") or {}
+            workloads.append(
+                Workload(
+                    kind,
+                    obj["metadata"]["name"],
+                    desired,
+                    ready,
+                    dict(template.get("labels") or {}),
+                )
+            )
+    pods = [_pod(pod) for pod in kube.list("v1", "Pod", namespace=namespace)]
+    endpoints = {
+        e["metadata"]["name"]: sum(len(s.get("addresses") or []) for s in e.get("subsets") or [])
+        for e in kube.list("v1", "Endpoints", namespace=namespace)
+    }
+    services = [
+        ServiceState(
+            s["metadata"]["name"],
+            dict((s.get("spec") or {}).get("selector") or {}),
+            endpoints.get(s["metadata"]["name"], 0),
+        )
+        for s in kube.list("v1", "Service", namespace=namespace)
+    ]
+    warnings = [
+        WarningEvent(
+            str(e.get("reason", "")),
+            f"{str((e.get('involvedObject') or {}).get('kind', '')).lower()}/"
+            f"{(e.get('involvedObject') or {}).get('name', '')}",
+            _stamp(e.get("lastTimestamp") or e.get("eventTime") or ""),
+        )
+        for e in kube.list("v1", "Event", namespace=namespace)
+        if e.get("type") == "Warning"
+    ]
+    return NamespaceState(
+        namespace, tuple(workloads), tuple(pods), tuple(services), tuple(warnings)
+    )
+
+
+def _stamp(value: Any) -> str:
+    if isinstance(value, dt.datetime):
+        return value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return str(value or "")
+
+
+def _pod(pod: dict[str, Any]) -> PodState:
+    status = pod.get("status") or {}
+    conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
+    crash = sum(
+        1
+        for c in status.get("containerStatuses") or []
+        if ((c.get("state") or {}).get("waiting") or {}).get("reason") in _CRASH_REASONS
+    )
+    return PodState(
+        pod["metadata"]["name"],
+        str(status.get("phase", "Unknown")),
+        conditions.get("Ready") == "True",
+        crash,
+    )

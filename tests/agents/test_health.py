@@ -1,0 +1,82 @@
+"""The namespace health score: pure parts a person can check, and what the lab shows."""
+
+from __future__ import annotations
+
+from agents.health import (
+    NamespaceState,
+    PodState,
+    ServiceState,
+    WarningEvent,
+    Workload,
+    collect,
+    score,
+    verdict,
+)
+from tests.conftest import Lab
+from tools.k8s import KubeClient
+
+WEB = {"app": "web"}
+
+
+def state(**parts: object) -> NamespaceState:
+    return NamespaceState("ns", **parts)  # type: ignore[arg-type]
+
+
+def test_intentional_zero_replicas_and_completed_pods_are_healthy() -> None:
+    quiet = state(
+        workloads=(Workload("Deployment", "web", 0, 0, WEB),),
+        pods=(PodState("job-x", "Succeeded", False, 0),),
+        services=(ServiceState("web", WEB, 0),),
+    )
+    assert score(quiet).healthy and score(quiet).total == 0
+
+
+def test_each_part_counts_what_is_wrong_and_names_it() -> None:
+    broken = state(
+        workloads=(Workload("Deployment", "web", 3, 1, WEB),),
+        pods=(PodState("web-a", "Running", False, 1), PodState("web-b", "Running", True, 0)),
+        services=(ServiceState("web", WEB, 0), ServiceState("other", {"app": "none"}, 0)),
+    )
+    result = score(broken)
+    assert result.parts == {
+        "crash_looping_containers": 1,
+        "services_without_endpoints": 1,
+        "unavailable_replicas": 2,
+        "unready_pods": 1,
+        "new_warning_events": 0,
+    }
+    assert result.details["services_without_endpoints"] == ["web"]
+    assert result.details["unavailable_replicas"] == ["deployment/web (2)"]
+    assert result.total == 3 + 3 + 2 * 2 + 1 and not result.healthy
+
+
+def test_only_new_warnings_count_and_a_noisy_namespace_is_capped() -> None:
+    noisy = state(
+        warnings=tuple(
+            WarningEvent("BackOff", f"pod/p{i}", f"2026-11-22T10:{i:02d}:00Z") for i in range(20)
+        )
+    )
+    assert score(noisy, since="2026-11-22T10:17:00Z").parts["new_warning_events"] == 2
+    assert score(noisy).parts["new_warning_events"] == 5  # capped
+    assert score(noisy).healthy  # warnings alone do not make a namespace sick
+
+
+def test_verdicts() -> None:
+    well = score(state())
+    one = score(state(pods=(PodState("a", "Running", False, 0),)))
+    two = score(state(pods=(PodState("a", "Running", False, 1),)))
+    assert verdict(two, one) == "better" and verdict(one, two) == "worse"
+    assert verdict(one, one) == "same" and verdict(two, well) == "healthy"
+
+
+def test_the_lab_baseline_is_healthy_and_a_crash_loop_is_worse(lab: Lab, kube: KubeClient) -> None:
+    lab.settle()
+    baseline = score(collect(kube, "hotel"))
+    assert baseline.healthy, baseline.to_dict()
+    assert score(collect(kube, "shop")).healthy
+    lab.control.post("/lab/v1/scenarios/hotel-search-wrong-command/inject")
+    lab.settle()
+    broken = score(collect(kube, "hotel"))
+    assert verdict(baseline, broken) == "worse", broken.to_dict()
+    assert broken.parts["crash_looping_containers"] >= 1
+    assert any("search" in name for name in broken.details["crash_looping_containers"])
