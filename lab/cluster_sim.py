@@ -32,6 +32,7 @@ from lab.controllers.kubelet import Kubelet
 from lab.controllers.replicasets import (
     DaemonSetController,
     ReplicaSetController,
+    ReplicationControllerController,
     StatefulSetController,
 )
 from lab.controllers.scheduling import Scheduler, VolumeBinder
@@ -91,6 +92,7 @@ class Cluster:
             NodeController(self.ctx),
             DeploymentController(self.ctx),
             ReplicaSetController(self.ctx),
+            ReplicationControllerController(self.ctx),
             StatefulSetController(self.ctx),
             DaemonSetController(self.ctx),
             VolumeBinder(self.ctx),

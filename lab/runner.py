@@ -7,6 +7,7 @@ runs it in the foreground for ``stratus lab up``.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import threading
 from collections.abc import Callable
@@ -16,6 +17,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
+from lab.cluster import tls
 from lab.cluster.clock import INSTANT, REALTIME
 from lab.cluster.server import ApiHttpServer
 from lab.cluster_sim import Cluster
@@ -25,20 +27,28 @@ LAB_TOKEN = "stratus-lab-token"
 CONTEXT = "stratus-lab"
 
 
-def kubeconfig(url: str, namespace: str = "default") -> dict[str, Any]:
+def kubeconfig(
+    url: str,
+    namespace: str = "default",
+    *,
+    token: str = LAB_TOKEN,
+    user: str = "stratus-lab-admin",
+    ca_pem: str | None = None,
+) -> dict[str, Any]:
+    """A kubeconfig for the lab: the admin token by default, or any other bearer token
+    (a ServiceAccount's from ``kubectl create token``); ``ca_pem`` for a lab on HTTPS."""
+    cluster: dict[str, Any] = {"server": url}
+    if ca_pem:
+        cluster["certificate-authority-data"] = base64.b64encode(ca_pem.encode()).decode()
     return {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": CONTEXT, "cluster": {"server": url}}],
-        "users": [{"name": "stratus-lab-admin", "user": {"token": LAB_TOKEN}}],
+        "clusters": [{"name": CONTEXT, "cluster": cluster}],
+        "users": [{"name": user, "user": {"token": token}}],
         "contexts": [
             {
                 "name": CONTEXT,
-                "context": {
-                    "cluster": CONTEXT,
-                    "namespace": namespace,
-                    "user": "stratus-lab-admin",
-                },
+                "context": {"cluster": CONTEXT, "namespace": namespace, "user": user},
             }
         ],
         "current-context": CONTEXT,
@@ -46,9 +56,18 @@ def kubeconfig(url: str, namespace: str = "default") -> dict[str, Any]:
     }
 
 
-def write_kubeconfig(path: Path, url: str, namespace: str = "default") -> Path:
+def write_kubeconfig(
+    path: Path,
+    url: str,
+    namespace: str = "default",
+    *,
+    token: str = LAB_TOKEN,
+    user: str = "stratus-lab-admin",
+    ca_pem: str | None = None,
+) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(kubeconfig(url, namespace), sort_keys=False))
+    config = kubeconfig(url, namespace, token=token, user=user, ca_pem=ca_pem)
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
     path.chmod(0o600)
     return path
 
@@ -84,6 +103,7 @@ class LabServer:
         apps: list[str] | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        rbac: bool = False,
     ) -> None:
         if mode not in (INSTANT, REALTIME):
             raise ValueError(f"unknown clock mode {mode!r}")
@@ -91,6 +111,9 @@ class LabServer:
         self.apps = list(apps or [])
         self.host = host
         self.port = port
+        self.rbac = rbac
+        # kubectl sends tokens only over TLS: a lab that checks them serves HTTPS.
+        self.tls = tls.self_signed(host) if rbac else None
         self.cluster: Cluster | None = None
         self.url = ""
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -102,17 +125,26 @@ class LabServer:
     async def _main(self, on_ready: Callable[[LabServer], None] | None = None) -> None:
         self._stopping = asyncio.Event()
         self.cluster = Cluster(mode=self.mode)
+        # The admin kubeconfig's token is system:masters; with RBAC on, other tokens are checked.
+        self.cluster.api.access.authn.admin_tokens.add(LAB_TOKEN)
+        self.cluster.api.access.enabled = self.rbac
         for app in self.apps:
             self.cluster.install_app(app)
         http = ApiHttpServer(self.cluster, control_routes(self.cluster))
         runner = web.AppRunner(http.app, access_log=None, shutdown_timeout=0.2)
         await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port, reuse_address=True)
+        site = web.TCPSite(
+            runner,
+            self.host,
+            self.port,
+            reuse_address=True,
+            ssl_context=self.tls.context if self.tls else None,
+        )
         await site.start()
         server = getattr(site, "_server", None)
         if server is not None and server.sockets:
             self.port = server.sockets[0].getsockname()[1]
-        self.url = f"http://{self.host}:{self.port}"
+        self.url = f"{'https' if self.tls else 'http'}://{self.host}:{self.port}"
         heartbeat = None
         if self.mode == REALTIME:
             heartbeat = asyncio.create_task(self.cluster.run_realtime())
@@ -152,6 +184,24 @@ class LabServer:
             self._loop.call_soon_threadsafe(self._stopping.set)
         if self._thread is not None:
             self._thread.join(timeout=10)
+
+    @property
+    def ca_pem(self) -> str | None:
+        """The certificate a client must trust when the lab serves HTTPS (RBAC on)."""
+        return self.tls.cert_pem if self.tls else None
+
+    def write_kubeconfig(
+        self,
+        path: Path,
+        namespace: str = "default",
+        *,
+        token: str = LAB_TOKEN,
+        user: str = "stratus-lab-admin",
+    ) -> Path:
+        """A kubeconfig for this lab (its URL and certificate) with the given token."""
+        return write_kubeconfig(
+            path, self.url, namespace, token=token, user=user, ca_pem=self.ca_pem
+        )
 
     def run_forever(self, on_ready: Callable[[LabServer], None]) -> None:
         """Foreground mode for ``stratus lab up``: returns when interrupted."""

@@ -155,6 +155,18 @@ def apply_defaults(rt: ResourceType, obj: dict[str, Any]) -> None:
                     "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0},
                 },
             )
+    elif rt.plural == "replicationcontrollers" and isinstance(spec, dict):
+        _default_template(spec)
+        spec.setdefault("replicas", 1)
+        labels = spec["template"]["metadata"].get("labels") or {}
+        if not spec.get("selector") and labels:
+            spec["selector"] = dict(labels)
+        elif spec.get("selector") and not labels:
+            spec["template"]["metadata"]["labels"] = dict(spec["selector"])
+        if isinstance(obj.get("metadata"), dict) and not obj["metadata"].get("labels"):
+            template_labels = spec["template"]["metadata"].get("labels") or {}
+            if template_labels:
+                obj["metadata"]["labels"] = dict(template_labels)
     elif rt.plural == "services" and isinstance(spec, dict):
         if not obj.get("status"):
             obj["status"] = {"loadBalancer": {}}
@@ -348,6 +360,11 @@ def validate(rt: ResourceType, obj: Any, old: dict[str, Any] | None = None) -> N
         pattern = _DNS_LABEL if rt.plural in _LABEL_NAMED else _DNS_SUBDOMAIN
         if not name:
             problems.add("metadata.name", "Required value: name or generateName is required")
+        elif rt.group == "rbac.authorization.k8s.io":  # path segment names (system:discovery)
+            if name in (".", "..") or "/" in name or "%" in name:
+                problems.add(
+                    "metadata.name", f"Invalid value: \"{name}\": may not contain '/' or '%'"
+                )
         elif not pattern.match(name) or len(name) > (63 if rt.plural in _LABEL_NAMED else 253):
             problems.add(
                 "metadata.name",
@@ -368,6 +385,11 @@ def validate(rt: ResourceType, obj: Any, old: dict[str, Any] | None = None) -> N
             and spec.get("selector") != (old.get("spec") or {}).get("selector")
         ):
             problems.add("spec.selector", "Invalid value: field is immutable")
+    elif rt.plural == "replicationcontrollers" and isinstance(spec, dict):
+        # A v1 selector is a plain map; validate it as a ReplicaSet's matchLabels.
+        _validate_workload(
+            rt, {**spec, "selector": {"matchLabels": spec.get("selector")}}, problems
+        )
     elif rt.plural == "services":
         _validate_service(spec, problems)
         if old is not None and isinstance(spec, dict):

@@ -26,12 +26,13 @@ from lab.cluster.errors import (
     invalid,
     not_found,
 )
+from lab.cluster.rbac import AccessControl, Attributes, UserInfo
 from lab.cluster.resources import RESOURCE_TYPES, ResourceType, by_kind
 from lab.cluster.selectors import FieldSelector, LabelSelector, object_filter
 from lab.cluster.store import ObjectStore
 
 AdmissionHook = Callable[[str, ResourceType, dict[str, Any], dict[str, Any] | None], None]
-_SCALABLE = ("deployments", "replicasets", "statefulsets")
+_SCALABLE = ("deployments", "replicasets", "statefulsets", "replicationcontrollers")
 
 
 def random_suffix(length: int = 5) -> str:
@@ -61,10 +62,26 @@ class ApiService:
         self.clock = clock
         self.admission_hooks: list[AdmissionHook] = []
         self.denials: list[Denial] = []
+        self.access = AccessControl(store)
 
     # ------------------------------------------------------------ authorization
 
-    def authorize(self, verb: str, rt: ResourceType, namespace: str, name: str = "") -> None:
+    def authorize(
+        self,
+        verb: str,
+        rt: ResourceType,
+        namespace: str,
+        name: str = "",
+        *,
+        subresource: str = "",
+        user: UserInfo | None = None,
+    ) -> None:
+        """RBAC for ``user`` (when the lab runs with it), then the configured denials."""
+        if user is not None:
+            self.access.check(
+                user,
+                Attributes(verb, rt.group, rt.plural, subresource, namespace, name),
+            )
         for denial in self.denials:
             if denial.applies(verb, rt, namespace):
                 target = f'{rt.plural} "{name}"' if name else rt.plural
@@ -378,7 +395,13 @@ class ApiService:
 def _scale_of(obj: dict[str, Any]) -> dict[str, Any]:
     """The autoscaling/v1 Scale view of a scalable object."""
     meta = obj["metadata"]
-    match_labels = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+    selector = (obj.get("spec") or {}).get("selector") or {}
+    # A ReplicationController's selector is the label map itself.
+    match_labels = (
+        selector
+        if obj.get("kind") == "ReplicationController"
+        else selector.get("matchLabels") or {}
+    )
     return {
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",

@@ -32,6 +32,7 @@ _SUBRESOURCE_VERBS = {
     "scale": ["get", "patch", "update"],
     "log": ["get"],
     "eviction": ["create"],
+    "token": ["create"],
 }
 
 
@@ -75,6 +76,8 @@ def _subresource_entry(rt: ResourceType, sub: str) -> dict[str, Any]:
         entry.update(group="autoscaling", version="v1", kind="Scale")
     elif sub == "eviction":
         entry.update(group="policy", version="v1", kind="Eviction")
+    elif sub == "token":
+        entry.update(group="authentication.k8s.io", version="v1", kind="TokenRequest")
     return entry
 
 

@@ -45,10 +45,11 @@ class ApiError(Exception):
             "status": "Failure",
             "message": self.message,
             "reason": self.reason,
-            "code": self.code,
         }
+        # The real server's field order: details (when any) come before the code.
         if details:
             body["details"] = details
+        body["code"] = self.code
         return body
 
 

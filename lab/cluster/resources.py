@@ -45,6 +45,61 @@ class ResourceType:
         return f"{self.kind}List"
 
 
+_CREATE_ONLY = ("create",)
+# RBAC objects, and the review kinds that are only ever created (answered, never stored).
+RBAC_TYPES: tuple[ResourceType, ...] = (
+    ResourceType("rbac.authorization.k8s.io", "v1", "Role", "roles", True),
+    ResourceType("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", True),
+    ResourceType("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False),
+    ResourceType(
+        "rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", False
+    ),
+    ResourceType(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectAccessReview",
+        "selfsubjectaccessreviews",
+        False,
+        verbs=_CREATE_ONLY,
+    ),
+    ResourceType(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectRulesReview",
+        "selfsubjectrulesreviews",
+        False,
+        verbs=_CREATE_ONLY,
+    ),
+    ResourceType(
+        "authorization.k8s.io",
+        "v1",
+        "SubjectAccessReview",
+        "subjectaccessreviews",
+        False,
+        verbs=_CREATE_ONLY,
+    ),
+    ResourceType(
+        "authorization.k8s.io",
+        "v1",
+        "LocalSubjectAccessReview",
+        "localsubjectaccessreviews",
+        True,
+        verbs=_CREATE_ONLY,
+    ),
+    ResourceType(
+        "authentication.k8s.io", "v1", "TokenReview", "tokenreviews", False, verbs=_CREATE_ONLY
+    ),
+    ResourceType(
+        "authentication.k8s.io",
+        "v1",
+        "SelfSubjectReview",
+        "selfsubjectreviews",
+        False,
+        verbs=_CREATE_ONLY,
+    ),
+)
+REVIEW_KINDS = frozenset(rt.plural for rt in RBAC_TYPES if rt.verbs == _CREATE_ONLY)
+
 _POD_FIELDS = (
     "spec.nodeName",
     "spec.restartPolicy",
@@ -105,7 +160,7 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ResourceType("", "v1", "Event", "events", True, ("ev",), field_selectors=_EVENT_FIELDS),
     ResourceType("", "v1", "ConfigMap", "configmaps", True, ("cm",)),
     ResourceType("", "v1", "Secret", "secrets", True, field_selectors=("type",)),
-    ResourceType("", "v1", "ServiceAccount", "serviceaccounts", True, ("sa",)),
+    ResourceType("", "v1", "ServiceAccount", "serviceaccounts", True, ("sa",), ("token",)),
     ResourceType(
         "", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", True, ("pvc",), ("status",)
     ),
@@ -141,6 +196,20 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         ("all",),
     ),
     ResourceType("storage.k8s.io", "v1", "StorageClass", "storageclasses", False, ("sc",)),
+    ResourceType(
+        "",
+        "v1",
+        "ReplicationController",
+        "replicationcontrollers",
+        True,
+        ("rc",),
+        ("scale", "status"),
+        ("all",),
+    ),
+    ResourceType(
+        "apiregistration.k8s.io", "v1", "APIService", "apiservices", False, (), ("status",)
+    ),
+    *RBAC_TYPES,
 )
 
 _BY_KEY = {rt.key: rt for rt in RESOURCE_TYPES}

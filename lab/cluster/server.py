@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
-from lab.cluster import discovery, protobuf, resources, tables
+from lab.cluster import discovery, protobuf, rbac, resources, tables
 from lab.cluster.api import ApiService
 from lab.cluster.errors import ApiError, bad_request, method_not_allowed
 from lab.cluster.resources import ResourceType
@@ -25,6 +25,7 @@ from lab.cluster.store import ResourceVersionTooOld, WatchEvent
 log = logging.getLogger("stratus.lab.server")
 JSON = "application/json"
 _MAX_BODY = 8 * 1024 * 1024
+_USER = web.RequestKey("user", rbac.UserInfo)
 
 
 class Backend(Protocol):
@@ -64,7 +65,8 @@ def _json_response(body: Any, status: int = 200) -> web.Response:
 
 
 def _error_response(error: ApiError) -> web.Response:
-    return _json_response(error.status(), error.code)
+    # Go's json.Encoder ends the Status with a newline; clients that print bodies show it.
+    return web.Response(body=_dump(error.status()) + b"\n", status=error.code, content_type=JSON)
 
 
 def parse_target(group: str, version: str, parts: list[str]) -> Target:
@@ -163,6 +165,7 @@ class ApiHttpServer:
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         try:
+            request[_USER] = self.api.access.authenticate(request.headers.get("Authorization"))
             return await self._route(request)
         except ApiError as error:
             return _error_response(error)
@@ -176,6 +179,12 @@ class ApiHttpServer:
 
     async def _route(self, request: web.Request) -> web.StreamResponse:
         parts = [p for p in request.path.split("/") if p]
+        if not (parts[:1] == ["api"] and len(parts) > 2) and not (
+            parts[:1] == ["apis"] and len(parts) > 3
+        ):  # a non-resource path: discovery, version, health, OpenAPI
+            self.api.access.check(
+                request[_USER], rbac.Attributes(request.method.lower(), path=request.path)
+            )
         if not parts:
             return _json_response(
                 {"paths": ["/api", "/api/v1", "/apis", "/version", "/openapi/v3", "/healthz"]}
@@ -258,9 +267,14 @@ class ApiHttpServer:
             "PATCH": "patch",
             "DELETE": "delete" if name else "deletecollection",
         }.get(method)
-        if verb is None:
-            raise method_not_allowed(f"{method} is not supported")
-        self.api.authorize(verb, rt, ns, name)
+        if verb is None or (verb not in rt.verbs and not sub):
+            raise method_not_allowed(
+                "the server does not allow this method on the requested resource"
+            )
+        user = request[_USER]
+        self.api.authorize(verb, rt, ns, name, subresource=sub, user=user)
+        if rt.plural in resources.REVIEW_KINDS or sub == "token":
+            return await self._review(request, target, user)
         if sub == "log":
             return self._log(request, target)
         if sub == "scale":
@@ -333,6 +347,30 @@ class ApiHttpServer:
                 {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": {}, "items": gone}
             )
         raise method_not_allowed(f"{method} is not supported on this path")
+
+    async def _review(
+        self, request: web.Request, target: Target, user: rbac.UserInfo
+    ) -> web.Response:
+        """Access reviews, SelfSubjectReview, TokenReview and TokenRequest: answered, not stored."""
+        if request.method != "POST" or (target.name and not target.subresource):
+            raise method_not_allowed(
+                "the server does not allow this method on the requested resource"
+            )
+        body = await _read_object(request) or {}
+        if not isinstance(body, dict):
+            raise bad_request("the request body must be an object")
+        timestamp = self.api.clock.timestamp()
+        if target.subresource == "token":
+            account = self.api.get(target.rt, target.namespace, target.name)
+            answer = rbac.token_request(
+                self.api.access, account, body, timestamp, self.api.clock.timestamp
+            )
+        else:
+            answer = rbac.review(
+                self.api.access, user, target.rt.plural, target.namespace, body, timestamp
+            )
+            answer["kind"], answer["apiVersion"] = target.rt.kind, target.rt.api_version
+        return _json_response(answer, 201)
 
     def _written(
         self,

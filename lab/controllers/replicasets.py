@@ -35,6 +35,7 @@ def _counts(pods: list[dict[str, Any]]) -> tuple[int, int]:
 
 
 class ReplicaSetController:
+    KEY = "replicasets.apps"
     COMPONENT = "replicaset-controller"
     RETRY_SECONDS = 10.0
 
@@ -43,7 +44,7 @@ class ReplicaSetController:
         self._retry_at: dict[str, float] = {}
 
     def reconcile(self) -> None:
-        for rs in self.ctx.store.iter_all("replicasets.apps"):
+        for rs in self.ctx.store.iter_all(self.KEY):
             self._sync(rs)
 
     def _sync(self, rs: dict[str, Any]) -> None:
@@ -75,9 +76,7 @@ class ReplicaSetController:
             for pod in sorted(pods, key=_deletion_rank)[: len(pods) - desired]:
                 delete_pod(self.ctx, rs, pod, component=self.COMPONENT)
                 pods.remove(pod)
-        fresh = self.ctx.store.get(
-            "replicasets.apps", rs["metadata"]["namespace"], rs["metadata"]["name"]
-        )
+        fresh = self.ctx.store.get(self.KEY, rs["metadata"]["namespace"], rs["metadata"]["name"])
         if fresh is None:
             return
         total, ready = _counts(pods)
@@ -115,7 +114,14 @@ class ReplicaSetController:
             status["conditions"][0]["lastTransitionTime"] = previous["conditions"][0].get(
                 "lastTransitionTime"
             )
-        self.ctx.write_status("replicasets.apps", fresh, status)
+        self.ctx.write_status(self.KEY, fresh, status)
+
+
+class ReplicationControllerController(ReplicaSetController):
+    """The v1 ReplicationController: a ReplicaSet with an equality-only selector."""
+
+    KEY = "replicationcontrollers"
+    COMPONENT = "replication-controller"
 
 
 class StatefulSetController:
