@@ -28,6 +28,8 @@ from lab.controllers.cluster_services import (
 )
 from lab.controllers.context import ControllerContext, EventRecorder
 from lab.controllers.deployment import DeploymentController
+from lab.controllers.disruption import DisruptionController, evict
+from lab.controllers.jobs import BatchAdmission, CronJobController, JobController
 from lab.controllers.kubelet import Kubelet
 from lab.controllers.replicasets import (
     DaemonSetController,
@@ -35,6 +37,7 @@ from lab.controllers.replicasets import (
     ReplicationControllerController,
     StatefulSetController,
 )
+from lab.controllers.revisions import ControllerRevisionController
 from lab.controllers.scheduling import Scheduler, VolumeBinder
 from lab.controllers.services import (
     ClusterIPAllocator,
@@ -43,6 +46,7 @@ from lab.controllers.services import (
     QuotaController,
 )
 from lab.controllers.traffic import TrafficSimulator
+from lab.controllers.volumes import PersistentVolumeController
 from lab.images import ImageCatalog
 
 
@@ -95,6 +99,11 @@ class Cluster:
             ReplicationControllerController(self.ctx),
             StatefulSetController(self.ctx),
             DaemonSetController(self.ctx),
+            JobController(self.ctx),
+            CronJobController(self.ctx),
+            DisruptionController(self.ctx),
+            ControllerRevisionController(self.ctx),
+            PersistentVolumeController(self.ctx),
             VolumeBinder(self.ctx),
             self.scheduler,
             self.kubelet,
@@ -103,6 +112,7 @@ class Cluster:
             HorizontalPodAutoscalerController(self.ctx),
         ]
         self.api.admission_hooks.extend([ClusterIPAllocator(self.ctx), QuotaAdmission(self.ctx)])
+        self.api.admission_hooks.append(BatchAdmission())
         self.installed_apps: list[str] = []
         self._settle_pending = False
         self._bootstrap()
@@ -124,6 +134,10 @@ class Cluster:
         return self.kubelet.read_log(
             namespace, pod, container, previous=previous, tail_lines=tail_lines
         )
+
+    def evict(self, namespace: str, pod: str, *, dry_run: bool = False) -> None:
+        """The eviction subresource: refused with 429 when a disruption budget forbids it."""
+        evict(self.ctx, namespace, pod, dry_run=dry_run)
 
     def after_write(self) -> None:
         """Let the controllers react to a write before the next request is served."""

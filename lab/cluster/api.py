@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
-from lab.cluster import admission, patching
+from lab.cluster import admission, conversion, patching
 from lab.cluster.clock import Clock
 from lab.cluster.errors import (
     already_exists,
@@ -183,7 +183,11 @@ class ApiService:
         dry_run: bool = False,
     ) -> dict[str, Any]:
         old = self.get(rt, namespace, name)
-        patched = _without_nulls(patching.apply_patch(copy.deepcopy(old), body, content_type))
+        # A patch applies to the object as the requested version serves it.
+        view = conversion.from_storage(rt, copy.deepcopy(old))
+        patched = conversion.to_storage(
+            rt, _without_nulls(patching.apply_patch(view, body, content_type))
+        )
         # A patch that carries a resourceVersion is a precondition; one that does not is not.
         return self._write(rt, old, patched, subresource=subresource, dry_run=dry_run)
 
@@ -215,7 +219,8 @@ class ApiService:
             result = {**copy.deepcopy(old), "status": new.get("status", {})}
         else:
             result = new
-            result["kind"], result["apiVersion"] = rt.kind, rt.api_version
+            stored = conversion.storage_type(rt)
+            result["kind"], result["apiVersion"] = stored.kind, stored.api_version
             if "status" in rt.subresources:
                 if "status" in old:
                     result["status"] = copy.deepcopy(old["status"])
@@ -270,7 +275,7 @@ class ApiService:
                 f"expected API version ({rt.api_version})"
             )
         obj["kind"], obj["apiVersion"] = rt.kind, rt.api_version
-        decoded: dict[str, Any] = obj
+        decoded: dict[str, Any] = conversion.to_storage(rt, obj)
         return decoded
 
     # ------------------------------------------------------------ delete
@@ -317,6 +322,8 @@ class ApiService:
         """Garbage collection: dependents of a deleted owner go too (or are orphaned)."""
         for key in (
             "replicasets.apps",
+            "controllerrevisions.apps",
+            "jobs.batch",
             "pods",
             "endpointslices.discovery.k8s.io",
             "persistentvolumeclaims",

@@ -196,6 +196,24 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         ("all",),
     ),
     ResourceType("storage.k8s.io", "v1", "StorageClass", "storageclasses", False, ("sc",)),
+    # Served in a second version, stored in the first (lab.cluster.conversion).
+    ResourceType(
+        "autoscaling",
+        "v1",
+        "HorizontalPodAutoscaler",
+        "horizontalpodautoscalers",
+        True,
+        ("hpa",),
+        ("status",),
+        ("all",),
+    ),
+    ResourceType("", "v1", "PersistentVolume", "persistentvolumes", False, ("pv",), ("status",)),
+    ResourceType("apps", "v1", "ControllerRevision", "controllerrevisions", True),
+    ResourceType("batch", "v1", "Job", "jobs", True, (), ("status",), ("all",)),
+    ResourceType("batch", "v1", "CronJob", "cronjobs", True, ("cj",), ("status",), ("all",)),
+    ResourceType(
+        "policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", True, ("pdb",), ("status",)
+    ),
     ResourceType(
         "",
         "v1",
@@ -212,9 +230,10 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     *RBAC_TYPES,
 )
 
-_BY_KEY = {rt.key: rt for rt in RESOURCE_TYPES}
+# A kind served in two versions is stored as the first listed (its preferred version).
+_BY_KEY = {rt.key: rt for rt in reversed(RESOURCE_TYPES)}
 _BY_PATH = {(rt.group, rt.version, rt.plural): rt for rt in RESOURCE_TYPES}
-_BY_KIND = {rt.kind: rt for rt in RESOURCE_TYPES}
+_BY_KIND = {rt.kind: rt for rt in reversed(RESOURCE_TYPES)}
 
 
 def by_path(group: str, version: str, plural: str) -> ResourceType | None:

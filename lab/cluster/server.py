@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
-from lab.cluster import discovery, protobuf, rbac, resources, tables
+from lab.cluster import conversion, discovery, protobuf, rbac, resources, tables
 from lab.cluster.api import ApiService
 from lab.cluster.errors import ApiError, bad_request, method_not_allowed
 from lab.cluster.resources import ResourceType
@@ -75,6 +75,8 @@ def parse_target(group: str, version: str, parts: list[str]) -> Target:
     def lookup(plural: str) -> ResourceType:
         rt = resources.by_path(group, version, plural)
         if rt is None:
+            if plural == "namespaces" and len(parts) >= 3:
+                plural = parts[2]  # /namespaces/{ns}/{plural} of a type this group lacks
             gv = f"{group}/{version}" if group else version
             raise ApiError(
                 404,
@@ -281,7 +283,11 @@ class ApiHttpServer:
             return await self._scale(request, target)
         if sub == "eviction" and method == "POST":
             await _read_body(request)
-            self.api.delete(rt, ns, name)
+            evict = getattr(self.backend, "evict", None)  # a cluster that honours budgets
+            if evict is not None:
+                evict(ns, name, dry_run=_dry_run(request))
+            else:
+                self.api.delete(rt, ns, name)
             self.backend.after_write()
             return _json_response(
                 {"kind": "Status", "apiVersion": "v1", "status": "Success", "metadata": {}}, 201
@@ -389,6 +395,8 @@ class ApiHttpServer:
     ) -> web.Response:
         if _wants_table(request):
             return _json_response(self._table(request, rt, [obj]), status)
+        if conversion.converts(rt):
+            return _json_response(conversion.from_storage(rt, obj), status)
         return web.Response(
             body=self.api.store.encoded(rt.key, obj), status=status, content_type=JSON
         )
@@ -398,7 +406,7 @@ class ApiHttpServer:
     ) -> dict[str, Any]:
         return tables.table(
             rt,
-            objects,
+            [conversion.from_storage(rt, o) for o in objects],
             self.backend.now(),
             resource_version=str(self.api.store.resource_version),
             include_object=request.query.get("includeObject", "Metadata"),
@@ -413,6 +421,8 @@ class ApiHttpServer:
         rv = str(self.api.store.resource_version)
         if _wants_table(request):
             return _json_response(self._table(request, rt, items))
+        if conversion.converts(rt):
+            items = [conversion.from_storage(rt, o) for o in items]
         store = self.api.store
         head = _dump(
             {
@@ -571,7 +581,11 @@ class ApiHttpServer:
                 return
         elif not now_ok:
             return
-        obj: Any = self._table(request, rt, [event.obj]) if as_table else event.obj
+        obj: Any = (
+            self._table(request, rt, [event.obj])
+            if as_table
+            else conversion.from_storage(rt, event.obj)
+        )
         await response.write(_dump({"type": kind, "object": obj}) + b"\n")
 
 

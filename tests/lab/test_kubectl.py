@@ -41,6 +41,11 @@ RESOURCES = [
     "hpa",
     "sc",
     "endpointslices",
+    "pv",
+    "jobs",
+    "cronjobs",
+    "pdb",
+    "controllerrevisions",
 ]
 
 
@@ -56,6 +61,32 @@ metadata: {name: allow-all, namespace: hotel}
 spec:
   podSelector: {}
   ingress: [{}]
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: geo, namespace: hotel}
+spec: {maxUnavailable: 1, selector: {matchLabels: {app: geo}}}
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: nightly, namespace: hotel}
+spec:
+  schedule: "0 3 * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: OnFailure
+          containers: [{name: main, image: busybox, command: [echo, done]}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: once, namespace: hotel}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: main, image: busybox, command: [echo, done]}]
 """
 
 
@@ -336,3 +367,173 @@ def test_rollout_status_of_every_workload_kind(kubectl: Kubectl) -> None:
         assert "successfully rolled out" in status or "roll out complete" in status, status
     statefulset = json.loads(kubectl.out("get", "sts", "postgres", "-o", "json", namespace="shop"))
     assert statefulset["status"]["updatedReplicas"] == statefulset["spec"]["replicas"]
+
+
+TICK = """
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: tick, namespace: hotel}
+spec:
+  schedule: "*/5 * * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: OnFailure
+          containers: [{name: tick, image: busybox, command: [date]}]
+"""
+
+PDB = """
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: fe, namespace: shop}
+spec: {minAvailable: 2, selector: {matchLabels: {app: frontend}}}
+"""
+
+
+def _columns(kubectl: Kubectl, *args: str, namespace: str | None = "shop") -> list[str]:
+    header = kubectl.out("get", *args, namespace=namespace).splitlines()[0]
+    return [c.strip() for c in header.split("  ") if c.strip()]
+
+
+def test_autoscale_jobs_cronjobs_drain_revisions_and_volumes(kubectl: Kubectl, lab: Lab) -> None:
+    """The verbs of autoscaling/v1, batch/v1, policy/v1, ControllerRevisions and volumes."""
+    kubectl.run("autoscale", "deployment", "geo", "--min=2", "--max=5", "--cpu-percent=80")
+    hpa = kubectl.out("get", "hpa", "geo").splitlines()
+    assert hpa[0].split() == [
+        "NAME",
+        "REFERENCE",
+        "TARGETS",
+        "MINPODS",
+        "MAXPODS",
+        "REPLICAS",
+        "AGE",
+    ]
+    assert hpa[1].split()[1:3] == ["Deployment/geo", "cpu:"] and "40%/80%" in hpa[1]
+    assert kubectl.out("get", "deploy", "geo", "-o", "jsonpath={.spec.replicas}") == "2"
+    as_v1 = kubectl.out(
+        "get", "--raw", "/apis/autoscaling/v1/namespaces/hotel/horizontalpodautoscalers/geo"
+    )
+    assert '"targetCPUUtilizationPercentage":80' in as_v1
+    # Jobs: create, wait, logs, the columns; a failing one; one from a CronJob.
+    kubectl.run("create", "job", "hello", "--image=busybox", "--", "echo", "hi")
+    kubectl.run("wait", "--for=condition=complete", "job/hello", "--timeout=20s")
+    assert kubectl.out("logs", "job/hello") == "hi\n"
+    row = kubectl.out("get", "job", "hello").splitlines()
+    if kubectl.name == "1.20":  # its client-side header for jobs has no STATUS
+        assert row[0].split()[:3] == ["NAME", "COMPLETIONS", "DURATION"] or "STATUS" in row[0]
+    assert "1/1" in row[1].split()
+    if kubectl.name == "1.20":
+        # kubectl 1.20 creates batch/v1beta1 CronJobs, which a 1.32 server no longer serves.
+        refused = kubectl.run(
+            "create", "cronjob", "x", "--image=busybox", "--schedule=* * * * *", check=False
+        )
+        assert "could not find the requested resource (cronjobs in batch/v1beta1)" in (
+            refused.stderr
+        )
+        kubectl.run("apply", "-f", "-", stdin=TICK)
+    else:
+        kubectl.run(
+            "create", "cronjob", "tick", "--image=busybox", "--schedule=*/5 * * * *", "--", "date"
+        )
+    lab.control.post("/lab/v1/settle", {"horizon": 600})
+    cronjobs = kubectl.out("get", "cronjobs", "tick").splitlines()
+    assert {"SCHEDULE", "SUSPEND", "ACTIVE", "LAST"} <= set(cronjobs[0].split())
+    assert "*/5 * * * *" in cronjobs[1] and "<none>" not in cronjobs[1].split()[-2:-1]
+    assert kubectl.out("get", "jobs", "-o", "name").count("job.batch/tick-") >= 1
+    if kubectl.name != "1.20":  # 1.20 knows CronJobs only as batch/v1beta1, as on a cluster
+        kubectl.run("create", "job", "by-hand", "--from=cronjob/tick")
+        kubectl.run("wait", "--for=condition=complete", "job/by-hand", "--timeout=20s")
+    # Budgets, eviction and drain.
+    if kubectl.name == "1.20":  # it creates policy/v1beta1 budgets, gone from 1.25 servers
+        kubectl.run("apply", "-f", "-", stdin=PDB, namespace="shop")
+    else:
+        kubectl.run(
+            "create", "pdb", "fe", "--selector=app=frontend", "--min-available=2", namespace="shop"
+        )
+    assert "ALLOWED DISRUPTIONS" in kubectl.out("get", "pdb", namespace="shop")
+    node = kubectl.out(
+        "get",
+        "pods",
+        "-l",
+        "app=frontend",
+        "-o",
+        "jsonpath={.items[0].spec.nodeName}",
+        namespace="shop",
+    )
+    blocked = kubectl.run(
+        "drain",
+        node,
+        "--ignore-daemonsets",
+        "--delete-emptydir-data",
+        "--timeout=6s",
+        check=False,
+        namespace=None,
+    )
+    assert blocked.returncode != 0 and "disruption budget" in blocked.stderr + blocked.stdout
+    kubectl.run("delete", "pdb", "fe", namespace="shop")
+    drained = kubectl.run(
+        "drain",
+        node,
+        "--ignore-daemonsets",
+        "--delete-emptydir-data",
+        "--timeout=30s",
+        namespace=None,
+    )
+    assert "evicted" in drained.stdout  # 1.20 ends with "node/x evicted", later "drained"
+    on_node = kubectl.out(
+        "get",
+        "pods",
+        "-A",
+        "--field-selector",
+        f"spec.nodeName={node}",
+        "-o",
+        "name",
+        namespace=None,
+    )
+    assert all("log-agent" in p or "kube-system" in p for p in on_node.split()) or not on_node
+    kubectl.run("uncordon", node, namespace=None)
+    # StatefulSet and DaemonSet history and undo.
+    for workload, container, image in (
+        ("statefulset/postgres", "postgres", "postgres:15"),
+        ("daemonset/log-agent", "agent", "busybox:1.36"),
+    ):
+        before = kubectl.out(
+            "get",
+            workload,
+            "-o",
+            "jsonpath={.spec.template.spec.containers[0].image}",
+            namespace="shop",
+        )
+        name = kubectl.out(
+            "get",
+            workload,
+            "-o",
+            "jsonpath={.spec.template.spec.containers[0].name}",
+            namespace="shop",
+        )
+        kubectl.run("set", "image", workload, f"{name}={image}", namespace="shop")
+        history = kubectl.out("rollout", "history", workload, namespace="shop")
+        assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == ["1", "2"]
+        kubectl.run("rollout", "undo", workload, namespace="shop")
+        after = kubectl.out(
+            "get",
+            workload,
+            "-o",
+            "jsonpath={.spec.template.spec.containers[0].image}",
+            namespace="shop",
+        )
+        assert after == before, (workload, container)
+    # Volumes and the columns of the kinds users read.
+    pv = kubectl.out("get", "pv", namespace=None).splitlines()
+    assert pv[0].split()[:5] == ["NAME", "CAPACITY", "ACCESS", "MODES", "RECLAIM"]
+    assert "shop/data-postgres-0" in pv[1] and "Bound" in pv[1]
+    pvc = _columns(kubectl, "pvc")
+    assert pvc[:6] == ["NAME", "STATUS", "VOLUME", "CAPACITY", "ACCESS MODES", "STORAGECLASS"]
+    claim = kubectl.out("get", "pvc", "data-postgres-0", namespace="shop").splitlines()[1]
+    assert claim.split()[1:3] == ["Bound", pv[1].split()[0]] and "RWO" in claim
+    assert _columns(kubectl, "ns", namespace=None) == ["NAME", "STATUS", "AGE"]
+    assert _columns(kubectl, "cm") == ["NAME", "DATA", "AGE"]
+    assert _columns(kubectl, "secrets") == ["NAME", "TYPE", "DATA", "AGE"]
+    assert _columns(kubectl, "sc", namespace=None)[:3] == ["NAME", "PROVISIONER", "RECLAIMPOLICY"]
+    assert "standard (default)" in kubectl.out("get", "sc", namespace=None)
