@@ -97,18 +97,28 @@ def up(apps: tuple[str, ...], port: int, kubeconfig: Path | None, clock: str) ->
         raise click.ClickException(f"cannot start the lab on port {port}: {error}") from error
 
 
+_SCENARIOS = click.option(
+    "--scenarios",
+    "pack",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="A directory of your own scenarios (faults in DIR/faults/, then the bundled ones).",
+)
+
+
 @lab.command("scenarios")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def list_scenarios(as_json: bool) -> None:
-    """List the bundled scenarios (no running lab needed)."""
+@_SCENARIOS
+def list_scenarios(as_json: bool, pack: Path | None) -> None:
+    """List the bundled scenarios, or those in --scenarios DIR (no running lab needed)."""
     try:
-        found = scenarios.list_scenarios()
+        found = scenarios.list_scenarios(pack) if pack else scenarios.list_scenarios()
     except scenarios.ScenarioError as error:
         raise click.ClickException(str(error)) from error
     if as_json:
         click.echo(json.dumps([s.model_dump() for s in found], indent=2))
         return
-    width = max(len(s.name) for s in found)
+    width = max((len(s.name) for s in found), default=0)
     for scenario in found:
         category = scenario.root_cause.category if scenario.root_cause else "none"
         click.echo(
@@ -117,9 +127,10 @@ def list_scenarios(as_json: bool) -> None:
 
 
 @lab.command("faults")
-def list_faults() -> None:
+@_SCENARIOS
+def list_faults(pack: Path | None) -> None:
     """List the fault library (no running lab needed)."""
-    for fault in scenarios.list_faults():
+    for fault in scenarios.list_faults(scenarios.fault_dirs(pack)):
         params = ", ".join(fault.params) or "-"
         click.echo(f"{fault.name:<28} params: {params:<28} {fault.description}")
 
@@ -138,26 +149,39 @@ def _parse_params(pairs: tuple[str, ...]) -> dict[str, Any]:
 @click.argument("name")
 @click.option("-n", "--namespace", default=None, help="Namespace for a single fault.")
 @click.option("--param", "params", multiple=True, help="Fault parameter KEY=VALUE (repeatable).")
+@_SCENARIOS
 @_KUBECONFIG
 def inject(
-    name: str, namespace: str | None, params: tuple[str, ...], kubeconfig: Path | None
+    name: str,
+    namespace: str | None,
+    params: tuple[str, ...],
+    pack: Path | None,
+    kubeconfig: Path | None,
 ) -> None:
     """Inject a scenario (by name) or a single fault (with -n and --param)."""
-    is_scenario = (scenarios.SCENARIOS_DIR / f"{name}.yaml").is_file()
-    if is_scenario:
+    scenario_dirs = [pack, scenarios.SCENARIOS_DIR] if pack else [scenarios.SCENARIOS_DIR]
+    fault_file = scenarios.find_fault(name, scenarios.fault_dirs(pack))
+    if scenarios.find_scenario(name, scenario_dirs) is not None:
         if params or namespace:
             raise click.UsageError("--param and --namespace apply to single faults, not scenarios")
-        result = _call(kubeconfig, "POST", f"/lab/v1/scenarios/{name}/inject", {})
+        try:  # the lab may run elsewhere: send the scenario and its faults, not a path
+            body = scenarios.scenario_request(name, pack) if pack else {}
+        except scenarios.ScenarioError as error:
+            raise click.ClickException(str(error)) from error
+        result = _call(kubeconfig, "POST", f"/lab/v1/scenarios/{name}/inject", body)
         target = f"scenario {result['scenario']} in namespace {result['namespace']}"
-    elif (scenarios.FAULTS_DIR / f"{name}.yaml").is_file():
+    elif fault_file is not None:
         if not namespace:
             raise click.UsageError("a single fault needs --namespace")
-        result = _call(
-            kubeconfig,
-            "POST",
-            f"/lab/v1/faults/{name}/inject",
-            {"namespace": namespace, "params": _parse_params(params)},
-        )
+        fault_body: dict[str, Any] = {"namespace": namespace, "params": _parse_params(params)}
+        if fault_file.parent != scenarios.FAULTS_DIR:
+            try:
+                fault_body["fault"] = scenarios.load_fault(name, fault_file.parent).model_dump(
+                    mode="json"
+                )
+            except scenarios.ScenarioError as error:
+                raise click.ClickException(str(error)) from error
+        result = _call(kubeconfig, "POST", f"/lab/v1/faults/{name}/inject", fault_body)
         target = f"fault {result['fault']} in namespace {result['namespace']}"
     else:
         raise click.ClickException(
@@ -172,9 +196,12 @@ def inject(
 @lab.command()
 @click.argument("scenario")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
+@_SCENARIOS
 @_KUBECONFIG
-def check(scenario: str, as_json: bool, kubeconfig: Path | None) -> None:
-    """Run a scenario's oracle; exit 0 only when mitigated without collateral damage."""
+def check(scenario: str, as_json: bool, pack: Path | None, kubeconfig: Path | None) -> None:
+    """Run a scenario's oracle; exit 0 only when mitigated without collateral damage.
+
+    The lab judges the scenario as it was injected (from --scenarios DIR too)."""
     verdict = _call(kubeconfig, "GET", f"/lab/v1/scenarios/{scenario}/check")
     if as_json:
         click.echo(json.dumps(verdict, indent=2))

@@ -21,11 +21,13 @@ from lab.cluster.clock import INSTANT, Clock
 from lab.cluster.errors import ApiError
 from lab.cluster.resources import by_kind
 from lab.cluster.store import ObjectStore
+from lab.cluster.update_rules import UpdateRules
 from lab.controllers.cluster_services import (
     HorizontalPodAutoscalerController,
     NodeController,
     ServiceAccountController,
 )
+from lab.controllers.containers import ContainerRun
 from lab.controllers.context import ControllerContext, EventRecorder
 from lab.controllers.deployment import DeploymentController
 from lab.controllers.disruption import DisruptionController, evict
@@ -46,6 +48,7 @@ from lab.controllers.services import (
     QuotaController,
 )
 from lab.controllers.traffic import TrafficSimulator
+from lab.controllers.volume_expansion import VolumeExpander
 from lab.controllers.volumes import PersistentVolumeController
 from lab.images import ImageCatalog
 
@@ -110,8 +113,11 @@ class Cluster:
             EndpointsController(self.ctx),
             QuotaController(self.ctx),
             HorizontalPodAutoscalerController(self.ctx),
+            VolumeExpander(self.ctx),
         ]
-        self.api.admission_hooks.extend([ClusterIPAllocator(self.ctx), QuotaAdmission(self.ctx)])
+        self.api.admission_hooks.extend(
+            [ClusterIPAllocator(self.ctx), QuotaAdmission(self.ctx), UpdateRules(self.store)]
+        )
         self.api.admission_hooks.append(BatchAdmission())
         self.installed_apps: list[str] = []
         self._settle_pending = False
@@ -134,6 +140,11 @@ class Cluster:
         return self.kubelet.read_log(
             namespace, pod, container, previous=previous, tail_lines=tail_lines
         )
+
+    def log_source(
+        self, namespace: str, pod: str, container: str | None, *, previous: bool
+    ) -> ContainerRun:
+        return self.kubelet.log_source(namespace, pod, container, previous=previous)
 
     def evict(self, namespace: str, pod: str, *, dry_run: bool = False) -> None:
         """The eviction subresource: refused with 429 when a disruption budget forbids it."""
@@ -170,16 +181,24 @@ class Cluster:
                 return rounds
         return MAX_ROUNDS
 
-    def settle(self, horizon: float = SETTLE_HORIZON) -> dict[str, Any]:
-        """Instant mode: run to steady state, jumping the clock from timer to timer."""
+    def settle(self, horizon: float | None = None) -> dict[str, Any]:
+        """Instant mode: run to steady state, jumping the clock from timer to timer.
+
+        Without a horizon the clock only moves as far as settling needs: to each timer that
+        moves something along (a pull, a start, an exit, a first probe), up to
+        ``SETTLE_HORIZON`` ahead, never for a steady wait (a crash loop's next restart, a pull
+        retry, a failing probe's next try) alone. With a horizon, time passes: every timer
+        due within it runs."""
         started = time.perf_counter()
         begin = self.clock.now()
         rounds = self.reconcile()
         timers = 0
         if self.clock.mode == INSTANT:
+            needed_only = horizon is None
+            limit = begin + (SETTLE_HORIZON if horizon is None else horizon)
             while True:
-                due = self.clock.next_due()
-                if due is None or due > begin + horizon:
+                due = self.clock.next_due(needed_only=needed_only)
+                if due is None or due > limit:
                     break
                 self.clock.advance_to(due)
                 timers += self.clock.run_due()

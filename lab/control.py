@@ -49,6 +49,7 @@ class LabControl:
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
         self.baselines: dict[str, dict[str, Any]] = {}
+        self.injected: dict[str, scenarios.Scenario] = {}  # as injected (maybe from a client)
 
     async def info(self, request: web.Request) -> web.Response:
         return _ok(
@@ -63,7 +64,8 @@ class LabControl:
 
     async def settle(self, request: web.Request) -> web.Response:
         body = await _json_body(request)
-        return _ok(self.cluster.settle(float(body.get("horizon", 120.0))))
+        horizon = body.get("horizon")
+        return _ok(self.cluster.settle(None if horizon is None else float(horizon)))
 
     async def install(self, request: web.Request) -> web.Response:
         try:
@@ -75,6 +77,7 @@ class LabControl:
     async def reset(self, request: web.Request) -> web.Response:
         self.cluster.reset()
         self.baselines.clear()
+        self.injected.clear()
         return _ok({"apps": self.cluster.installed_apps})
 
     async def traffic(self, request: web.Request) -> web.Response:
@@ -113,21 +116,29 @@ class LabControl:
         )
 
     async def inject_scenario(self, request: web.Request) -> web.Response:
+        body = await _json_body(request)
         try:
-            scenario = scenarios.load_scenario(request.match_info["name"])
+            if body.get("scenario"):  # a scenario from the client's own directory
+                scenario, faults = scenarios.from_request(body)
+                if scenario.name != request.match_info["name"]:
+                    return _fail(400, "the scenario in the body does not match the path")
+            else:
+                scenario = scenarios.load_scenario(request.match_info["name"])
+                faults = {u.fault: scenarios.load_fault(u.fault) for u in scenario.faults}
             if scenario.app not in self.cluster.installed_apps:
                 self.cluster.install_app(scenario.app)
             self.cluster.settle()
             self.baselines[scenario.name] = oracle.baseline(self.cluster.store, scenario.namespace)
             applied: list[str] = []
+            self.injected[scenario.name] = scenario
             for use in scenario.faults:
-                fault = scenarios.load_fault(use.fault)
                 applied += scenarios.apply_fault(
                     self.cluster.api,
-                    fault,
+                    faults[use.fault],
                     scenario.namespace,
                     use.params,
                     self.cluster.clock.timestamp(),
+                    self.cluster.settle,
                 )
         except scenarios.ScenarioError as error:
             return _fail(400, str(error))
@@ -140,13 +151,20 @@ class LabControl:
         if not namespace:
             return _fail(400, "a fault needs a namespace")
         try:
-            fault = scenarios.load_fault(request.match_info["name"])
+            if body.get("fault"):  # a fault from the client's own directory
+                try:
+                    fault = scenarios.Fault.model_validate(body["fault"])
+                except ValueError as exc:
+                    raise scenarios.ScenarioError(f"invalid fault in the request: {exc}") from exc
+            else:
+                fault = scenarios.load_fault(request.match_info["name"])
             applied = scenarios.apply_fault(
                 self.cluster.api,
                 fault,
                 namespace,
                 dict(body.get("params") or {}),
                 self.cluster.clock.timestamp(),
+                self.cluster.settle,
             )
         except scenarios.ScenarioError as error:
             return _fail(400, str(error))
@@ -154,8 +172,9 @@ class LabControl:
         return _ok({"fault": fault.name, "namespace": namespace, "applied": applied})
 
     async def check(self, request: web.Request) -> web.Response:
+        name = request.match_info["name"]
         try:
-            scenario = scenarios.load_scenario(request.match_info["name"])
+            scenario = self.injected.get(name) or scenarios.load_scenario(name)
         except scenarios.ScenarioError as error:
             return _fail(404, str(error))
         before = self.baselines.get(scenario.name)

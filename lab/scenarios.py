@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Sequence
 from importlib import resources as pkg_resources
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -57,6 +58,7 @@ class Step(_Strict):
     create: dict[str, Any] | None = None
     delete: DeleteStep | None = None
     restart: ResourceRef | None = None
+    settle: Literal[True] | None = None  # run the cluster to steady state before the next step
 
 
 class Param(_Strict):
@@ -138,21 +140,50 @@ def _validated(model: type[_Model], path: Path) -> _Model:
         raise ScenarioError(f"{path}: {problems}") from exc
 
 
-def load_fault(name: str, directory: Path = FAULTS_DIR) -> Fault:
-    path = directory / f"{name}.yaml"
-    if not path.is_file():
-        known = ", ".join(sorted(p.stem for p in directory.glob("*.yaml")))
+def _dirs(directory: Path | Sequence[Path]) -> list[Path]:
+    return [directory] if isinstance(directory, Path) else list(directory)
+
+
+def fault_dirs(pack: Path | None = None) -> list[Path]:
+    """Where faults are looked up: a scenario pack's ``faults/`` first, then the bundled ones."""
+    return ([Path(pack) / "faults"] if pack is not None else []) + [FAULTS_DIR]
+
+
+def find_fault(name: str, directory: Path | Sequence[Path] = FAULTS_DIR) -> Path | None:
+    return next(
+        (d / f"{name}.yaml" for d in _dirs(directory) if (d / f"{name}.yaml").is_file()), None
+    )
+
+
+def find_scenario(name: str, directory: Path | Sequence[Path] = SCENARIOS_DIR) -> Path | None:
+    if name.endswith(".yaml"):
+        return Path(name) if Path(name).is_file() else None
+    return next(
+        (d / f"{name}.yaml" for d in _dirs(directory) if (d / f"{name}.yaml").is_file()), None
+    )
+
+
+def load_fault(name: str, directory: Path | Sequence[Path] = FAULTS_DIR) -> Fault:
+    path = find_fault(name, directory)
+    if path is None:
+        known = ", ".join(sorted({p.stem for d in _dirs(directory) for p in d.glob("*.yaml")}))
         raise ScenarioError(f'unknown fault "{name}"; known faults: {known}')
     return _validated(Fault, path)
 
 
-def load_scenario(name: str, directory: Path = SCENARIOS_DIR) -> Scenario:
-    path = Path(name) if name.endswith(".yaml") else directory / f"{name}.yaml"
-    if not path.is_file():
+def load_scenario(
+    name: str,
+    directory: Path | Sequence[Path] = SCENARIOS_DIR,
+    faults: Path | Sequence[Path] | None = None,
+) -> Scenario:
+    """A scenario by name (or path); its faults are looked up in ``faults``, by default the
+    scenario directory's ``faults/`` and then the bundled library."""
+    path = find_scenario(name, directory)
+    if path is None:
         raise ScenarioError(f'unknown scenario "{name}"; run "stratus lab scenarios" for the list')
     scenario = _validated(Scenario, path)
     for use in scenario.faults:
-        load_fault(use.fault)
+        load_fault(use.fault, fault_dirs(path.parent) if faults is None else faults)
     return scenario
 
 
@@ -160,8 +191,46 @@ def list_scenarios(directory: Path = SCENARIOS_DIR) -> list[Scenario]:
     return [load_scenario(p.stem, directory) for p in sorted(directory.glob("*.yaml"))]
 
 
-def list_faults(directory: Path = FAULTS_DIR) -> list[Fault]:
-    return [load_fault(p.stem, directory) for p in sorted(directory.glob("*.yaml"))]
+def list_faults(directory: Path | Sequence[Path] = FAULTS_DIR) -> list[Fault]:
+    """Every fault in the directories; an earlier directory's fault hides a later namesake."""
+    seen: dict[str, Path] = {}
+    for folder in _dirs(directory):
+        for path in sorted(folder.glob("*.yaml")):
+            seen.setdefault(path.stem, folder)
+    return [load_fault(name, seen[name]) for name in sorted(seen)]
+
+
+def scenario_request(name: str, pack: Path | None = None) -> dict[str, Any]:
+    """What ``POST /lab/v1/scenarios/{name}/inject`` carries for a scenario outside the
+    bundled library: the scenario and the faults it uses, read here, validated there."""
+    dirs = [Path(pack), SCENARIOS_DIR] if pack is not None else [SCENARIOS_DIR]
+    path = find_scenario(name, dirs)
+    if path is None:
+        raise ScenarioError(f'unknown scenario "{name}"; run "stratus lab scenarios" for the list')
+    scenario = load_scenario(name, dirs)
+    used = fault_dirs(path.parent)
+    return {
+        "scenario": scenario.model_dump(mode="json"),
+        "faults": {
+            use.fault: load_fault(use.fault, used).model_dump(mode="json")
+            for use in scenario.faults
+        },
+    }
+
+
+def from_request(body: dict[str, Any]) -> tuple[Scenario, dict[str, Fault]]:
+    """The scenario and faults a client sent (see ``scenario_request``)."""
+    try:
+        scenario = Scenario.model_validate(body["scenario"])
+        faults = {
+            str(name): Fault.model_validate(doc) for name, doc in (body.get("faults") or {}).items()
+        }
+    except (ValidationError, KeyError, AttributeError) as exc:
+        raise ScenarioError(f"invalid scenario in the request: {exc}") from exc
+    for use in scenario.faults:
+        if use.fault not in faults:
+            faults[use.fault] = load_fault(use.fault)
+    return scenario, faults
 
 
 def substitute(value: Any, params: dict[str, Any]) -> Any:
@@ -206,13 +275,24 @@ _PATCH_TYPES = {
 
 
 def apply_fault(
-    api: ApiService, fault: Fault, namespace: str, params: dict[str, Any], now: str
+    api: ApiService,
+    fault: Fault,
+    namespace: str,
+    params: dict[str, Any],
+    now: str,
+    settle: Callable[[], object] | None = None,
 ) -> list[str]:
-    """Apply a fault's steps through the API; returns one line per mutation made."""
+    """Apply a fault's steps through the API; returns one line per mutation made. A
+    ``settle`` step runs ``settle`` (the cluster to steady state) before the next step."""
     values = resolve_params(fault, params)
     done: list[str] = []
     for raw in fault.steps:
         step = Step.model_validate(substitute(raw.model_dump(), values))
+        if step.settle:
+            if settle is not None:
+                settle()
+            done.append("settled")
+            continue
         try:
             done.append(_apply_step(api, step, namespace, now))
         except ApiError as error:
@@ -252,4 +332,4 @@ def _apply_step(api: ApiService, step: Step, namespace: str, now: str) -> str:
             rt, namespace, step.restart.name, json.dumps(body).encode(), _PATCH_TYPES["strategic"]
         )
         return f"restarted {rt.singular}/{step.restart.name}"
-    raise ScenarioError("a fault step must be one of patch, create, delete, restart")
+    raise ScenarioError("a fault step must be one of patch, create, delete, restart, settle")

@@ -26,6 +26,9 @@ class _Timer:
     seq: int
     callback: Callable[[], None] = field(compare=False)
     cancelled: bool = field(default=False, compare=False)
+    steady: bool = field(default=False, compare=False)
+    done: bool = field(default=False, compare=False)
+    wake: Callable[[], bool] | None = field(default=None, compare=False)
 
 
 class Clock:
@@ -35,6 +38,8 @@ class Clock:
         self.mode = mode
         self._virtual = time.time() - _INSTANT_HEAD_START
         self._timers: list[_Timer] = []
+        self._needed: list[_Timer] = []  # the timers that are not steady waits
+        self._wakeable: list[_Timer] = []  # steady waits that say when they would progress
         self._seq = itertools.count()
 
     def now(self) -> float:
@@ -57,15 +62,41 @@ class Clock:
     def micro_timestamp(self) -> str:
         return datetime.fromtimestamp(self.now(), UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
-    def call_later(self, delay: float, callback: Callable[[], None]) -> _Timer:
-        timer = _Timer(self.now() + max(delay, 0.0), next(self._seq), callback)
+    def call_later(
+        self,
+        delay: float,
+        callback: Callable[[], None],
+        *,
+        steady: bool = False,
+        wake: Callable[[], bool] | None = None,
+    ) -> _Timer:
+        """Run ``callback`` after ``delay`` seconds. A *steady* timer ends a wait the cluster
+        shows as a steady state (a back-off restart, a pull retry, a failing probe's next
+        try): settling after a write does not move the clock forward for it alone, unless
+        its ``wake`` says the retry would now get somewhere (the missing ConfigMap exists)."""
+        timer = _Timer(
+            self.now() + max(delay, 0.0), next(self._seq), callback, steady=steady, wake=wake
+        )
         heapq.heappush(self._timers, timer)
+        if not steady:
+            heapq.heappush(self._needed, timer)
+        elif wake is not None:
+            self._wakeable.append(timer)
         return timer
 
-    def next_due(self) -> float | None:
-        while self._timers and self._timers[0].cancelled:
-            heapq.heappop(self._timers)
-        return self._timers[0].due if self._timers else None
+    def next_due(self, *, needed_only: bool = False) -> float | None:
+        """When the next timer is due (with ``needed_only``: the next one that is not a steady
+        wait, or a steady wait whose ``wake`` holds)."""
+        timers = self._needed if needed_only else self._timers
+        while timers and (timers[0].cancelled or timers[0].done):
+            heapq.heappop(timers)
+        due = timers[0].due if timers else None
+        if needed_only and self._wakeable:
+            self._wakeable = [t for t in self._wakeable if not (t.cancelled or t.done)]
+            for timer in self._wakeable:
+                if (due is None or timer.due < due) and timer.wake is not None and timer.wake():
+                    due = timer.due
+        return due
 
     def advance_to(self, moment: float) -> None:
         if self.mode == INSTANT and moment > self._virtual:
@@ -77,13 +108,16 @@ class Clock:
         now = self.now()
         while self._timers and self._timers[0].due <= now:
             timer = heapq.heappop(self._timers)
-            if not timer.cancelled:
+            if not timer.cancelled and not timer.done:
+                timer.done = True
                 timer.callback()
                 ran += 1
         return ran
 
     def clear(self) -> None:
         self._timers.clear()
+        self._needed.clear()
+        self._wakeable.clear()
 
 
 def cancel(timer: _Timer | None) -> None:

@@ -32,6 +32,9 @@ _SUBRESOURCE_VERBS = {
     "scale": ["get", "patch", "update"],
     "log": ["get"],
     "eviction": ["create"],
+    "exec": ["create", "get"],
+    "attach": ["create", "get"],
+    "portforward": ["create", "get"],
     "token": ["create"],
 }
 
@@ -76,6 +79,10 @@ def _subresource_entry(rt: ResourceType, sub: str) -> dict[str, Any]:
         entry.update(group="autoscaling", version="v1", kind="Scale")
     elif sub == "eviction":
         entry.update(group="policy", version="v1", kind="Eviction")
+    elif sub in ("exec", "attach", "portforward"):
+        entry["kind"] = {"exec": "PodExecOptions", "attach": "PodAttachOptions"}.get(
+            sub, "PodPortForwardOptions"
+        )
     elif sub == "token":
         entry.update(group="authentication.k8s.io", version="v1", kind="TokenRequest")
     return entry

@@ -85,9 +85,29 @@ def conflict(resource: str, name: str, group: str = "") -> ApiError:
     )
 
 
+_CAUSE_REASONS = (
+    ("Required value", "FieldValueRequired"),
+    ("Forbidden", "FieldValueForbidden"),
+    ("Duplicate value", "FieldValueDuplicate"),
+    ("Unsupported value", "FieldValueNotSupported"),
+    ("Too long", "FieldValueTooLong"),
+    ("Too many", "FieldValueTooMany"),
+    ("Not found", "FieldValueNotFound"),
+)
+
+
+def _cause_reason(message: str) -> str:
+    """The StatusCause reason a field error of this wording carries on a real server."""
+    return next(
+        (r for prefix, r in _CAUSE_REASONS if message.startswith(prefix)), "FieldValueInvalid"
+    )
+
+
 def invalid(kind: str, name: str, causes: list[tuple[str, str]], group: str = "") -> ApiError:
     """422 Invalid, with one cause per (field, problem) as the real server words them."""
     summary = ", ".join(f"{fld}: {msg}" for fld, msg in causes)
+    if len(causes) > 1:  # an aggregate of several errors prints as a bracketed list
+        summary = f"[{summary}]"
     qualified = f"{kind}.{group}" if group else kind
     return ApiError(
         422,
@@ -97,7 +117,7 @@ def invalid(kind: str, name: str, causes: list[tuple[str, str]], group: str = ""
         name=name,
         group=group,
         causes=[
-            {"reason": "FieldValueInvalid", "message": msg, "field": fld} for fld, msg in causes
+            {"reason": _cause_reason(msg), "message": msg, "field": fld} for fld, msg in causes
         ],
     )
 

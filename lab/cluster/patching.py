@@ -82,16 +82,45 @@ def apply_patch(obj: dict[str, Any], body: bytes, content_type: str) -> dict[str
 def _json_patch(obj: dict[str, Any], document: Any) -> dict[str, Any]:
     if not isinstance(document, list):
         raise bad_request("error decoding patch: a JSON patch must be a list of operations")
-    try:
-        patch = jsonpatch.JsonPatch(document)
-        result = patch.apply(obj)
-    except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
-        raise ApiError(422, "Invalid", f"the server rejected our request: {exc}") from exc
-    except (TypeError, KeyError, AttributeError) as exc:
-        raise bad_request(f"error decoding patch: invalid JSON patch operation: {exc}") from exc
+    result: Any = obj
+    for operation in document:
+        try:
+            result = jsonpatch.JsonPatch([operation]).apply(result)
+        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
+            raise _patch_failed(operation, exc) from exc
+        except (TypeError, KeyError, AttributeError) as exc:
+            raise bad_request(f"error decoding patch: invalid JSON patch operation: {exc}") from exc
     if not isinstance(result, dict):
         raise ApiError(422, "Invalid", "the patch replaced the whole object with a non-object")
     return result
+
+
+def _patch_failed(operation: Any, exc: Exception) -> ApiError:
+    """A JSON patch operation that does not apply, worded as evanphx/json-patch (which the
+    API server uses) words it, inside the Status NewGenericServerResponse builds for 422."""
+    op = operation.get("op") if isinstance(operation, dict) else None
+    path = operation.get("path") if isinstance(operation, dict) else None
+    if isinstance(exc, jsonpatch.InvalidJsonPatch):
+        detail = (
+            f"Unexpected kind: {op}: unknown object type"
+            if path is not None
+            else f"{op} operation failed to decode path: missing value"
+        )
+    elif op == "test":
+        detail = f"testing value {path} failed: test failed"
+    elif op in ("move", "copy"):
+        source = operation.get("from")
+        detail = f"{op} operation does not apply: doc is missing from path: {source}: missing value"
+    elif op == "replace":
+        detail = f"replace operation does not apply: doc is missing key: {path}: missing value"
+    else:
+        detail = f'{op} operation does not apply: doc is missing path: "{path}": missing value'
+    return ApiError(
+        422,
+        "Invalid",
+        "the server rejected our request due to an error in our request",
+        causes=[{"reason": "UnexpectedServerResponse", "message": detail}],
+    )
 
 
 def merge_patch(target: Any, patch: Any) -> Any:

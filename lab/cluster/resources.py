@@ -151,7 +151,7 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         "pods",
         True,
         ("po",),
-        ("log", "status", "eviction"),
+        ("log", "status", "eviction", "exec", "attach", "portforward"),
         ("all",),
         field_selectors=_POD_FIELDS,
     ),

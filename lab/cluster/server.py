@@ -15,7 +15,16 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
-from lab.cluster import conversion, discovery, protobuf, rbac, resources, tables
+from lab.cluster import (
+    conversion,
+    discovery,
+    logstream,
+    protobuf,
+    rbac,
+    resources,
+    streaming,
+    tables,
+)
 from lab.cluster.api import ApiService
 from lab.cluster.errors import ApiError, bad_request, method_not_allowed
 from lab.cluster.resources import ResourceType
@@ -42,6 +51,10 @@ class Backend(Protocol):
         previous: bool,
         tail_lines: int | None,
     ) -> str: ...
+
+    def log_source(
+        self, namespace: str, pod: str, container: str | None, *, previous: bool
+    ) -> logstream.LogContainer: ...
 
     def after_write(self) -> None: ...
 
@@ -278,7 +291,10 @@ class ApiHttpServer:
         if rt.plural in resources.REVIEW_KINDS or sub == "token":
             return await self._review(request, target, user)
         if sub == "log":
-            return self._log(request, target)
+            return await self._log(request, target)
+        if sub in streaming.STREAMING:
+            pod = self.api.get(rt, ns, name)
+            raise streaming.refuse(pod, sub, request.query.get("container"))
         if sub == "scale":
             return await self._scale(request, target)
         if sub == "eviction" and method == "POST":
@@ -459,21 +475,14 @@ class ApiHttpServer:
             self.backend.after_write()
         return _json_response(result)
 
-    def _log(self, request: web.Request, target: Target) -> web.Response:
-        tail = request.query.get("tailLines")
-        try:
-            tail_lines = int(tail) if tail is not None else None
-        except ValueError as exc:
-            raise bad_request(f"invalid tailLines {tail!r}") from exc
-        self.api.get(target.rt, target.namespace, target.name)
-        text = self.backend.read_log(
+    async def _log(self, request: web.Request, target: Target) -> web.StreamResponse:
+        return await logstream.serve_log(
+            request,
+            self.backend,
             target.namespace,
             target.name,
-            request.query.get("container"),
-            previous=request.query.get("previous") in ("true", "1"),
-            tail_lines=tail_lines,
+            lambda: self.api.get(target.rt, target.namespace, target.name),
         )
-        return web.Response(text=text, content_type="text/plain")
 
     # ------------------------------------------------------------ watch
 

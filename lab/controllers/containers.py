@@ -46,9 +46,24 @@ class ContainerRun:
     listens: list[int] = field(default_factory=list)  # ports open in the current run
     exiting: bool = False  # the current run is about to end: it serves and logs no more
     logs: deque[str] = field(default_factory=lambda: deque(maxlen=LOG_LINES))
+    log_times: deque[float] = field(default_factory=lambda: deque(maxlen=LOG_LINES))
+    log_total: int = 0  # lines ever written in the current run (followers count from it)
     previous_logs: list[str] | None = None
+    previous_times: list[float] | None = None
     timers: list[Any] = field(default_factory=list)
     generation: int = 0  # bumps on each (re)start, so stale timers of a dead run do nothing
+
+    def add_log(self, line: str, at: float) -> None:
+        self.logs.append(line)
+        self.log_times.append(at)
+        self.log_total += 1
+
+    def rotate_logs(self) -> None:
+        """A new run begins: the current log becomes ``--previous``."""
+        self.previous_logs, self.previous_times = list(self.logs), list(self.log_times)
+        self.logs.clear()
+        self.log_times.clear()
+        self.log_total = 0
 
 
 @dataclass

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lab.cluster import quantity
+from lab.cluster.clock import cancel
 from lab.cluster.errors import bad_request
 from lab.controllers.containers import (
     ContainerRun,
@@ -55,6 +56,8 @@ class Kubelet:
             live.add(uid)
             if uid not in self.runs:
                 self._admit(pod, node)
+            else:
+                self._sync_images(self.runs[uid], pod)
         for uid in [u for u in self.runs if u not in live]:
             for container in self.runs.pop(uid).all():
                 container.generation += 1
@@ -99,6 +102,63 @@ class Kubelet:
         self.runs[run.uid] = run
         self._advance(run)
 
+    def _sync_images(self, run: PodRun, pod: dict[str, Any]) -> None:
+        """An image changed in the pod's spec: the kubelet kills that container and starts
+        it again from the new image (restart count +1 when it had been running)."""
+        spec = pod.get("spec") or {}
+        wanted = {
+            c.get("name"): c
+            for c in (spec.get("containers") or []) + (spec.get("initContainers") or [])
+            if isinstance(c, dict)
+        }
+        for container in run.all():
+            new_spec = wanted.get(container.name)
+            if new_spec is None or new_spec.get("image", "") == container.image:
+                continue
+            if container.init and container.completed:
+                container.image, container.spec = new_spec.get("image", ""), new_spec
+                continue
+            was_running = container.state == "running"
+            if was_running:
+                self._event(
+                    run,
+                    "Normal",
+                    "Killing",
+                    f"Container {container.name} definition changed, will be restarted",
+                    container,
+                )
+                container.last_terminated = {
+                    "exitCode": 0,
+                    "reason": "Completed",
+                    "startedAt": self.ctx.clock.timestamp(container.started_at),
+                    "finishedAt": self.ctx.clock.timestamp(),
+                    "containerID": container.container_id,
+                }
+                container.rotate_logs()
+                container.restart_count += 1
+            for timer in container.timers:
+                cancel(timer)
+            container.timers = []
+            container.generation += 1
+            container.image, container.spec = new_spec.get("image", ""), new_spec
+            container.crashes = container.pull_failures = 0
+            container.completed = container.exiting = container.ready = False
+            container.listens = []
+            container.state, container.reason, container.message = (
+                "waiting",
+                "ContainerCreating",
+                "",
+            )
+            if container.init or run.initialized():
+                self._prepare(run, container)
+        self._flush(run)
+
+    def _environment(self, run: PodRun, container: ContainerRun) -> tuple[dict[str, str], str]:
+        pod = self._pod(run)
+        if pod is None:
+            return container.env, ""
+        return resolve_environment(self.ctx.store, pod, container.spec, run.ip)
+
     def _pod(self, run: PodRun) -> dict[str, Any] | None:
         pod = self.ctx.store.get("pods", run.namespace, run.name)
         if pod is None or pod["metadata"]["uid"] != run.uid:
@@ -130,7 +190,14 @@ class Kubelet:
         )
 
     def _later(
-        self, run: PodRun, container: ContainerRun, delay: float, action: Callable[[], None]
+        self,
+        run: PodRun,
+        container: ContainerRun,
+        delay: float,
+        action: Callable[[], None],
+        *,
+        steady: bool = False,
+        wake: Callable[[], bool] | None = None,
     ) -> None:
         generation = container.generation
 
@@ -139,10 +206,11 @@ class Kubelet:
                 action()
                 self._flush(run)
 
-        container.timers.append(self.ctx.clock.call_later(delay, fire))
+        container.timers.append(self.ctx.clock.call_later(delay, fire, steady=steady, wake=wake))
 
     def _log(self, container: ContainerRun, level: str, text: str, *, raw: bool = False) -> None:
-        container.logs.append(text if raw else f"{self.ctx.clock.micro_timestamp()} {level} {text}")
+        line = text if raw else f"{self.ctx.clock.micro_timestamp()} {level} {text}"
+        container.add_log(line, self.ctx.clock.now())
 
     # ------------------------------------------------------------ lifecycle
 
@@ -174,14 +242,31 @@ class Kubelet:
                 "",
             )
             self._event(run, "Warning", "FailedMount", volume_problem)
-            self._later(run, container, 10.0, lambda: self._prepare(run, container))
+            self._later(
+                run,
+                container,
+                10.0,
+                lambda: self._prepare(run, container),
+                steady=True,
+                wake=lambda: (
+                    self._pod(run) is not None
+                    and not missing_volume(self.ctx.store, self._pod(run) or {})
+                ),
+            )
             return
         env, problem = resolve_environment(self.ctx.store, pod, container.spec, run.ip)
         if problem:
             container.state, container.reason = "waiting", "CreateContainerConfigError"
             container.message = problem
             self._event(run, "Warning", "Failed", f"Error: {problem}", container)
-            self._later(run, container, 10.0, lambda: self._prepare(run, container))
+            self._later(
+                run,
+                container,
+                10.0,
+                lambda: self._prepare(run, container),
+                steady=True,
+                wake=lambda: not self._environment(run, container)[1],
+            )
             return
         container.env = env
         self._pull(run, container)
@@ -235,7 +320,7 @@ class Kubelet:
             )
             self._event(run, "Warning", "Failed", "Error: ImagePullBackOff", container)
             delay = min(10.0 * 2 ** (container.pull_failures - 1), MAX_BACKOFF)
-            self._later(run, container, delay, lambda: self._pull(run, container))
+            self._later(run, container, delay, lambda: self._pull(run, container), steady=True)
 
         self._later(run, container, 1.0, back_off)
 
@@ -261,7 +346,8 @@ class Kubelet:
             self._exit_later(run, container, 0.2, "Error", 127)
             return
         if not program.serve:  # a shell script or utility: its own output, its own end
-            container.logs.extend(program.output)
+            for line in program.output:
+                container.add_log(line, self.ctx.clock.now())
             container.listens = program.listens
             if program.exit_code is not None:
                 reason = "Completed" if program.exit_code == 0 else "Error"
@@ -366,13 +452,21 @@ class Kubelet:
                 f"{run.name}_{run.namespace}({run.uid})",
                 container,
             )
-            self._later(run, container, delay, lambda: self._restart(run, container))
+            # The first restart follows at once; later ones wait out a steady back-off.
+            self._later(
+                run,
+                container,
+                delay,
+                lambda: self._restart(run, container),
+                steady=container.crashes > 1,
+                # A crash loop waits out its back-off, unless what it crashed on was fixed.
+                wake=lambda: self._environment(run, container)[0] != container.env,
+            )
 
         self._later(run, container, 0.1, back_off)
 
     def _restart(self, run: PodRun, container: ContainerRun) -> None:
-        container.previous_logs = list(container.logs)
-        container.logs.clear()
+        container.rotate_logs()
         container.restart_count += 1
         self._pull(run, container)
 
@@ -437,6 +531,7 @@ class Kubelet:
                 container,
                 float(probe.get("periodSeconds", 10)),
                 lambda: self._readiness(run, container),
+                steady=True,
             )
 
     def _liveness_kill(self, run: PodRun, container: ContainerRun) -> None:
@@ -473,6 +568,16 @@ class Kubelet:
         previous: bool,
         tail_lines: int | None,
     ) -> str:
+        container = self.log_source(namespace, pod_name, container_name, previous=previous)
+        lines = list(container.previous_logs or []) if previous else list(container.logs)
+        if tail_lines is not None:
+            lines = lines[-tail_lines:] if tail_lines > 0 else []
+        return "".join(f"{line}\n" for line in lines)
+
+    def log_source(
+        self, namespace: str, pod_name: str, container_name: str | None, *, previous: bool
+    ) -> ContainerRun:
+        """The container whose log a request reads, or the 400 the kubelet answers."""
         run = next(
             (r for r in self.runs.values() if r.namespace == namespace and r.name == pod_name), None
         )
@@ -505,19 +610,11 @@ class Kubelet:
                     f'previous terminated container "{container_name}" in pod '
                     f'"{pod_name}" not found'
                 )
-            lines = list(container.previous_logs)
-        else:
-            if not container.ever_started:
-                detail = (
-                    "trying and failing to pull image"
-                    if container.pull_failures
-                    else container.reason
-                )
-                raise bad_request(
-                    f'container "{container_name}" in pod "{pod_name}" is '
-                    f"waiting to start: {detail}"
-                )
-            lines = list(container.logs)
-        if tail_lines is not None:
-            lines = lines[-tail_lines:] if tail_lines > 0 else []
-        return "".join(f"{line}\n" for line in lines)
+        elif not container.ever_started:
+            detail = (
+                "trying and failing to pull image" if container.pull_failures else container.reason
+            )
+            raise bad_request(
+                f'container "{container_name}" in pod "{pod_name}" is waiting to start: {detail}'
+            )
+        return container

@@ -43,6 +43,22 @@ class ReplicaSetController:
         self.ctx = ctx
         self._retry_at: dict[str, float] = {}
 
+    def _retry_later(self, namespace: str) -> None:
+        """A steady wait for the retry, cut short when a quota or the pods change."""
+        refused_under = self._quota_state(namespace)
+
+        def changed() -> bool:
+            return self._quota_state(namespace) != refused_under
+
+        self.ctx.clock.call_later(self.RETRY_SECONDS, lambda: None, steady=True, wake=changed)
+
+    def _quota_state(self, namespace: str) -> tuple[Any, ...]:
+        hard = tuple(
+            (q["metadata"]["name"], sorted(((q.get("spec") or {}).get("hard") or {}).items()))
+            for q in self.ctx.store.list_objects("resourcequotas", namespace)
+        )
+        return hard, len(self.ctx.store.list_objects("pods", namespace))
+
     def reconcile(self) -> None:
         for rs in self.ctx.store.iter_all(self.KEY):
             self._sync(rs)
@@ -67,7 +83,7 @@ class ReplicaSetController:
                     # Like the real controller, back off instead of hammering admission.
                     failed_create = True
                     self._retry_at[uid] = self.ctx.clock.now() + self.RETRY_SECONDS
-                    self.ctx.clock.call_later(self.RETRY_SECONDS, lambda: None)
+                    self._retry_later(rs["metadata"]["namespace"])
                     break
                 pods.append(pod)
         elif len(pods) >= desired:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from lab.client import LabClient
 from lab.cluster.clock import INSTANT, REALTIME, Clock
 from lab.runner import LabServer
+from tests.conftest import Lab, kubectl_for
 
 
 def test_realtime_lab_starts_pods_within_seconds() -> None:
@@ -41,3 +45,32 @@ def test_instant_clock_jumps_between_timers_only() -> None:
         clock.run_due()
     assert fired == [start + 5, start + 30]
     assert clock.now() < time.time()  # virtual time stays in the past
+
+
+def test_instant_clock_moves_only_as_far_as_settling_needs(lab: Lab, tmp_path: Path) -> None:
+    """Parallel writers used to push virtual time two minutes per write, so a crash-looping
+    deployment "exceeded its progress deadline" after half a minute of wall time."""
+    kubectl = kubectl_for("system", lab, tmp_path)
+    kubectl.run("create", "deployment", "broken", "--image=busybox", "--", "sh", "-c", "exit 1")
+    kubectl.run("create", "configmap", "poke")
+    start = Clock.parse(lab.control.get("/lab/v1/info")["now"])
+
+    def writer(index: int) -> None:
+        for step in range(10):
+            kubectl.run("label", "configmap", "poke", f"w{index}=s{step}", "--overwrite")
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(writer, range(4)))
+    moved = Clock.parse(lab.control.get("/lab/v1/info")["now"]) - start
+    assert moved < 60, f"40 writes moved the virtual clock {moved:.0f} s"
+    deployment = json.loads(kubectl.out("get", "deployment", "broken", "-o", "json"))
+    progressing = next(c for c in deployment["status"]["conditions"] if c["type"] == "Progressing")
+    assert progressing["reason"] != "ProgressDeadlineExceeded"
+    pod = json.loads(kubectl.out("get", "pods", "-l", "app=broken", "-o", "json"))["items"][0]
+    waiting = pod["status"]["containerStatuses"][0]["state"].get("waiting") or {}
+    assert waiting.get("reason") == "CrashLoopBackOff"
+    # Time passes when asked to: an explicit horizon runs the crash loop on.
+    restarts = pod["status"]["containerStatuses"][0]["restartCount"]
+    lab.control.post("/lab/v1/settle", {"horizon": 600})
+    pod = json.loads(kubectl.out("get", "pods", "-l", "app=broken", "-o", "json"))["items"][0]
+    assert pod["status"]["containerStatuses"][0]["restartCount"] > restarts

@@ -37,14 +37,15 @@ def test_daemon_pods_stay_on_cordoned_nodes(kubectl: Kubectl) -> None:
     assert "node.kubernetes.io/unschedulable" in keys
 
 
-def test_node_heartbeats_follow_the_clock(kubectl: Kubectl) -> None:
+def test_node_heartbeats_follow_the_clock(kubectl: Kubectl, lab: Lab) -> None:
     def heartbeats() -> set[str]:
         node = json.loads(kubectl.out("get", "node", "node-1", "-o", "json", namespace=None))
         return {c["lastHeartbeatTime"] for c in node["status"]["conditions"]}
 
     (before,) = heartbeats()
     assert before > "2026-11-01T00:00:00Z"
-    kubectl.run("set", "image", "deploy/rate", "rate=stratus/hotel-rate:1.2")  # 2 min of back-off
+    kubectl.run("set", "image", "deploy/rate", "rate=stratus/hotel-rate:1.2")
+    lab.control.post("/lab/v1/settle", {"horizon": 120})  # two minutes pass
     (after,) = heartbeats()
     assert after > before
 

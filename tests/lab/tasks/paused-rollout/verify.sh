@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+# Verify: exit 0 only when the incident is resolved.
+. "$(dirname "$0")/../lib.sh"
+eventually deploy_ok web
+eventually all_pods_image app=web nginx:1.27
