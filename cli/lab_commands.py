@@ -13,7 +13,7 @@ from lab import scenarios
 from lab.client import LabClient, LabRequestFailed
 from lab.cluster.clock import INSTANT, REALTIME
 from lab.cluster_sim import available_apps
-from lab.runner import LabNotRunning, LabServer, server_url_from_kubeconfig, write_kubeconfig
+from lab.runner import LabNotRunning, LabServer, server_url_from_kubeconfig
 
 _KUBECONFIG = click.option(
     "--kubeconfig",
@@ -71,7 +71,13 @@ def lab() -> None:
     help="realtime: pods take seconds to start, as in a cluster; instant: every write "
     "settles the cluster at once (for scripts and tests).",
 )
-def up(apps: tuple[str, ...], port: int, kubeconfig: Path | None, clock: str) -> None:
+@click.option(
+    "--rbac",
+    is_flag=True,
+    help="Authorize every request with RBAC (served over HTTPS); the kubeconfig written is "
+    "the cluster admin's, and `kubectl create token SA` makes identities to try.",
+)
+def up(apps: tuple[str, ...], port: int, kubeconfig: Path | None, clock: str, rbac: bool) -> None:
     """Start the lab cluster and write its kubeconfig; runs until interrupted."""
     chosen = [a for a in apps if a != "none"]
     unknown = [a for a in chosen if a not in available_apps()]
@@ -80,14 +86,14 @@ def up(apps: tuple[str, ...], port: int, kubeconfig: Path | None, clock: str) ->
             f"unknown app {unknown[0]!r}; available: {', '.join(available_apps())}"
         )
     path = kubeconfig or paths.lab_kubeconfig()
-    server = LabServer(mode=clock, apps=chosen, port=port)
+    server = LabServer(mode=clock, apps=chosen, port=port, rbac=rbac)
 
     def ready(running: LabServer) -> None:
         namespace = "hotel" if "hotel" in chosen else (chosen[0] if chosen else "default")
-        write_kubeconfig(path, running.url, namespace)
+        running.write_kubeconfig(path, namespace)
         click.echo(
             f"lab ready: {running.url} kubeconfig={path} apps={','.join(chosen) or '-'} "
-            f"clock={clock} (export KUBECONFIG={path})",
+            f"clock={clock}{' rbac=on' if rbac else ''} (export KUBECONFIG={path})",
             nl=True,
         )
 
