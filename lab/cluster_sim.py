@@ -47,6 +47,7 @@ from lab.controllers.services import (
     QuotaAdmission,
     QuotaController,
 )
+from lab.controllers.taint_manager import TaintManager
 from lab.controllers.traffic import TrafficSimulator
 from lab.controllers.volume_expansion import VolumeExpander
 from lab.controllers.volumes import PersistentVolumeController
@@ -114,6 +115,7 @@ class Cluster:
             QuotaController(self.ctx),
             HorizontalPodAutoscalerController(self.ctx),
             VolumeExpander(self.ctx),
+            TaintManager(self.ctx),
         ]
         self.api.admission_hooks.extend(
             [ClusterIPAllocator(self.ctx), QuotaAdmission(self.ctx), UpdateRules(self.store)]

@@ -17,6 +17,7 @@ it sets replace the base entry's, and the tags are added to it.
 from __future__ import annotations
 
 import re
+from fnmatch import fnmatchcase
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,8 @@ class ImageSpec(BaseModel):
     broken: dict[str, str] = Field(default_factory=dict)
     command: str | None = None
     listens: list[int] = Field(default_factory=list)
+    # Paths the server answers with 2xx/3xx (globs); any other path is a 404. None: any path.
+    http_paths: list[str] | None = None
     memory_mi: int = 32
     requires_env: list[str] = Field(default_factory=list)
     env_choices: dict[str, list[str]] = Field(default_factory=dict)
@@ -89,6 +92,13 @@ class ImageSpec(BaseModel):
             return True
         regex = self.tag_regex
         return regex is not None and regex.fullmatch(tag) is not None
+
+    def serves_path(self, path: str) -> bool:
+        """Whether an HTTP GET of ``path`` (query string ignored) gets a 2xx/3xx answer."""
+        if self.http_paths is None:
+            return True
+        bare = path.split("?", 1)[0] or "/"
+        return any(fnmatchcase(bare, pattern) for pattern in self.http_paths)
 
     def server_binaries(self) -> set[str]:
         """Basenames of the programs that start this image's server."""

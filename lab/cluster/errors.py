@@ -44,8 +44,9 @@ class ApiError(Exception):
             "metadata": {},
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
         }
+        if self.reason:  # omitempty: an unknown reason is left out
+            body["reason"] = self.reason
         # The real server's field order: details (when any) come before the code.
         if details:
             body["details"] = details

@@ -506,7 +506,8 @@ class CronJobController:
                 status["lastScheduleTime"] = self.ctx.clock.timestamp(latest)
             if due is not None and self._woken.get(meta["uid"]) != due:
                 self._woken[meta["uid"]] = due
-                self.ctx.clock.call_later(due - now, lambda: None)
+                # The next schedule is a wait: a write does not move the clock to it.
+                self.ctx.clock.call_later(due - now, lambda: None, steady=True)
         finished = [j for j in jobs if job_finished(j)]
         succeeded = [j for j in finished if job_finished(j) == "Complete"]
         if succeeded:

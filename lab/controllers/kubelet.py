@@ -468,7 +468,7 @@ class Kubelet:
     def _restart(self, run: PodRun, container: ContainerRun) -> None:
         container.rotate_logs()
         container.restart_count += 1
-        self._pull(run, container)
+        self._prepare(run, container)  # the environment is built again for every start
 
     # ------------------------------------------------------------ probes
 
@@ -487,6 +487,10 @@ class Kubelet:
                 None,
             )
         if port in container.listens:
+            path = str((probe.get("httpGet") or {}).get("path") or "/")
+            behaviour = container.behaviour
+            if "httpGet" in probe and behaviour is not None and not behaviour.serves_path(path):
+                return False, "HTTP probe failed with statuscode: 404"
             return True, ""
         if "httpGet" in probe:
             path = probe["httpGet"].get("path", "/")

@@ -261,13 +261,13 @@ class QuotaAdmission:
             for resource in self.TRACKED:
                 if resource not in hard:
                     continue
-                if resource.startswith("limits.") and not wanted.get(f"has_{resource}"):
+                missing = missing_constraints(obj, hard)
+                if missing:
                     raise ApiError(
                         403,
                         "Forbidden",
                         f'pods "{obj["metadata"]["name"]}" is forbidden: failed '
-                        f"quota: {quota['metadata']['name']}: must specify "
-                        f"{resource}",
+                        f"quota: {quota['metadata']['name']}: must specify {missing}",
                         kind="pods",
                         name=obj["metadata"]["name"],
                     )
@@ -285,6 +285,26 @@ class QuotaAdmission:
                         kind="pods",
                         name=obj["metadata"]["name"],
                     )
+
+
+def missing_constraints(pod: dict[str, Any], hard: dict[str, Any]) -> str:
+    """What the quota's pod evaluator says when a container does not state a resource the
+    quota limits (``requests.cpu for: web; limits.memory for: web,sidecar``), or ''."""
+    missing: dict[str, list[str]] = {}
+    for resource in sorted(hard):
+        section, _, name = resource.partition(".")
+        if not name:  # "cpu" and "memory" mean requests
+            section, name = "requests", section
+        if name not in ("cpu", "memory") or section not in ("requests", "limits"):
+            continue
+        for container in (pod.get("spec") or {}).get("containers") or []:
+            resources = container.get("resources") or {}
+            stated = (resources.get(section) or {}).get(name)
+            if stated is None and section == "requests":
+                stated = (resources.get("limits") or {}).get(name)  # defaulted from limits
+            if stated is None:
+                missing.setdefault(resource, []).append(str(container.get("name")))
+    return "; ".join(f"{r} for: {','.join(sorted(names))}" for r, names in missing.items())
 
 
 def _fmt(resource: str, value: float) -> str:

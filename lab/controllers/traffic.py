@@ -41,6 +41,30 @@ class _Outcome:
     error: str = ""
 
 
+ENTRY_ANNOTATION = "lab.stratus.dev/external-traffic"
+
+
+def is_entry(service: dict[str, Any]) -> bool:
+    """Whether clients outside the cluster call this Service."""
+    annotations = (service.get("metadata") or {}).get("annotations") or {}
+    if annotations.get(ENTRY_ANNOTATION) in ("true", "false"):
+        return bool(annotations[ENTRY_ANNOTATION] == "true")
+    return (service.get("spec") or {}).get("type") in ("NodePort", "LoadBalancer")
+
+
+@dataclass
+class _Window:
+    requests: float = 0.0
+    errors: float = 0.0
+    last_error: str = ""
+
+    def add(self, requests: float, outcome: _Outcome) -> None:
+        self.requests += requests
+        self.errors += requests * (1.0 - outcome.ok)
+        if outcome.error and outcome.ok < 1.0:
+            self.last_error = outcome.error
+
+
 @dataclass
 class TrafficSimulator:
     ctx: ControllerContext
@@ -58,27 +82,36 @@ class TrafficSimulator:
         ]
 
     def tick(self, seconds: float) -> None:
+        """One window of traffic: outside clients call the entry Services (type NodePort or
+        LoadBalancer, or annotated ``lab.stratus.dev/external-traffic: "true"``), every running
+        container calls what its image calls, and each Service's counters add what it was
+        asked in this window. A Service nobody called in the window fails nothing."""
         serve_memo: dict[str, _Outcome] = {}
         runs_by_ip = {run.ip: run for run in self.kubelet.runs.values()}
+        window: dict[tuple[str, str], _Window] = {}
         for service in self.ctx.store.iter_all("services"):
-            if not (service.get("spec") or {}).get("selector"):
-                continue  # endpoints kept by hand (the API server's own Service): not pods
+            if not (service.get("spec") or {}).get("selector") or not is_entry(service):
+                continue  # endpoints kept by hand, or nobody outside calls it
             namespace = service["metadata"]["namespace"]
             name = service["metadata"]["name"]
             outcome, rps = self._service_outcome(
                 None, namespace, name, None, runs_by_ip, serve_memo, set()
             )
-            if rps <= 0:
-                continue
-            counters = self.counters.setdefault((namespace, name), ServiceCounters())
-            counters.requests += rps * seconds
-            counters.errors += rps * seconds * (1.0 - outcome.ok)
-            counters.error_rate = 1.0 - outcome.ok
-            if outcome.error:
-                counters.last_error = outcome.error
+            if rps > 0:
+                window.setdefault((namespace, name), _Window()).add(rps * seconds, outcome)
         for run in self.kubelet.runs.values():
             for container in self._running(run):
-                self._log_calls(run, container, runs_by_ip, serve_memo)
+                self._log_calls(run, container, runs_by_ip, serve_memo, window, seconds)
+        for key, counters in self.counters.items():
+            if key not in window:
+                counters.error_rate = 0.0
+        for key, seen in window.items():
+            counters = self.counters.setdefault(key, ServiceCounters())
+            counters.requests += seen.requests
+            counters.errors += seen.errors
+            counters.error_rate = seen.errors / seen.requests if seen.requests else 0.0
+            if seen.last_error:
+                counters.last_error = seen.last_error
 
     def _log_calls(
         self,
@@ -86,12 +119,17 @@ class TrafficSimulator:
         container: ContainerRun,
         runs_by_ip: dict[str, PodRun],
         memo: dict[str, _Outcome],
+        window: dict[tuple[str, str], _Window],
+        seconds: float,
     ) -> None:
         assert container.behaviour is not None
         caller = self.ctx.store.get("pods", run.namespace, run.name)
         for call in container.behaviour.calls:
             outcome, _ = self._service_outcome(
                 caller, run.namespace, call.service, call, runs_by_ip, memo, {run.uid}, container
+            )
+            window.setdefault((run.namespace, call.service), _Window()).add(
+                container.behaviour.rps * seconds, outcome
             )
             if outcome.ok < 1.0:
                 self.kubelet.append_log(
@@ -123,17 +161,20 @@ class TrafficSimulator:
             return _Outcome(
                 0.0, f"dial tcp: lookup {service_name} on 10.96.0.10:53: no such host"
             ), 0.0
-        ports = service["spec"].get("ports") or []
+        # Callers speak TCP: a UDP or SCTP port in front of a TCP server answers nothing.
+        ports = [p for p in service["spec"].get("ports") or [] if p.get("protocol", "TCP") == "TCP"]
         service_port = (
             next((p for p in ports if p.get("port") == port), None)
             if port
             else (ports[0] if ports else None)
         )
         if service_port is None:
+            declared: list[dict[str, Any]] = service["spec"].get("ports") or [{}]
+            port = port or declared[0].get("port")
             return _Outcome(
                 0.0,
                 f"dial tcp {service['spec'].get('clusterIP')}:{port}: connect: connection refused",
-            ), 0.0
+            ), (10.0 if call is None and port else 0.0)  # outside clients still try it
         endpoints = self.ctx.store.get("endpoints", namespace, service_name)
         backends: list[tuple[str, int]] = []
         for subset in (endpoints or {}).get("subsets") or []:

@@ -74,3 +74,28 @@ def test_instant_clock_moves_only_as_far_as_settling_needs(lab: Lab, tmp_path: P
     lab.control.post("/lab/v1/settle", {"horizon": 600})
     pod = json.loads(kubectl.out("get", "pods", "-l", "app=broken", "-o", "json"))["items"][0]
     assert pod["status"]["containerStatuses"][0]["restartCount"] > restarts
+
+
+def test_a_crash_loop_picks_up_a_fixed_config_without_waiting_out_its_back_off(
+    lab: Lab, tmp_path: Path
+) -> None:
+    kubectl = kubectl_for("system", lab, tmp_path)
+    kubectl.run("create", "configmap", "db-env", "--from-literal=POSTGRES_DB=app")
+    kubectl.run("create", "deployment", "db", "--image=postgres:16")
+    kubectl.run(
+        "patch",
+        "deployment",
+        "db",
+        "-p",
+        '{"spec":{"template":{"spec":{"containers":[{"name":"postgres",'
+        '"envFrom":[{"configMapRef":{"name":"db-env"}}]}]}}}}',
+    )
+    pod = json.loads(kubectl.out("get", "pods", "-l", "app=db", "-o", "json"))["items"][0]
+    assert pod["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] == (
+        "CrashLoopBackOff"
+    )
+    start = Clock.parse(lab.control.get("/lab/v1/info")["now"])
+    kubectl.run("patch", "configmap", "db-env", "-p", '{"data":{"POSTGRES_PASSWORD":"s3cret"}}')
+    pod = json.loads(kubectl.out("get", "pods", "-l", "app=db", "-o", "json"))["items"][0]
+    assert "running" in pod["status"]["containerStatuses"][0]["state"]
+    assert Clock.parse(lab.control.get("/lab/v1/info")["now"]) - start <= 300

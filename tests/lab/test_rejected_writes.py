@@ -282,3 +282,28 @@ def test_failed_json_patch_test_names_no_python_types(
             "message": "testing value /spec/replicas failed: test failed",
         }
     ]
+
+
+def test_quota_on_requests_needs_pods_to_state_them(kubectl: Kubectl) -> None:
+    kubectl.run("create", "namespace", "quota-test", namespace=None)
+    kubectl.run(
+        "create",
+        "quota",
+        "compute",
+        "--hard=requests.cpu=2,limits.memory=1Gi",
+        namespace="quota-test",
+    )
+    err = _refused(kubectl, "run", "bare", "--image=nginx:1.27", ns="quota-test")
+    assert (
+        'pods "bare" is forbidden: failed quota: compute: must specify limits.memory for: bare; '
+        "requests.cpu for: bare"
+    ) in err
+    kubectl.run(
+        "run",
+        "stated",
+        "--image=nginx:1.27",
+        "--overrides",
+        '{"spec":{"containers":[{"name":"stated","image":"nginx:1.27",'
+        '"resources":{"limits":{"cpu":"100m","memory":"64Mi"}}}]}}',
+        namespace="quota-test",
+    )
