@@ -38,10 +38,12 @@ class NodeController:
     """The kubelets' heartbeats: each node condition's lastHeartbeatTime stays within
     ``HEARTBEAT`` seconds of the clock.
 
-    A real cluster's node lifecycle controller also taints a cordoned node with
-    ``node.kubernetes.io/unschedulable:NoSchedule``; the lab does not yet, because the tool
-    layer's round-trip test expects a cordoned node to read back exactly as written.
+    Like a real cluster's node lifecycle controller, it taints a cordoned node with
+    ``node.kubernetes.io/unschedulable:NoSchedule`` and removes the taint when the node is
+    uncordoned (Stratus's undo treats that taint as the controller's, not a person's change).
     """
+
+    UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 
     HEARTBEAT = 40.0
 
@@ -51,7 +53,8 @@ class NodeController:
     def reconcile(self) -> None:
         now = self.ctx.clock.now()
         stamp = self.ctx.clock.timestamp()
-        for node in self.ctx.store.iter_all("nodes"):
+        for stored in list(self.ctx.store.iter_all("nodes")):
+            node = self._mirror_unschedulable(stored, stamp)
             status = node.get("status") or {}
             conditions = status.get("conditions") or []
             if not any(
@@ -61,6 +64,26 @@ class NodeController:
                 continue
             conditions = [{**c, "lastHeartbeatTime": stamp} for c in conditions]
             self.ctx.write_status("nodes", node, {**status, "conditions": conditions})
+
+    def _mirror_unschedulable(self, node: dict[str, Any], stamp: str) -> dict[str, Any]:
+        spec = node.get("spec") or {}
+        taints = list(spec.get("taints") or [])
+        has = any(t.get("key") == self.UNSCHEDULABLE_TAINT for t in taints)
+        wanted = bool(spec.get("unschedulable"))
+        if has == wanted:
+            return node
+        if wanted:
+            taints.append(
+                {"key": self.UNSCHEDULABLE_TAINT, "effect": "NoSchedule", "timeAdded": stamp}
+            )
+        else:
+            taints = [t for t in taints if t.get("key") != self.UNSCHEDULABLE_TAINT]
+        changed = {**spec}
+        if taints:
+            changed["taints"] = taints
+        else:
+            changed.pop("taints", None)
+        return self.ctx.write_object("nodes", {**node, "spec": changed})
 
 
 class HorizontalPodAutoscalerController:

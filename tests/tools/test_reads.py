@@ -29,6 +29,8 @@ def test_workload_health_and_pod_status_of_a_crash_loop(lab: Lab, reader: Cluste
 
 def test_events_are_deduplicated_counted_and_newest_first(lab: Lab, reader: ClusterReader) -> None:
     inject(lab, "hotel-profile-image-not-found")
+    # The instant clock only moves for progress; let the pull back-off repeat for two minutes.
+    lab.control.post("/lab/v1/settle", {"horizon": 120})
     events = reader.events("hotel", limit=50)
     backoffs = [
         e

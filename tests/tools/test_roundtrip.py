@@ -13,7 +13,7 @@ from tests.conftest import Lab
 from tools import actions
 from tools.executor import Executor
 from tools.k8s import KubeClient
-from tools.objects import normalized, yaml_diff
+from tools.objects import ObjectRef, normalized, yaml_diff
 from undo.stack import UndoStack
 
 HOTEL_SERVICES = [
@@ -237,3 +237,18 @@ def test_delete_pod_needs_no_inverse(
     assert stack.entries.active() == []
     replacement = kube.list("v1", "Pod", namespace="hotel", label_selector="app=geo")
     assert len(replacement) == 1 and replacement[0]["metadata"]["uid"] != pod["metadata"]["uid"]
+
+
+def test_cordon_is_undone_even_after_the_node_controller_taints_the_node(
+    executor: Executor, stack: UndoStack, kube: KubeClient, lab: Lab
+) -> None:
+    node = ObjectRef("Node", "node-1")
+    outcome = executor.execute(actions.build("cordon", {"kind": "Node", "target": "node-1"}),
+                               actor="t")  # fmt: skip
+    lab.settle()
+    taints = kube.get(node)["spec"].get("taints") or []
+    assert any(t["key"] == "node.kubernetes.io/unschedulable" for t in taints)
+    stack.undo(outcome.undo_id or "", actor="t")  # no conflict: the taint is the controller's
+    lab.settle()
+    restored = kube.get(node)["spec"]
+    assert not restored.get("unschedulable") and not restored.get("taints")
