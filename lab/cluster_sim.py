@@ -9,6 +9,7 @@ controllers from the wall clock, for the demo.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from importlib import resources as pkg_resources
 from pathlib import Path
@@ -56,6 +57,26 @@ from lab.images import ImageCatalog
 
 class Controller(Protocol):
     def reconcile(self) -> None: ...
+
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def with_last_applied(doc: dict[str, Any]) -> dict[str, Any]:
+    """The manifest as ``kubectl apply`` creates it: with its own JSON in the last-applied
+    annotation (clients diff against it, and it is what a later patch drifts from)."""
+    metadata = dict(doc.get("metadata") or {})
+    annotations = {
+        k: v for k, v in (metadata.get("annotations") or {}).items() if k != LAST_APPLIED
+    }
+    applied = {
+        **doc,
+        "metadata": {**metadata, "annotations": annotations}
+        if annotations
+        else {k: v for k, v in metadata.items() if k != "annotations"},
+    }
+    text = json.dumps(applied, sort_keys=True, separators=(",", ":")) + "\n"
+    return {**doc, "metadata": {**metadata, "annotations": {**annotations, LAST_APPLIED: text}}}
 
 
 APPS_DIR = Path(str(pkg_resources.files("lab"))) / "apps"
@@ -233,11 +254,13 @@ class Cluster:
             self._create(doc)
         self.reconcile()
 
-    def _create(self, doc: dict[str, Any]) -> None:
+    def _create(self, doc: dict[str, Any], *, applied: bool = False) -> None:
         rt = by_kind(doc["kind"])
         namespace = doc.get("metadata", {}).get("namespace", "") if rt.namespaced else ""
         if self.store.get(rt.key, namespace, doc["metadata"]["name"]) is not None:
             return
+        if applied:
+            doc = with_last_applied(doc)
         self.api.create(rt, namespace, doc)
 
     def install_app(self, app: str) -> list[str]:
@@ -250,7 +273,7 @@ class Cluster:
         documents = load_manifests(path)
         namespaces = sorted({d["metadata"]["name"] for d in documents if d["kind"] == "Namespace"})
         for doc in sorted(documents, key=lambda d: d["kind"] != "Namespace"):
-            self._create(doc)
+            self._create(doc, applied=True)  # as `kubectl apply -f` deploys them
         if app not in self.installed_apps:
             self.installed_apps.append(app)
         self.settle()
