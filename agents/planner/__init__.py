@@ -22,7 +22,9 @@ class PlanRequest:
     question: str = ""  # what the person asked, if anything (data, not instructions)
     tried: list[str] = field(default_factory=list)  # Candidate.key() of earlier attempts
     rejected: list[tuple[str, str]] = field(default_factory=list)  # (key, the human's reason)
-    history: list[str] = field(default_factory=list)  # incident memory lines
+    history: list[str] = field(default_factory=list)  # incident memory lines, for people
+    # Incident memory for ranking: (mechanism, Candidate.key(), "fixed" | "undone" | "rejected").
+    past: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 class Planner(Protocol):
