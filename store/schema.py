@@ -91,4 +91,15 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE INDEX audit_log_execution ON audit_log(json_extract(payload, '$.execution'));
         """,
     ),
+    (
+        4,
+        """
+        ALTER TABLE incidents ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE incidents ADD COLUMN body TEXT;
+        ALTER TABLE incidents ADD COLUMN open INTEGER NOT NULL DEFAULT 0;
+        CREATE UNIQUE INDEX incidents_one_open_per_namespace ON incidents(namespace)
+            WHERE open = 1;
+        CREATE INDEX incidents_created ON incidents(created_at);
+        """,
+    ),
 ]

@@ -1,0 +1,368 @@
+"""Attempts: one candidate's steps proposed, approved, executed — and undone as one.
+
+Each step is a proposal through the proposal service (policy, approvals, the exact plan, the
+undo stack); this module only decides which proposal comes next and what its state means for
+the incident. An attempt is a transaction: if it is judged worse (or changes nothing), or a
+later step is refused or fails, or the incident is cancelled half-way, the steps it already
+executed are undone — each undo itself a proposal the policy decides.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import datetime
+
+from agents.incident import Attempt, Incident, IncidentState, new_transaction_id
+from agents.incident_store import IncidentEventType, IncidentRepository
+from agents.model import Candidate
+from agents.verify import look
+from proposals.errors import NoChange, NotExecutable
+from proposals.model import Proposal, ProposalState
+from proposals.service import ProposalService, Superseded, UndoRequest
+from store.clock import Clock, stamp
+from store.errors import StratusError
+from tools import errors
+from tools.k8s import KubeClient
+
+St = IncidentState
+P = ProposalState
+SKIPPED = ""  # a step whose object already looked as wanted
+_REFUSED = {P.REJECTED: "rejected", P.EXPIRED: "expired", P.CANCELLED: "cancelled"}
+_AGENT = "agent:stratus"
+
+
+class AttemptRunner:
+    """The attempt half of ``IncidentWorkflow`` (kept apart to keep each module small), and
+    the one way an incident is changed: ``move`` (a state change) and ``update``."""
+
+    service: ProposalService
+    kube: KubeClient
+    incidents: IncidentRepository
+    clock: Clock
+
+    def now(self) -> datetime:
+        return self.clock.now()
+
+    def move(
+        self, incident: Incident, to: IncidentState, *, message: str = "", **updates: object
+    ) -> Incident:
+        if not incident.can_move(to):
+            raise RuntimeError(f"incident {incident.id}: {incident.state} → {to} is not a move")
+        changed = incident.model_copy(update={**updates, "state": to, "updated_at": self.now()})
+        return self.incidents.save(
+            changed,
+            expected_version=incident.version,
+            actor=_AGENT,
+            message=message,
+            previous=incident.state,
+        )
+
+    def update(self, incident: Incident, **updates: object) -> Incident:
+        changed = incident.model_copy(update={**updates, "updated_at": self.now()})
+        return self.incidents.save(changed, expected_version=incident.version, actor=_AGENT)
+
+    # ------------------------------------------------------------------ begin and steps
+
+    def begin_attempt(self, incident: Incident, candidate: Candidate) -> Incident:
+        health = look(self.kube, incident.namespace, since=stamp(incident.created_at))
+        attempt = Attempt(
+            number=len(incident.attempts) + 1,
+            candidate=candidate,
+            transaction_id=new_transaction_id(),
+            health_before=health.to_dict(),
+            started_at=self.now(),
+        )
+        incident = self.update(
+            incident,
+            attempts=[*incident.attempts, attempt],
+            tried=[*incident.tried, candidate.key()],
+        )
+        self.incidents.note(
+            incident,
+            IncidentEventType.ATTEMPT,
+            actor=_AGENT,
+            message=f"attempt {attempt.number}: {candidate.intent}",
+            data={
+                "attempt": attempt.number,
+                "candidate": candidate.model_dump(mode="json"),
+                "health_before": attempt.health_before,
+            },
+        )
+        return self.next_step(incident)
+
+    def next_step(self, incident: Incident) -> Incident:
+        """Propose the attempt's next step, or go verify when every step is done."""
+        attempt = incident.current
+        assert attempt is not None
+        steps = attempt.candidate.steps
+        while len(attempt.proposals) < len(steps):
+            step = steps[len(attempt.proposals)]
+            try:
+                proposal = self.service.propose(
+                    action=step.action,
+                    kind=step.kind,
+                    name=step.name,
+                    namespace="" if step.kind == "Node" else incident.namespace,
+                    params=step.params,
+                    requester=_AGENT,
+                    incident_id=incident.id,
+                )
+            except NoChange as why:
+                self._say(incident, why.message)
+                attempt = attempt.model_copy(update={"proposals": [*attempt.proposals, SKIPPED]})
+                incident = self._with_attempt(incident, attempt)
+                continue
+            except StratusError as error:
+                return self.end_attempt(incident, f"failed: {error.message}")
+            attempt = attempt.model_copy(update={"proposals": [*attempt.proposals, proposal.id]})
+            incident = self._with_attempt(incident, attempt)
+            return self._after_proposal(incident, proposal)
+        if not _executed_steps(self, attempt):
+            return self.end_attempt(incident, "no change: every object already looked as wanted")
+        if incident.state == St.VERIFYING:
+            return incident
+        return self.move(incident, St.VERIFYING, message="waiting for the cluster to settle")
+
+    def _after_proposal(self, incident: Incident, proposal: Proposal) -> Incident:
+        if proposal.state == P.DENIED:
+            key = incident.current.candidate.key() if incident.current else ""
+            incident = self.update(
+                incident,
+                rejected=[*incident.rejected, (key, f"denied by policy: {proposal.reason}")],
+            )
+            return self.end_attempt(incident, f"denied by policy: {proposal.reason}")
+        if proposal.state == P.APPROVED:
+            return self._go(incident, St.EXECUTING, f"{proposal.intent} (allowed by policy)")
+        return self._go(
+            incident,
+            St.AWAITING_APPROVAL,
+            f"waiting for approval of {proposal.id}: {proposal.intent}",
+        )
+
+    # ------------------------------------------------------------------ waiting and executing
+
+    def _await(self, incident: Incident) -> Incident | None:
+        attempt = incident.current
+        assert attempt is not None
+        proposal, undoing = self._pending(attempt)
+        if proposal is None:
+            return self._go(incident, St.UNDOING if undoing else St.EXECUTING, "")
+        if proposal.state == P.AWAITING_APPROVAL:
+            if self.now() >= proposal.expires_at:
+                self.service.expire()
+                return self.incidents.get(incident.id)
+            return None  # a human decides; nothing waits here
+        if proposal.state in (P.APPROVED, P.EXECUTING, P.EXECUTED):
+            return self._go(incident, St.UNDOING if undoing else St.EXECUTING, "")
+        if proposal.state == P.SUPERSEDED:
+            return self._replace(incident, proposal, undoing)
+        why = _REFUSED.get(proposal.state, proposal.state.value)
+        reason = f"{proposal.id} {why}" + (f": {proposal.reason}" if proposal.reason else "")
+        if undoing:
+            return self.move(
+                incident,
+                St.ESCALATED,
+                message=f"the undo of attempt {attempt.number} was {why}; its changes remain "
+                f"({reason})",
+                reason="undo refused",
+            )
+        incident = self.update(
+            incident, rejected=[*incident.rejected, (attempt.candidate.key(), reason)]
+        )
+        return self.end_attempt(incident, reason)
+
+    def _execute(self, incident: Incident) -> Incident | None:
+        attempt = incident.current
+        assert attempt is not None
+        proposal, undoing = self._pending(attempt)
+        if proposal is None or proposal.state == P.EXECUTED:
+            return self._undo(incident) if undoing else self.next_step(incident)
+        try:
+            self.service.execute(proposal.id, actor=_AGENT)
+        except Superseded as moved:
+            return self._replace(incident, self.service.get(proposal.id), undoing, moved.new)
+        except (errors.LockHeld, errors.Unavailable, errors.OutcomeUnknown) as busy:
+            self.incidents.note(
+                incident,
+                IncidentEventType.NOTE,
+                actor=_AGENT,
+                message=f"{proposal.id} must wait: {busy.message}",
+            )
+            return None
+        except (StratusError, NotExecutable) as error:
+            if undoing:
+                return self.move(
+                    incident,
+                    St.ESCALATED,
+                    message=f"undoing attempt {attempt.number} failed: {error.message}",
+                    reason="undo failed",
+                )
+            return self.end_attempt(incident, f"failed: {error.message}")
+        return self._undo(incident) if undoing else self.next_step(incident)
+
+    def _replace(
+        self,
+        incident: Incident,
+        old: Proposal,
+        undoing: bool,
+        new: Proposal | None = None,
+    ) -> Incident | None:
+        """A superseded proposal is followed by the one that replaces it (which may need a
+        fresh approval, since the object or the policy moved)."""
+        attempt = incident.current
+        assert attempt is not None
+        replacement = new or (self.service.get(old.superseded_by) if old.superseded_by else None)
+        field = "undo_proposals" if undoing else "proposals"
+        ids = list(getattr(attempt, field))
+        ids[ids.index(old.id)] = replacement.id if replacement else SKIPPED
+        incident = self._with_attempt(incident, attempt.model_copy(update={field: ids}))
+        if replacement is None:
+            return self._undo(incident) if undoing else self.next_step(incident)
+        return self._after_proposal(incident, replacement)
+
+    # ------------------------------------------------------------------ undoing
+
+    def _undo(self, incident: Incident) -> Incident | None:
+        """Undo the attempt's executed steps, last first, each through the service."""
+        attempt = incident.current
+        assert attempt is not None
+        pending, _ = self._pending(attempt)
+        if pending is not None and pending.state in (P.APPROVED, P.AWAITING_APPROVAL):
+            state = St.UNDOING if pending.state == P.APPROVED else St.AWAITING_APPROVAL
+            if state == St.UNDOING and incident.state == St.UNDOING:
+                return self._execute_undo(incident)
+            return self._go(incident, state, f"undo {pending.id}: {pending.intent}")
+        for proposal_id in reversed(attempt.proposals):
+            original = self.service.get(proposal_id) if proposal_id else None
+            if original is None or original.state != P.EXECUTED:
+                continue
+            if not original.undo_id:
+                self.incidents.note(
+                    incident,
+                    IncidentEventType.NOTE,
+                    actor=_AGENT,
+                    message=f"{original.intent} cannot be undone (irreversible); left as is",
+                )
+                continue
+            try:
+                undo = self.service.propose_undo(
+                    UndoRequest(entry_id=original.undo_id, incident_id=incident.id),
+                    requester=_AGENT,
+                )
+            except StratusError as error:
+                return self.move(
+                    incident,
+                    St.ESCALATED,
+                    message=f"cannot undo {original.intent}: {error.message}",
+                    reason="undo refused",
+                )
+            undos = [*attempt.undo_proposals, undo.id]
+            attempt = attempt.model_copy(update={"undo_proposals": undos})
+            incident = self._with_attempt(incident, attempt)
+            if undo.state == P.DENIED:
+                return self.move(
+                    incident,
+                    St.ESCALATED,
+                    message=f"policy denies undoing {original.intent}: {undo.reason}",
+                    reason="undo denied",
+                )
+            if undo.state == P.AWAITING_APPROVAL:
+                return self._go(incident, St.AWAITING_APPROVAL, f"undo {undo.id}: {undo.intent}")
+            incident = self._go(incident, St.UNDOING, f"undo {undo.id}: {undo.intent}")
+            return self._execute_undo(incident)
+        outcome = attempt.outcome or "undone"
+        incident = self._with_attempt(
+            incident, attempt.model_copy(update={"outcome": outcome, "finished_at": self.now()})
+        )
+        if incident.cancel_requested:
+            return self.move(
+                incident,
+                St.CANCELLED,
+                message=f"cancelled by {incident.cancel_requested}; attempt {attempt.number} "
+                "was undone",
+                reason=f"cancelled by {incident.cancel_requested}",
+            )
+        return self.move(incident, St.PLANNING, message=f"attempt {attempt.number} undone")
+
+    def _execute_undo(self, incident: Incident) -> Incident | None:
+        return self._execute(incident)
+
+    # ------------------------------------------------------------------ ends
+
+    def end_attempt(self, incident: Incident, outcome: str) -> Incident:
+        """The attempt stops short (refused, denied, failed): undo what it executed, if
+        anything, else go plan the next candidate."""
+        attempt = incident.current
+        assert attempt is not None
+        incident = self._with_attempt(incident, attempt.model_copy(update={"outcome": outcome}))
+        self._say(incident, f"attempt {attempt.number}: {outcome}")
+        if _executed_steps(self, attempt):
+            return self._go(incident, St.UNDOING, f"undoing what attempt {attempt.number} did")
+        incident = self._with_attempt(
+            incident,
+            attempt.model_copy(update={"outcome": outcome, "finished_at": self.now()}),
+        )
+        if incident.cancel_requested:
+            return self.move(
+                incident, St.CANCELLED, message=f"cancelled by {incident.cancel_requested}"
+            )
+        return self._go(incident, St.PLANNING, f"attempt {attempt.number}: {outcome}")
+
+    def _cancel_now(self, incident: Incident) -> Incident | None:
+        attempt = incident.current
+        if incident.state == St.UNDOING:
+            return self._undo(incident)
+        if attempt is not None and not attempt.finished_at:
+            for proposal_id in [*attempt.proposals, *attempt.undo_proposals]:
+                if not proposal_id:
+                    continue
+                proposal = self.service.get(proposal_id)
+                if proposal.state in (P.AWAITING_APPROVAL, P.APPROVED):
+                    # It may move on meanwhile; it is judged below by what it became.
+                    with contextlib.suppress(StratusError):
+                        self.service.cancel(proposal.id, actor=_AGENT, reason="incident cancelled")
+            if _executed_steps(self, attempt) and incident.state != St.VERIFYING:
+                incident = self._with_attempt(
+                    incident, attempt.model_copy(update={"outcome": "cancelled"})
+                )
+                return self._go(incident, St.UNDOING, "cancelled half-way: undoing the steps made")
+        return self.move(
+            incident,
+            St.CANCELLED,
+            message=f"cancelled by {incident.cancel_requested}",
+            reason=f"cancelled by {incident.cancel_requested}",
+        )
+
+    # ------------------------------------------------------------------ helpers
+
+    def _pending(self, attempt: Attempt) -> tuple[Proposal | None, bool]:
+        """The proposal the attempt waits on, and whether it is an undo."""
+        if attempt.undo_proposals:
+            last = self.service.get(attempt.undo_proposals[-1])
+            if last.state != P.EXECUTED:
+                return last, True
+            return None, True
+        if attempt.proposals and attempt.proposals[-1]:
+            return self.service.get(attempt.proposals[-1]), False
+        return None, False
+
+    def _say(self, incident: Incident, message: str) -> None:
+        self.incidents.note(incident, IncidentEventType.NOTE, actor=_AGENT, message=message)
+
+    def _go(self, incident: Incident, to: IncidentState, message: str) -> Incident:
+        if incident.state == to:
+            return incident
+        return self.move(incident, to, message=message)
+
+    def _with_attempt(self, incident: Incident, attempt: Attempt) -> Incident:
+        return self.update(incident, attempts=[*incident.attempts[:-1], attempt])
+
+
+def _executed_steps(runner: AttemptRunner, attempt: Attempt) -> list[Proposal]:
+    executed = []
+    for proposal_id in attempt.proposals:
+        if proposal_id:
+            proposal = runner.service.get(proposal_id)
+            if proposal.state == P.EXECUTED:
+                executed.append(proposal)
+    return executed

@@ -1,0 +1,71 @@
+"""Transactional No-Regression: how an attempt is judged.
+
+The namespace's health score is taken before an attempt and again once the cluster has settled
+— polled until two looks agree (or it is healthy), bounded by a timeout — and the verdict
+compares the two. The verdict and both scores, with their parts, go into the incident's events
+so a person sees why an attempt was kept or undone.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from agents.health import HealthScore, collect, score, verdict
+from agents.incident import Verdict
+from tools.k8s import KubeClient
+
+# How the workflow lets time pass while the cluster settles. Real clusters: sleep. The lab in
+# instant mode is settled by its control API; the composition root passes that in.
+Pause = Callable[[float], None]
+
+
+def settle_seconds() -> float:
+    """The bounded wait for the cluster to settle after an attempt (STRATUS_SETTLE_SECONDS)."""
+    raw = os.environ.get("STRATUS_SETTLE_SECONDS", "")
+    try:
+        value = float(raw) if raw else 60.0
+    except ValueError:
+        value = 60.0
+    return min(max(value, 0.0), 3600.0)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    before: HealthScore
+    after: HealthScore
+    verdict: Verdict
+    waited: float  # seconds spent waiting for the cluster to settle
+    settled: bool  # False: the timeout ended the wait while the score still moved
+
+
+def look(kube: KubeClient, namespace: str, *, since: str = "") -> HealthScore:
+    return score(collect(kube, namespace), since=since)
+
+
+def judge(
+    kube: KubeClient,
+    namespace: str,
+    before: HealthScore,
+    *,
+    since: str,
+    pause: Pause,
+    timeout: float,
+    interval: float = 2.0,
+) -> Judgement:
+    """Wait (bounded) until the namespace is healthy or its score stops moving, then compare."""
+    started = time.monotonic()
+    previous: HealthScore | None = None
+    after = look(kube, namespace, since=since)
+    settled = False
+    while True:
+        if after.healthy or (previous is not None and previous.parts == after.parts):
+            settled = True
+            break
+        if time.monotonic() - started >= timeout:
+            break
+        pause(interval)
+        previous, after = after, look(kube, namespace, since=since)
+    return Judgement(before, after, verdict(before, after), time.monotonic() - started, settled)

@@ -1,0 +1,400 @@
+"""The incident workflow: a persisted state machine that the surfaces advance.
+
+detecting → diagnosing → planning → awaiting_approval → executing → verifying → resolved,
+with undoing → planning (next hypothesis) when an attempt made things worse or changed nothing,
+and escalated or cancelled as the other ends. Every move is plain Python here; planners only
+supply a diagnosis and ranked candidates, and every write is a proposal through the proposal
+service — there is no second gate.
+
+``advance`` runs moves until the incident must wait for a human or ends. Nothing waits on a
+person inside a coroutine: the incident is stored after every move, and a click (or a
+restart) calls ``advance`` again, which picks up from the stored state. One process advances
+an incident at a time (a lease); at most one incident per namespace is open.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from agents import snapshot as snapshots
+from agents.analyzers import analyze
+from agents.attempts import AttemptRunner
+from agents.health import HealthScore
+from agents.incident import (
+    Incident,
+    IncidentState,
+    new_incident_id,
+)
+from agents.incident_store import IncidentEventType, IncidentRepository, StaleIncident
+from agents.memory import past_outcomes
+from agents.model import PlanResult, Usage
+from agents.planner import Planner, PlanRequest
+from agents.verify import Pause, judge, look, settle_seconds
+from proposals.service import ProposalService
+from store.clock import stamp
+from store.locks import LeaseLocks, holder_name
+from tools import errors
+from tools.k8s import KubeClient
+from tools.objects import ObjectRef
+
+St = IncidentState
+AGENT = "agent:stratus"  # who proposes the workflow's actions
+
+
+@dataclass
+class WorkflowConfig:
+    max_attempts: int = 3
+    settle_timeout: float = field(default_factory=settle_seconds)
+    poll_interval: float = 2.0
+    lease_seconds: float = 600.0
+
+
+class IncidentWorkflow(AttemptRunner):
+    def __init__(
+        self,
+        *,
+        service: ProposalService,
+        kube: KubeClient,
+        offline: Planner,
+        llm: Planner | None = None,
+        config: WorkflowConfig | None = None,
+        pause: Pause = time.sleep,
+    ) -> None:
+        self.service = service
+        self.kube = kube
+        self.offline = offline
+        self.llm = llm
+        self.config = config or WorkflowConfig()
+        self.pause = pause
+        self.store = service.store
+        self.clock = service.clock
+        self.incidents = IncidentRepository(service.store)
+        self.locks = LeaseLocks(service.store)
+
+    # ------------------------------------------------------------------ use-cases
+
+    def start(
+        self, namespace: str, *, requester: str, question: str = "", source: str = "cli"
+    ) -> tuple[Incident, bool]:
+        """Open an incident on ``namespace``, or join the one already open there.
+        Returns (incident, joined)."""
+        ObjectRef("Namespace", namespace)  # validates the name
+        if self.kube.find(ObjectRef("Namespace", namespace)) is None:
+            raise errors.NotFound(f"namespace {namespace!r} does not exist", subject=namespace)
+        now = self.clock.now()
+        incident = Incident(
+            id=new_incident_id(),
+            namespace=namespace,
+            question=question[:500],
+            requester=requester,
+            source=source,
+            state=St.DETECTING,
+            created_at=now,
+            updated_at=now,
+            max_attempts=self.config.max_attempts,
+            planner=self.llm.name if self.llm else self.offline.name,
+        )
+        existing = self.incidents.insert(incident)
+        if existing is not None:
+            self.incidents.note(
+                existing,
+                IncidentEventType.NOTE,
+                actor=requester,
+                message=f"{requester} joined the open incident {existing.id}",
+            )
+            return existing, True
+        return incident, False
+
+    def advance(self, incident_id: str, *, budget: int = 100) -> Incident:
+        """Make moves until the incident waits for a human or ends (or another process is
+        advancing it, in which case it is returned as it is)."""
+        holder = holder_name("workflow")
+        resource = f"incident:{incident_id}"
+        if self.locks.acquire(resource, holder, ttl=self.config.lease_seconds) is not None:
+            return self.incidents.get(incident_id)
+        try:
+            incident = self.incidents.get(incident_id)
+            for _ in range(budget):
+                if not incident.is_open:
+                    break
+                moved = self._step(incident)
+                if moved is None:
+                    break  # waiting for a human
+                incident = moved
+            return incident
+        finally:
+            self.locks.release(resource, holder)
+
+    def cancel(self, incident_id: str, *, actor: str, reason: str = "") -> Incident:
+        """Cancel: open proposals are withdrawn; an attempt whose steps are half done is
+        undone first, so no half-done action is left behind."""
+        for _ in range(8):
+            incident = self.incidents.get(incident_id)
+            if not incident.is_open:
+                return incident
+            try:
+                flagged = incident.model_copy(
+                    update={"cancel_requested": actor or "someone", "updated_at": self.clock.now()}
+                )
+                saved = self.incidents.save(flagged, expected_version=incident.version, actor=actor)
+                self.incidents.note(
+                    saved,
+                    IncidentEventType.NOTE,
+                    actor=actor,
+                    message=f"cancel requested by {actor}: {reason or 'no reason given'}",
+                )
+                return self.advance(incident_id)
+            except StaleIncident:
+                continue
+        return self.incidents.get(incident_id)
+
+    # ------------------------------------------------------------------ moves
+
+    def _step(self, incident: Incident) -> Incident | None:
+        if incident.cancel_requested:
+            return self._cancel_now(incident)
+        handler: dict[IncidentState, Callable[[Incident], Incident | None]] = {
+            St.DETECTING: self._detect,
+            St.DIAGNOSING: self._diagnose,
+            St.PLANNING: self._plan,
+            St.AWAITING_APPROVAL: self._await,
+            St.EXECUTING: self._execute,
+            St.VERIFYING: self._verify,
+            St.UNDOING: self._undo,
+        }
+        return handler[incident.state](incident)
+
+    def _detect(self, incident: Incident) -> Incident:
+        health = look(self.kube, incident.namespace, since=stamp(incident.created_at))
+        health_dict = health.to_dict()
+        self.incidents.note(
+            incident,
+            IncidentEventType.NOTE,
+            actor=AGENT,
+            message=_health_line("health at start", health),
+            data={"health": health_dict},
+        )
+        detected = None if health.healthy else self.clock.now()
+        return self.move(
+            incident,
+            St.DIAGNOSING,
+            message="reading the namespace",
+            health_at_start=health_dict,
+            health_now=health_dict,
+            detected_at=detected,
+        )
+
+    def _diagnose(self, incident: Incident) -> Incident:
+        result = self.plan_for(incident)
+        health = look(self.kube, incident.namespace, since=stamp(incident.created_at))
+        if result.diagnosis is None:
+            if health.healthy:
+                return self.move(
+                    incident,
+                    St.RESOLVED,
+                    message="nothing is wrong: the namespace is healthy and no analyzer found a "
+                    "cause",
+                    reason="healthy",
+                    health_now=health.to_dict(),
+                    usage=self.usage_after(incident, result),
+                )
+            return self.move(
+                incident,
+                St.ESCALATED,
+                message="the namespace is unhealthy but no analyzer could name a cause: "
+                + _health_line("health", health),
+                reason="no diagnosis",
+                health_now=health.to_dict(),
+                usage=self.usage_after(incident, result),
+            )
+        return self.move(
+            incident,
+            St.PLANNING,
+            message=f"diagnosis: {result.diagnosis.summary}",
+            diagnosis=result.diagnosis,
+            candidates=result.candidates,
+            detected_at=incident.detected_at or self.clock.now(),
+            usage=self.usage_after(incident, result),
+            planner=result.planner,
+        )
+
+    def _plan(self, incident: Incident) -> Incident | None:
+        if len(incident.attempts) >= incident.max_attempts:
+            return self.move(
+                incident,
+                St.ESCALATED,
+                message=f"{len(incident.attempts)} attempts did not resolve it; a person "
+                "should take over with what was learned",
+                reason="attempts exhausted",
+            )
+        if incident.attempts:  # the cluster moved since the plan: look again
+            result = self.plan_for(incident)
+            health = look(self.kube, incident.namespace, since=stamp(incident.created_at))
+            if health.healthy and result.diagnosis is None:
+                return self.move(
+                    incident,
+                    St.RESOLVED,
+                    message="the namespace is healthy",
+                    reason="mitigated",
+                    mitigated_at=incident.mitigated_at or self.clock.now(),
+                    health_now=health.to_dict(),
+                    usage=self.usage_after(incident, result),
+                )
+            incident = self.update(
+                incident,
+                diagnosis=result.diagnosis or incident.diagnosis,
+                candidates=result.candidates,
+                usage=self.usage_after(incident, result),
+            )
+        refused = {key for key, _ in incident.rejected}
+        done = set(incident.tried) | refused
+        remaining = [c for c in incident.candidates if c.key() not in done]
+        if not remaining:
+            return self.move(
+                incident,
+                St.ESCALATED,
+                message="no candidate action is left to try; a person should take over",
+                reason="no candidates left",
+            )
+        return self.begin_attempt(incident, remaining[0])
+
+    def _verify(self, incident: Incident) -> Incident:
+        attempt = incident.current
+        assert attempt is not None
+        before = HealthScore(
+            parts=dict(attempt.health_before.get("parts") or {}),
+            details={k: list(v) for k, v in (attempt.health_before.get("details") or {}).items()},
+        )
+        result = judge(
+            self.kube,
+            incident.namespace,
+            before,
+            since=stamp(attempt.started_at),
+            pause=self.pause,
+            timeout=self.config.settle_timeout,
+            interval=self.config.poll_interval,
+        )
+        after = result.after.to_dict()
+        self.incidents.note(
+            incident,
+            IncidentEventType.VERIFIED,
+            actor=AGENT,
+            message=f"attempt {attempt.number}: {result.verdict} (score {before.total} → "
+            f"{result.after.total}{'' if result.settled else ', still moving at the timeout'})",
+            data={
+                "attempt": attempt.number,
+                "verdict": result.verdict,
+                "before": attempt.health_before,
+                "after": after,
+                "waited_seconds": round(result.waited, 2),
+                "settled": result.settled,
+            },
+        )
+        attempts = list(incident.attempts)
+        attempts[-1] = attempt.model_copy(update={"health_after": after, "verdict": result.verdict})
+        if result.verdict == "healthy":
+            attempts[-1] = attempts[-1].model_copy(
+                update={"outcome": "fixed", "finished_at": self.clock.now()}
+            )
+            return self.move(
+                incident,
+                St.RESOLVED,
+                message=f"resolved by attempt {attempt.number}: {attempt.candidate.intent}",
+                attempts=attempts,
+                reason="mitigated",
+                mitigated_at=self.clock.now(),
+                health_now=after,
+            )
+        if result.verdict == "better":
+            attempts[-1] = attempts[-1].model_copy(
+                update={"outcome": "improved", "finished_at": self.clock.now()}
+            )
+            return self.move(
+                incident,
+                St.PLANNING,
+                message=f"attempt {attempt.number} helped but the namespace is not healthy "
+                "yet; looking again",
+                attempts=attempts,
+                health_now=after,
+            )
+        why = "made things worse" if result.verdict == "worse" else "changed nothing for the better"
+        return self.move(
+            incident,
+            St.UNDOING,
+            message=f"attempt {attempt.number} {why}; undoing it",
+            attempts=attempts,
+            health_now=after,
+        )
+
+    # ------------------------------------------------------------------ planning
+
+    def plan_for(self, incident: Incident) -> PlanResult:
+        """A fresh look and a plan (the LLM planner when configured, else offline)."""
+        snap = snapshots.take(self.kube, incident.namespace)
+        findings = analyze(snap)
+        past, history = past_outcomes(self.incidents, incident)
+        base = PlanRequest(
+            snapshot=snap,
+            findings=findings,
+            offline=PlanResult(diagnosis=None),
+            question=incident.question,
+            tried=list(incident.tried),
+            rejected=list(incident.rejected),
+            history=history,
+            past=past,
+        )
+        offline = self.offline.plan(base)
+        result = offline
+        if self.llm is not None:
+            result = self.llm.plan(PlanRequest(**{**base.__dict__, "offline": offline}))
+        if result.diagnosis is not None and history:
+            result = result.model_copy(
+                update={"diagnosis": result.diagnosis.model_copy(update={"history": history})}
+            )
+        self.incidents.note(
+            incident,
+            IncidentEventType.FINDINGS,
+            actor=AGENT,
+            message=f"{len(findings)} finding(s)",
+            data={"findings": [f.model_dump(mode="json") for f in findings[:20]]},
+        )
+        if result.diagnosis is not None:
+            self.incidents.note(
+                incident,
+                IncidentEventType.DIAGNOSED,
+                actor=AGENT,
+                message=f"{result.diagnosis.resource} ({result.diagnosis.category}): "
+                f"{result.diagnosis.summary}",
+                data={"diagnosis": result.diagnosis.model_dump(mode="json")},
+            )
+        self.incidents.note(
+            incident,
+            IncidentEventType.PLANNED,
+            actor=AGENT,
+            message=f"{len(result.candidates)} candidate(s) from the {result.planner} planner",
+            data={
+                "planner": result.planner,
+                "candidates": [c.model_dump(mode="json") for c in result.candidates],
+                "notes": result.notes,
+            },
+        )
+        for note in result.notes:
+            self.incidents.note(incident, IncidentEventType.NOTE, actor=AGENT, message=note)
+        return result
+
+    @staticmethod
+    def usage_after(incident: Incident, result: PlanResult) -> Usage:
+        usage = result.usage
+        return Usage(
+            model_calls=incident.usage.model_calls + usage.model_calls,
+            prompt_tokens=incident.usage.prompt_tokens + usage.prompt_tokens,
+            completion_tokens=incident.usage.completion_tokens + usage.completion_tokens,
+            context_tokens=max(incident.usage.context_tokens, usage.context_tokens),
+        )
+
+
+def _health_line(label: str, health: HealthScore) -> str:
+    parts = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in health.parts.items() if v)
+    return f"{label}: score {health.total}" + (f" ({parts})" if parts else " (healthy)")
