@@ -14,9 +14,12 @@ is not "without endpoints"; a completed Job's pod is not unready.
 from __future__ import annotations
 
 import datetime as dt
+import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from tools.errors import ToolError
 from tools.k8s import KubeClient
 
 # How much each part weighs: a crash loop or a service nobody can reach hurts callers more
@@ -24,6 +27,7 @@ from tools.k8s import KubeClient
 WEIGHTS = {
     "crash_looping_containers": 3,
     "services_without_endpoints": 3,
+    "failing_requests": 2,
     "unavailable_replicas": 2,
     "unready_pods": 1,
     "new_warning_events": 1,
@@ -31,6 +35,13 @@ WEIGHTS = {
 # New warning events count, but a noisy namespace cannot outweigh real breakage.
 WARNING_CAP = 5
 _WORKLOAD_KINDS = (("apps/v1", "Deployment"), ("apps/v1", "StatefulSet"), ("apps/v1", "DaemonSet"))
+LOG_PODS = 40  # pods whose logs one look reads, at most (one per workload)
+LOG_TAIL = 30
+LOG_WINDOW = 1.0  # seconds before a log's newest line that count as "now"
+# A failed request as applications log it: a level word, or the words of a failed call.
+REQUEST_ERROR = re.compile(
+    r"\b(ERROR|FATAL|CRITICAL)\b|\b(failed|refused|timed out|no such host|unreachable)\b"
+)
 _CRASH_REASONS = {"CrashLoopBackOff", "RunContainerError", "CreateContainerError"}
 
 Verdict = Literal["healthy", "better", "same", "worse"]
@@ -74,6 +85,9 @@ class NamespaceState:
     pods: tuple[PodState, ...] = ()
     services: tuple[ServiceState, ...] = ()
     warnings: tuple[WarningEvent, ...] = ()
+    # Running, ready pods whose latest log lines report failed requests (callers of a broken
+    # service): the only request signal a cluster without metrics exposes.
+    failing_requests: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -125,6 +139,7 @@ def score(state: NamespaceState, *, since: str = "") -> HealthScore:
             "services_without_endpoints": len(dark),
             "unavailable_replicas": sum(unavailable.values()),
             "unready_pods": len(unready),
+            "failing_requests": len(state.failing_requests),
             "new_warning_events": min(len(warnings), WARNING_CAP),
         },
         details={
@@ -132,6 +147,7 @@ def score(state: NamespaceState, *, since: str = "") -> HealthScore:
             "services_without_endpoints": sorted(dark),
             "unavailable_replicas": sorted(f"{k} ({v})" for k, v in unavailable.items()),
             "unready_pods": sorted(unready),
+            "failing_requests": sorted(state.failing_requests),
             "new_warning_events": warnings[:WARNING_CAP],
         },
     )
@@ -173,7 +189,8 @@ def collect(kube: KubeClient, namespace: str) -> NamespaceState:
                     dict(template.get("labels") or {}),
                 )
             )
-    pods = [_pod(pod) for pod in kube.list("v1", "Pod", namespace=namespace)]
+    pod_objects = kube.list("v1", "Pod", namespace=namespace)
+    pods = [_pod(pod) for pod in pod_objects]
     endpoints = {
         e["metadata"]["name"]: sum(len(s.get("addresses") or []) for s in e.get("subsets") or [])
         for e in kube.list("v1", "Endpoints", namespace=namespace)
@@ -197,8 +214,71 @@ def collect(kube: KubeClient, namespace: str) -> NamespaceState:
         if e.get("type") == "Warning"
     ]
     return NamespaceState(
-        namespace, tuple(workloads), tuple(pods), tuple(services), tuple(warnings)
+        namespace,
+        tuple(workloads),
+        tuple(pods),
+        tuple(services),
+        tuple(warnings),
+        failing_requests(kube, namespace, pod_objects),
     )
+
+
+def _owner(pod: dict[str, Any]) -> str:
+    owners = pod["metadata"].get("ownerReferences") or [{}]
+    return str(owners[0].get("name") or pod["metadata"]["name"])
+
+
+def _ready(pod: dict[str, Any]) -> bool:
+    status = pod.get("status") or {}
+    conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
+    return status.get("phase") == "Running" and conditions.get("Ready") == "True"
+
+
+def latest_lines(text: str, window: float = LOG_WINDOW) -> list[str]:
+    """The lines of the last ``window`` seconds of a log read with timestamps, measured from
+    its own newest line (no clock is compared with the cluster's)."""
+    stamped: list[tuple[dt.datetime, str]] = []
+    for line in text.splitlines():
+        stamp_text, _, rest = line.partition(" ")
+        try:
+            at = dt.datetime.fromisoformat(stamp_text.replace("Z", "+00:00"))
+        except ValueError:
+            continue
+        stamped.append((at, rest))
+    if not stamped:
+        return text.splitlines()[-3:]
+    newest = max(at for at, _ in stamped)
+    return [rest for at, rest in stamped if (newest - at).total_seconds() <= window]
+
+
+def _pod_fails_requests(kube: KubeClient, namespace: str, pod: dict[str, Any]) -> str | None:
+    name = str(pod["metadata"]["name"])
+    containers = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or []]
+    for container in containers[:2]:
+        try:
+            text = kube.read_log(
+                namespace, name, container=container, tail_lines=LOG_TAIL, timestamps=True
+            )
+        except ToolError:
+            continue
+        if any(REQUEST_ERROR.search(line) for line in latest_lines(text)):
+            return name
+    return None
+
+
+def failing_requests(
+    kube: KubeClient, namespace: str, pods: list[dict[str, Any]]
+) -> tuple[str, ...]:
+    """Workloads (one ready pod each, at most ``LOG_PODS``) whose latest log lines report
+    failed requests. Reads run in a few threads: one look stays well under a second."""
+    chosen: dict[str, dict[str, Any]] = {}
+    for pod in pods:
+        if _ready(pod):
+            chosen.setdefault(_owner(pod), pod)
+    sample = list(chosen.items())[:LOG_PODS]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        found = pool.map(lambda item: _pod_fails_requests(kube, namespace, item[1]), sample)
+        return tuple(sorted(owner for (owner, _), hit in zip(sample, found, strict=True) if hit))
 
 
 def _stamp(value: Any) -> str:

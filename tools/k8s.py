@@ -268,6 +268,7 @@ class KubeClient:
         container: str | None = None,
         tail_lines: int | None = None,
         previous: bool = False,
+        timestamps: bool = False,
     ) -> str:
         core = client.CoreV1Api(self.api_client)
         try:
@@ -277,6 +278,7 @@ class KubeClient:
                 container=container,
                 tail_lines=tail_lines,
                 previous=previous,
+                timestamps=timestamps,
                 _request_timeout=self.timeout,
             )
         except Exception as exc:

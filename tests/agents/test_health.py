@@ -9,6 +9,7 @@ from agents.health import (
     WarningEvent,
     Workload,
     collect,
+    latest_lines,
     score,
     verdict,
 )
@@ -43,6 +44,7 @@ def test_each_part_counts_what_is_wrong_and_names_it() -> None:
         "services_without_endpoints": 1,
         "unavailable_replicas": 2,
         "unready_pods": 1,
+        "failing_requests": 0,
         "new_warning_events": 0,
     }
     assert result.details["services_without_endpoints"] == ["web"]
@@ -80,3 +82,24 @@ def test_the_lab_baseline_is_healthy_and_a_crash_loop_is_worse(lab: Lab, kube: K
     assert verdict(baseline, broken) == "worse", broken.to_dict()
     assert broken.parts["crash_looping_containers"] >= 1
     assert any("search" in name for name in broken.details["crash_looping_containers"])
+
+
+def test_only_the_latest_log_lines_count_as_failing_requests() -> None:
+    log = (
+        "2026-11-22T10:00:00Z ERROR request to geo:8083 failed: connection refused\n"
+        "2026-11-22T10:00:02Z INFO request to geo:8083 ok\n"
+        "2026-11-22T10:00:02.5Z INFO request to rate:8084 ok\n"
+    )
+    assert latest_lines(log) == ["INFO request to geo:8083 ok", "INFO request to rate:8084 ok"]
+    failing = score(state(failing_requests=("frontend",)))
+    assert failing.parts["failing_requests"] == 1 and not failing.healthy
+
+
+def test_callers_failing_against_a_service_scaled_to_zero_make_the_namespace_unhealthy(
+    lab: Lab, kube: KubeClient
+) -> None:
+    lab.control.post("/lab/v1/scenarios/hotel-recommendation-scaled-to-zero/inject")
+    lab.settle()
+    broken = score(collect(kube, "hotel"))
+    assert "frontend" in " ".join(broken.details["failing_requests"]), broken.to_dict()
+    assert not broken.healthy
