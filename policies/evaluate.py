@@ -37,6 +37,7 @@ class ProposalFacts:
     reversible: bool
     requester: str
     labels: tuple[tuple[str, str], ...] = ()
+    managed_by: str = ""  # the GitOps controller that owns the object (argocd, flux), if any
 
     @property
     def resource(self) -> str:
@@ -44,7 +45,11 @@ class ProposalFacts:
 
 
 def facts_for(
-    action: Action, *, requester: str, labels: dict[str, str] | None = None
+    action: Action,
+    *,
+    requester: str,
+    labels: dict[str, str] | None = None,
+    managed_by: str = "",
 ) -> ProposalFacts:
     """Facts from the catalog's own metadata for this action class."""
     cls = CATALOG[action.name]
@@ -58,6 +63,7 @@ def facts_for(
         reversible=cls.reversible,
         requester=requester,
         labels=tuple(sorted((labels or {}).items())),
+        managed_by=managed_by,
     )
 
 
@@ -169,6 +175,8 @@ class _CompiledRule:
         if match.risk and facts.risk not in match.risk:
             return False
         if match.reversible is not None and match.reversible != facts.reversible:
+            return False
+        if match.managed_by and facts.managed_by not in match.managed_by:
             return False
         if match.labels:
             labels = dict(facts.labels)

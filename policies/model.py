@@ -207,6 +207,9 @@ class Match(_Strict):
     )
     risk: list[RiskLevel] = Field(default_factory=list)
     reversible: bool | None = None
+    managed_by: list[Literal["argocd", "flux"]] = Field(
+        default_factory=list, description="objects a GitOps controller owns; empty: any"
+    )
     window: Window | None = None
 
     @field_validator("actions")

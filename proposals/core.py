@@ -108,6 +108,7 @@ class ServiceCore:
         supersedes: Proposal | None,
         undo_entry: str | None = None,
         force: bool = False,
+        warnings: list[str] | None = None,
     ) -> Proposal:
         now = self.clock.now()
         decision = self._decide(facts, now)
@@ -142,6 +143,7 @@ class ServiceCore:
             supersedes=supersedes.id if supersedes else None,
             previous_diff=supersedes.plan.diff if supersedes else None,
             reason=decision.reason if decision.outcome == "deny" else "",
+            warnings=list(warnings or []),
         )
         if dry_run:
             return proposal

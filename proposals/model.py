@@ -87,6 +87,7 @@ class Facts(_Model):
     reversible: bool
     requester: str
     labels: dict[str, str] = Field(default_factory=dict)
+    managed_by: str = ""
 
     @classmethod
     def of(cls, facts: ProposalFacts) -> Facts:
@@ -99,6 +100,7 @@ class Facts(_Model):
             reversible=facts.reversible,
             requester=facts.requester,
             labels=dict(facts.labels),
+            managed_by=facts.managed_by,
         )
 
     def policy_facts(self) -> ProposalFacts:
@@ -111,6 +113,7 @@ class Facts(_Model):
             reversible=self.reversible,
             requester=self.requester,
             labels=tuple(sorted(self.labels.items())),
+            managed_by=self.managed_by,
         )
 
 
@@ -194,6 +197,8 @@ class Proposal(_Model):
     superseded_by: str | None = None
     previous_diff: str | None = None  # the diff of the proposal this one supersedes
     undone_by: str | None = None
+    # What a person should know before approving (e.g. a GitOps controller will revert it).
+    warnings: list[str] = Field(default_factory=list)
     error: dict[str, Any] | None = None
     reason: str = ""  # why it ended as it did (rejection reason, failure, expiry)
 

@@ -43,7 +43,7 @@ from store.clock import stamp
 from store.errors import Remedy, StratusError
 from store.locks import holder_name
 from store.records import UndoEntry
-from tools import actions, crashpoints, errors
+from tools import actions, crashpoints, errors, gitops
 from tools.actions import CATALOG, UNDO, WritePlan
 from tools.executor import AppliedWrite
 from tools.objects import ObjectRef
@@ -135,7 +135,13 @@ class ProposalService(UndoUseCases, RecoveryUseCases):
                 f"{built.ref()} already looks like that; nothing to do", subject=str(built.ref())
             )
         stored_params = built.model_dump(mode="json", exclude={"kind", "target", "namespace"})
-        facts = facts_for(built, requester=requester, labels=labels_of(current))
+        owner = gitops.managed_by(current)
+        facts = facts_for(
+            built,
+            requester=requester,
+            labels=labels_of(current),
+            managed_by=owner.tool if owner else "",
+        )
         return self._open(
             action=action,
             params=stored_params,
@@ -149,6 +155,7 @@ class ProposalService(UndoUseCases, RecoveryUseCases):
             incident_id=incident_id,
             dry_run=dry_run,
             supersedes=supersedes,
+            warnings=[owner.warning()] if owner else [],
         )
 
     # ------------------------------------------------------------------ answer
