@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import click
 
+from agents.incident import Incident
+from agents.incident_store import IncidentEnvelope
 from proposals.events import Envelope, EventType
 from proposals.model import Proposal
 from store.errors import Remedy, StratusError
@@ -34,6 +36,8 @@ def plan(proposal: Proposal) -> None:
         f"risk: {proposal.risk}  reversible: {'yes' if proposal.reversible else 'no'}  "
         f"target: {proposal.target}"
     )
+    for warning in proposal.warnings:
+        click.echo(f"warning: {warning}")
     click.echo(proposal.plan.diff.rstrip() or "(no change)")
 
 
@@ -99,3 +103,82 @@ def event(envelope: Envelope) -> str:
         if e.message:
             text += f": {e.message}"
     return f"[{envelope.seq}] {e.proposal_id} {text} ({e.actor})"
+
+
+# ---------------------------------------------------------------------- incidents
+
+
+def incident_event(envelope: IncidentEnvelope) -> str:
+    e = envelope.event
+    kind = e.type.value.removeprefix("incident.")
+    if kind == "state_changed":
+        text = f"{(e.previous_state or '-').replace('_', ' ')} → {e.state.replace('_', ' ')}"
+        if e.message:
+            text += f": {e.message}"
+    else:
+        text = f"{kind.replace('_', ' ')}: {e.message}" if e.message else kind
+    return f"[{envelope.seq}] {e.incident_id} {text}"
+
+
+def incident_line(incident: Incident) -> str:
+    what = f"{incident.diagnosis.resource}: {incident.diagnosis.mechanism}" if (
+        incident.diagnosis
+    ) else "-"
+    return (
+        f"{incident.id}  {incident.state.value:<17} {incident.namespace:<20} "
+        f"{incident.created_at:%Y-%m-%d %H:%M}  attempts {len(incident.attempts)}  {what}"
+    )
+
+
+def _elapsed(start: object, end: object) -> str:
+    if start is None or end is None:
+        return "-"
+    seconds = (end - start).total_seconds()  # type: ignore[operator]
+    return f"{seconds:.1f}s"
+
+
+def incident_summary(incident: Incident) -> None:
+    click.echo(f"incident:  {incident.id} on {incident.namespace} ({incident.state.value})")
+    if incident.reason:
+        click.echo(f"outcome:   {incident.reason}")
+    click.echo(f"started:   {incident.created_at:%Y-%m-%d %H:%M:%S} UTC by {incident.requester}")
+    if incident.question:
+        click.echo(f"question:  {incident.question}")
+    d = incident.diagnosis
+    if d is not None:
+        click.echo(f"diagnosis: {d.resource} — {d.category} ({d.mechanism}); planner {d.source}")
+        click.echo(f"           {d.summary}")
+        for item in d.evidence[:8]:
+            click.echo(f"  evidence [{item.source} {item.ref}] {item.text}")
+        for line in d.history:
+            click.echo(f"  history: {line}")
+    for attempt in incident.attempts:
+        verdict = attempt.verdict or "-"
+        click.echo(
+            f"attempt {attempt.number}: {attempt.candidate.intent} → {attempt.outcome or 'running'}"
+            f" (verdict {verdict}; score {attempt.health_before.get('total', '?')} → "
+            f"{attempt.health_after.get('total', '?')})"
+        )
+        for proposal_id in [p for p in attempt.proposals if p]:
+            click.echo(f"  proposal {proposal_id}")
+        for proposal_id in attempt.undo_proposals:
+            click.echo(f"  undo     {proposal_id}")
+    rest = [c for c in incident.candidates if c.key() not in incident.tried]
+    if incident.is_open and rest:
+        click.echo("other options:")
+        for candidate in rest[:5]:
+            click.echo(f"  - {candidate.intent}")
+    health = incident.health_now or incident.health_at_start
+    if health:
+        click.echo(f"health:    score {health.get('total')} "
+                   f"({'healthy' if health.get('healthy') else 'unhealthy'})")
+    click.echo(
+        f"time to detect {_elapsed(incident.created_at, incident.detected_at)}, "
+        f"to mitigate {_elapsed(incident.created_at, incident.mitigated_at)}"
+    )
+    if incident.usage.model_calls:
+        u = incident.usage
+        click.echo(
+            f"model:     {u.model_calls} calls, {u.prompt_tokens} prompt + "
+            f"{u.completion_tokens} completion tokens"
+        )
