@@ -101,9 +101,14 @@ class Executor:
     # ------------------------------------------------------------ actions
 
     def plan(self, action: Action) -> tuple[dict[str, Any], WritePlan]:
-        """Read the target and plan the action (pure), without writing anything."""
+        """Read the target and plan the action (pure), without writing anything. For a create
+        the object returned is the one it would make (there is nothing to read yet)."""
         ref = action.ref()
         self.scope.check(ref)
+        if action.operation == "create":
+            plan = action.plan(self.kube.find(ref))
+            assert plan.after is not None
+            return plan.after, plan
         current = self.kube.get(ref)
         return current, action.plan(current, self.related(action, current))
 
@@ -151,6 +156,8 @@ class Executor:
         surfaces go through the proposal service, which calls this path once approved."""
         ref = action.ref()
         current = self.kube.find(ref)
+        if action.operation == "create" and current is None:
+            current = action.manifest()
         intent = action.intent(current) if current is not None else str(ref)
         return self.run(
             ref,
@@ -169,7 +176,7 @@ class Executor:
     def action_planner(self, action: Action) -> PlanFunction:
         def planner(current: dict[str, Any] | None) -> WritePlan:
             if current is None:
-                raise errors.NotFound(f"{action.ref()}: not found", subject=str(action.ref()))
+                return action.plan(None)  # a create, or NotFound
             return action.plan(current, self.related(action, current))
 
         return planner

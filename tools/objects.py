@@ -1,9 +1,13 @@
-"""Object references, server-set fields, and readable YAML diffs."""
+"""Object references, server-set fields, and readable YAML diffs (Secret values as digests)."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import copy
 import difflib
+import hashlib
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,8 +44,11 @@ API_VERSIONS = {
     "Endpoints": "v1",
     "NetworkPolicy": "networking.k8s.io/v1",
     "HorizontalPodAutoscaler": "autoscaling/v2",
+    "PersistentVolumeClaim": "v1",
+    "ResourceQuota": "v1",
 }
 CLUSTER_SCOPED = {"Node", "Namespace"}
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
 @dataclass(frozen=True)
@@ -155,12 +162,52 @@ def yaml_diff(
     old: str = "current",
     new: str = "proposed",
 ) -> str:
-    """A unified diff of the normalized YAML of two objects: only what changes, with context."""
+    """A unified diff of the normalized YAML of two objects: only what changes, with context.
+    A Secret's values show as digests (``redacted``)."""
     lines = difflib.unified_diff(
-        to_yaml(normalized(before)).splitlines(keepends=True),
-        to_yaml(normalized(after)).splitlines(keepends=True),
+        to_yaml(redacted(normalized(before))).splitlines(keepends=True),
+        to_yaml(redacted(normalized(after))).splitlines(keepends=True),
         fromfile=f"{label} ({old})",
         tofile=f"{label} ({new})",
         n=context,
     )
     return "".join(lines)
+
+
+def secret_digest(value: str) -> str:
+    """A short, stable fingerprint of a secret value (never the value); the same one the
+    agents' snapshots show, so a digest on a card can be matched with what an analyzer saw."""
+    return "sha256:" + hashlib.sha256(value.encode()).hexdigest()[:12]
+
+
+def _decoded(raw: object) -> str:
+    try:
+        return base64.b64decode(str(raw)).decode(errors="replace")
+    except (binascii.Error, ValueError):
+        return str(raw)
+
+
+def _digests(source: dict[str, Any]) -> dict[str, str]:
+    values = {key: _decoded(raw) for key, raw in (source.get("data") or {}).items()}
+    values.update({key: str(raw) for key, raw in (source.get("stringData") or {}).items()})
+    return {key: secret_digest(value) for key, value in values.items()}
+
+
+def redacted(obj: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A Secret with every value — in ``data``, ``stringData`` and the last-applied annotation
+    kubectl writes — replaced by its digest; any other object unchanged. What people see."""
+    if obj is None or obj.get("kind") != "Secret":
+        return obj
+    result = copy.deepcopy(obj)
+    if "data" in result or "stringData" in result:
+        result["data"] = _digests(result)
+        result.pop("stringData", None)
+    annotations = (result.get("metadata") or {}).get("annotations") or {}
+    if LAST_APPLIED in annotations:
+        try:
+            applied = json.loads(annotations[LAST_APPLIED])
+        except ValueError:
+            applied = None
+        digests = _digests(applied) if isinstance(applied, dict) else {}
+        annotations[LAST_APPLIED] = json.dumps({"data": digests}, sort_keys=True)
+    return result

@@ -14,6 +14,7 @@ import types
 from dataclasses import dataclass
 from typing import Any, Union, get_args, get_origin
 
+from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from tools.actions import Action
@@ -56,6 +57,10 @@ def type_name(annotation: Any) -> str:
     if origin in (Union, types.UnionType):
         return " or ".join(type_name(a) for a in get_args(inner))
     if origin is list:
+        item = get_args(inner)[0] if get_args(inner) else None
+        model = _item_model(item)
+        if model is not None:
+            return f"list: {model.text_syntax}, comma-separated, or a JSON array of objects"
         return "list (JSON array)"
     if origin is dict:
         return "map (k=v,k2=v2 or a JSON object)"
@@ -103,6 +108,8 @@ def _convert(annotation: Any, text: str) -> Any:
         if str in members:
             return text
         raise ValueError(f"expected {type_name(inner)}")
+    if origin is list and get_args(inner) and _item_model(get_args(inner)[0]) is not None:
+        return _model_list(get_args(inner)[0], text)
     if origin is list:
         try:
             value = json.loads(text)
@@ -114,6 +121,27 @@ def _convert(annotation: Any, text: str) -> Any:
     if origin is dict:
         return _mapping(text)
     raise ValueError(f"unsupported parameter type {inner}")
+
+
+def _item_model(item: Any) -> Any:
+    """A pydantic model that reads its own one-line text form (``from_text``), or None."""
+    if isinstance(item, type) and issubclass(item, BaseModel) and hasattr(item, "from_text"):
+        return item
+    return None
+
+
+def _model_list(item: Any, text: str) -> list[Any]:
+    """Items of a model list: a JSON array of objects, or text forms separated by commas."""
+    stripped = text.strip()
+    if stripped.startswith("["):
+        try:
+            value = json.loads(stripped)
+        except ValueError as exc:
+            raise ValueError("expected a JSON array of objects") from exc
+        if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+            raise ValueError("expected a JSON array of objects")
+        return value
+    return [item.from_text(part) for part in stripped.split(",") if part.strip()]
 
 
 def _mapping(text: str) -> dict[str, Any]:
