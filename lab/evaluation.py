@@ -1,0 +1,467 @@
+"""The evaluation harness: every scenario end to end on a lab of its own, scored.
+
+For each scenario the harness starts a fresh lab (its own server on a free port, instant clock,
+only the scenario's app), writes a kubeconfig for it, injects the scenario (which takes the
+oracle's baseline first), hands the kubeconfig and namespace to an ``investigate`` callback,
+then runs the oracle and scores what the callback reported against the scenario's root cause.
+
+The lab knows nothing of the product: ``investigate`` is supplied by the composition root
+(``cli/eval_commands.py``), talks to the lab only through the kubeconfig (and, if it wants, the
+lab's control API at the kubeconfig's URL), and returns a plain dict (``Investigation``). So
+the same harness judges the offline planner, the LLM planner or any other agent.
+
+Scenarios run in parallel in worker processes (``jobs``), since the lab and the agent of one
+scenario are Python threads that share one interpreter lock: a process per worker is what lets
+two scenarios use two cores. The ``investigate`` callback must therefore be picklable (a
+module-level function, or a ``functools.partial`` of one).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from lab import scenarios
+from lab.client import LabClient
+from lab.cluster.clock import INSTANT
+from lab.runner import LabServer, write_kubeconfig
+
+Investigate = Callable[[Path, str], dict[str, Any]]
+MULTIPLE = "multiple"  # a scenario category: several faults, each with its own category
+
+
+class EvalError(Exception):
+    """The evaluation cannot run as asked (an unknown scenario, an unreadable pack)."""
+
+
+class DiagnosisReport(BaseModel):
+    """What the agent named as the cause."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: str
+    name: str
+    category: str
+    mechanism: str = ""
+    summary: str = ""
+
+
+class Investigation(BaseModel):
+    """What an ``investigate`` callback reports about one investigation, run to its end.
+
+    Times are seconds from the start of the investigation; ``None`` when it never happened.
+    ``proposals`` counts every action the agent proposed (executed or not), ``actions`` the
+    forward actions executed, ``undos`` the undo actions executed."""
+
+    model_config = ConfigDict(extra="forbid")
+    incident: str = ""
+    state: str
+    reason: str = ""
+    planner: str = ""
+    detected: bool
+    diagnosis: DiagnosisReport | None = None
+    proposals: int = 0
+    actions: int = 0
+    undos: int = 0
+    attempts: int = 0
+    time_to_detect: float | None = None
+    time_to_mitigate: float | None = None
+    model_calls: int = 0
+    tokens: int = 0
+    context_tokens: int = 0
+    notes: list[str] = []
+
+
+@dataclass
+class ScenarioResult:
+    """One scenario's row: what was expected, what the agent did, what the oracle said."""
+
+    scenario: str
+    app: str
+    namespace: str
+    fault: bool  # False for a noop scenario (nothing injected)
+    expected_category: str
+    expected_resources: list[str]
+    state: str = ""
+    reason: str = ""
+    planner: str = ""
+    detected: bool = False
+    false_positive: bool = False  # a noop scenario on which the agent proposed anything
+    diagnosis: str = ""  # "Kind/name"
+    category: str = ""
+    mechanism: str = ""
+    localized: bool | None = None  # None on a noop scenario
+    category_correct: bool | None = None
+    mitigated: bool = False  # the oracle
+    collateral_damage: bool = False
+    problems: list[str] = field(default_factory=list)
+    damage: list[str] = field(default_factory=list)
+    time_to_detect: float | None = None
+    time_to_mitigate: float | None = None
+    proposals: int = 0
+    actions: int = 0
+    undos: int = 0
+    attempts: int = 0
+    tokens: int = 0
+    model_calls: int = 0
+    context_tokens: int = 0
+    seconds: float = 0.0  # the whole run: lab start, inject, investigate, oracle
+    error: str = ""  # the harness could not run it (the lab, the callback)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class EvalReport:
+    results: list[ScenarioResult]
+    planner: str
+    jobs: int
+    seconds: float  # wall time of the whole evaluation
+
+    def totals(self) -> dict[str, Any]:
+        faults = [r for r in self.results if r.fault]
+        noops = [r for r in self.results if not r.fault]
+        mitigated = [r for r in faults if r.mitigated]
+        detect_times = [r.time_to_detect for r in faults if r.time_to_detect is not None]
+        mitigate_times = [r.time_to_mitigate for r in mitigated if r.time_to_mitigate is not None]
+        return {
+            "scenarios": len(self.results),
+            "fault_scenarios": len(faults),
+            "noop_scenarios": len(noops),
+            "detected": sum(r.detected for r in faults),
+            "false_positives": sum(r.false_positive for r in noops),
+            "localized": sum(bool(r.localized) for r in faults),
+            "category_correct": sum(bool(r.category_correct) for r in faults),
+            "mitigated": len(mitigated),
+            "mitigated_rate": round(len(mitigated) / len(faults), 4) if faults else None,
+            "collateral_damage": sum(r.collateral_damage for r in self.results),
+            "errors": sum(bool(r.error) for r in self.results),
+            "median_time_to_detect": _median(detect_times),
+            "median_time_to_mitigate": _median(mitigate_times),
+            "actions": sum(r.actions for r in self.results),
+            "undos": sum(r.undos for r in self.results),
+            "attempts": sum(r.attempts for r in self.results),
+            "tokens": sum(r.tokens for r in self.results),
+            "model_calls": sum(r.model_calls for r in self.results),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "planner": self.planner,
+            "jobs": self.jobs,
+            "seconds": round(self.seconds, 2),
+            "totals": self.totals(),
+            "scenarios": [r.to_dict() for r in self.results],
+        }
+
+
+def _median(values: Sequence[float]) -> float | None:
+    return round(statistics.median(values), 3) if values else None
+
+
+# ------------------------------------------------------------------ choosing scenarios
+
+
+def _check_pack(pack: Path) -> None:
+    if not pack.exists():
+        raise EvalError(f"scenario directory {pack} does not exist")
+    if not pack.is_dir():
+        raise EvalError(f"{pack} is not a directory (--scenarios takes a scenario pack folder)")
+    if not os.access(pack, os.R_OK | os.X_OK):
+        raise EvalError(f"scenario directory {pack} cannot be read (permission denied)")
+
+
+def select(names: Sequence[str] = (), pack: Path | None = None) -> list[str]:
+    """The scenarios to run: ``names`` (looked up in the pack, then the bundled library), or
+    every scenario of the pack, or every bundled scenario. Each is loaded and validated here,
+    so a bad name or file fails before any lab starts."""
+    if pack is not None:
+        _check_pack(pack)
+    folders = [pack, scenarios.SCENARIOS_DIR] if pack is not None else [scenarios.SCENARIOS_DIR]
+    try:
+        if not names:
+            found = scenarios.list_scenarios(pack or scenarios.SCENARIOS_DIR)
+            if not found:
+                raise EvalError(f"no scenarios (*.yaml) in {pack or scenarios.SCENARIOS_DIR}")
+            return [s.name for s in found]
+        chosen: list[str] = []
+        for name in names:
+            if scenarios.find_scenario(name, folders) is None:
+                where = f"{pack} or the bundled library" if pack else "the bundled library"
+                raise EvalError(
+                    f'unknown scenario "{name}" (not in {where}); '
+                    'run "stratus lab scenarios" for the list'
+                )
+            scenarios.scenario_request(name, pack)  # validates it and its faults
+            if name not in chosen:
+                chosen.append(name)
+        return chosen
+    except scenarios.ScenarioError as error:
+        raise EvalError(str(error)) from error
+    except OSError as error:
+        raise EvalError(f"cannot read the scenarios: {error}") from error
+
+
+# ------------------------------------------------------------------ one scenario
+
+
+def _expected(request: dict[str, Any]) -> tuple[str, set[str], list[str], set[str]]:
+    """(category, accepted categories, resources as "Kind/name", accepted keys lower-cased)."""
+    scenario = scenarios.Scenario.model_validate(request["scenario"])
+    if scenario.root_cause is None:
+        return "none", set(), [], set()
+    category = scenario.root_cause.category
+    accepted = {category}
+    if category == MULTIPLE:  # any one of the faults' own categories names a real cause
+        accepted |= {str(fault["category"]) for fault in request["faults"].values()}
+    resources = [f"{r.kind}/{r.name}" for r in scenario.root_cause.resources]
+    return category, accepted, resources, {r.lower() for r in resources}
+
+
+def _blank(request: dict[str, Any]) -> ScenarioResult:
+    """A result with what the scenario expects and nothing measured yet."""
+    scenario = scenarios.Scenario.model_validate(request["scenario"])
+    category, _, resources, _ = _expected(request)
+    return ScenarioResult(
+        scenario=scenario.name,
+        app=scenario.app,
+        namespace=scenario.namespace,
+        fault=not scenario.is_noop,
+        expected_category=category,
+        expected_resources=resources,
+    )
+
+
+def run_scenario(
+    name: str,
+    investigate: Investigate,
+    *,
+    pack: Path | None = None,
+    mode: str = INSTANT,
+) -> ScenarioResult:
+    """Run one scenario on a lab of its own and score it. Errors of the lab or of the
+    callback are recorded on the result, not raised: one broken scenario does not stop an
+    evaluation."""
+    started = time.perf_counter()
+    request = scenarios.scenario_request(name, pack)
+    result = _blank(request)
+    scenario = scenarios.Scenario.model_validate(request["scenario"])
+    _, accepted, _, keys = _expected(request)
+    server = None
+    try:
+        server = LabServer(mode=mode, apps=[scenario.app]).start()
+        control = LabClient(server.url)
+        control.post(f"/lab/v1/scenarios/{scenario.name}/inject", request)
+        with tempfile.TemporaryDirectory(prefix="stratus-eval-") as folder:
+            kubeconfig = write_kubeconfig(
+                Path(folder) / "kubeconfig", server.url, scenario.namespace
+            )
+            raw = investigate(kubeconfig, scenario.namespace)
+        verdict = control.get(f"/lab/v1/scenarios/{scenario.name}/check")
+        _score(result, Investigation.model_validate(raw), accepted, keys)
+        result.mitigated = bool(verdict["mitigated"])
+        result.collateral_damage = not verdict["no_collateral_damage"]
+        result.problems = list(verdict["problems"])
+        result.damage = list(verdict["collateral_damage"])
+    except ValidationError as error:
+        result.error = f"the investigation's report is not valid: {error}"
+    except Exception as error:  # the harness reports any failure as the scenario's
+        result.error = f"{type(error).__name__}: {error}"
+    finally:
+        if server is not None:
+            server.stop()
+        result.seconds = round(time.perf_counter() - started, 3)
+    return result
+
+
+def _score(
+    result: ScenarioResult, report: Investigation, accepted: set[str], keys: set[str]
+) -> None:
+    result.state = report.state
+    result.reason = report.reason
+    result.planner = report.planner
+    result.detected = report.detected
+    result.proposals = report.proposals
+    result.actions = report.actions
+    result.undos = report.undos
+    result.attempts = report.attempts
+    result.time_to_detect = report.time_to_detect
+    result.time_to_mitigate = report.time_to_mitigate
+    result.tokens = report.tokens
+    result.model_calls = report.model_calls
+    result.context_tokens = report.context_tokens
+    if report.diagnosis is not None:
+        named = f"{report.diagnosis.kind}/{report.diagnosis.name}"
+        result.diagnosis = named
+        result.category = report.diagnosis.category
+        result.mechanism = report.diagnosis.mechanism
+    if result.fault:
+        diagnosis = report.diagnosis
+        result.localized = diagnosis is not None and result.diagnosis.lower() in keys
+        result.category_correct = diagnosis is not None and diagnosis.category in accepted
+    else:
+        result.false_positive = report.proposals > 0
+
+
+# ------------------------------------------------------------------ all of them
+
+
+def default_jobs() -> int:
+    return max(1, min(os.cpu_count() or 1, 4))
+
+
+def evaluate(
+    names: Sequence[str],
+    investigate: Investigate,
+    *,
+    pack: Path | None = None,
+    jobs: int | None = None,
+    planner: str = "",
+    on_result: Callable[[ScenarioResult], None] | None = None,
+) -> EvalReport:
+    """Run the scenarios (already ``select``-ed), ``jobs`` at a time, each in its own lab;
+    ``on_result`` sees each result as it finishes. Results come back in ``names`` order."""
+    workers = max(1, min(jobs or default_jobs(), len(names) or 1))
+    started = time.perf_counter()
+    results: list[ScenarioResult | None] = [None] * len(names)
+
+    def done(index: int, result: ScenarioResult) -> None:
+        results[index] = result
+        if on_result is not None:
+            on_result(result)
+
+    if workers == 1:
+        for index, name in enumerate(names):
+            done(index, run_scenario(name, investigate, pack=pack))
+    else:
+        # spawn: a fresh interpreter per worker, not a fork of a process that runs threads.
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            futures: dict[Future[ScenarioResult], int] = {
+                pool.submit(run_scenario, name, investigate, pack=pack): index
+                for index, name in enumerate(names)
+            }
+            for future in as_completed(futures):
+                index = futures[future]
+                try:
+                    done(index, future.result())
+                except Exception as error:  # the worker itself died (killed, out of memory)
+                    done(index, _crashed(names[index], pack, error))
+    finished = [r for r in results if r is not None]
+    return EvalReport(finished, planner, workers, time.perf_counter() - started)
+
+
+def _crashed(name: str, pack: Path | None, error: BaseException) -> ScenarioResult:
+    result = _blank(scenarios.scenario_request(name, pack))
+    result.error = f"the worker process failed: {type(error).__name__}: {error}"
+    return result
+
+
+# ------------------------------------------------------------------ the table
+
+
+def _mark(value: bool | None) -> str:
+    return "-" if value is None else ("yes" if value else "NO")
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+COLUMNS = (
+    "scenario",
+    "detected",
+    "localized",
+    "category",
+    "mitigated",
+    "damage",
+    "ttd s",
+    "ttm s",
+    "actions",
+    "undos",
+    "attempts",
+    "tokens",
+    "calls",
+    "end",
+)
+
+
+def _row(r: ScenarioResult) -> list[str]:
+    if r.error:
+        return [r.scenario, "error", "", "", "", "", "", "", "", "", "", "", "", r.error[:60]]
+    detected = ("FP" if r.false_positive else "no") if not r.fault else _mark(r.detected)
+    if not r.fault and not r.false_positive and r.detected:
+        detected = "noted"  # saw something unhealthy but proposed nothing
+    return [
+        r.scenario,
+        detected,
+        _mark(r.localized),
+        _mark(r.category_correct),
+        _mark(r.mitigated),
+        "YES" if r.collateral_damage else "no",
+        _seconds(r.time_to_detect),
+        _seconds(r.time_to_mitigate),
+        str(r.actions),
+        str(r.undos),
+        str(r.attempts),
+        str(r.tokens),
+        str(r.model_calls),
+        f"{r.state} ({r.reason})" if r.reason else r.state,
+    ]
+
+
+def _fraction(count: int, total: int) -> str:
+    return f"{count}/{total}" if total else "-"
+
+
+def table(report: EvalReport) -> str:
+    """The report as an aligned plain-text table with a totals line."""
+    t = report.totals()
+    faults = t["fault_scenarios"]
+    total = [
+        f"total ({t['scenarios']})",
+        f"{_fraction(t['detected'], faults)} FP {t['false_positives']}",
+        _fraction(t["localized"], faults),
+        _fraction(t["category_correct"], faults),
+        _fraction(t["mitigated"], faults),
+        str(t["collateral_damage"]),
+        _seconds(t["median_time_to_detect"]),
+        _seconds(t["median_time_to_mitigate"]),
+        str(t["actions"]),
+        str(t["undos"]),
+        str(t["attempts"]),
+        str(t["tokens"]),
+        str(t["model_calls"]),
+        f"{t['errors']} error(s)" if t["errors"] else "",
+    ]
+    rows = [list(COLUMNS), *(_row(r) for r in report.results), total]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
+
+    def line(row: list[str]) -> str:
+        cells = [
+            cell.ljust(widths[i]) if i in (0, len(row) - 1) else cell.rjust(widths[i])
+            for i, cell in enumerate(row)
+        ]
+        return "  ".join(cells).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    rate = f"{t['mitigated_rate']:.0%}" if t["mitigated_rate"] is not None else "-"
+    summary = (
+        f"{t['mitigated']} of {faults} fault scenarios mitigated ({rate}), "
+        f"{t['false_positives']} false positive(s) on {t['noop_scenarios']} noop scenario(s), "
+        f"{t['collateral_damage']} with collateral damage; {report.seconds:.1f} s with "
+        f"{report.jobs} job(s), planner {report.planner or '-'}"
+    )
+    return "\n".join(
+        [line(rows[0]), rule, *(line(r) for r in rows[1:-1]), rule, line(rows[-1]), "", summary]
+    )
