@@ -1,0 +1,125 @@
+"""The offline planner: analyzers → diagnosis → remedies → ranked candidates, with no model.
+
+It is deterministic and cheap, so it runs on every look: the LLM planner starts from its answer
+and falls back to it. Candidates are ranked by the remedies' own order (roll back before
+patching a field, patch before guessing), adjusted by incident memory — an action that fixed
+the same mechanism before moves up, one that was undone or refused moves down — and a
+candidate already tried in this incident is dropped. The alternatives stay on the result so a
+person can pick another.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from agents.analyzers import analyze
+from agents.diagnose import diagnose
+from agents.model import Candidate, Diagnosis, Finding, PlanResult
+from agents.planner import PlanRequest
+from agents.remedies import remedies_for
+from agents.snapshot import Snapshot
+
+NAME = "offline"
+MAX_CANDIDATES = 8
+# How much one remembered outcome moves a candidate (scores are about 0..1).
+MEMORY_WEIGHT = {"fixed": 0.3, "undone": -0.3, "rejected": -0.2}
+
+Outcome = tuple[str, str, str]
+
+
+def remembered(candidate: Candidate, past: Iterable[Outcome]) -> tuple[float, list[str]]:
+    """The score change incident memory gives a candidate, and why."""
+    delta = 0.0
+    notes = []
+    for mechanism, key, outcome in past:
+        if key != candidate.key() or (mechanism and mechanism != candidate.mechanism):
+            continue
+        delta += MEMORY_WEIGHT.get(outcome, 0.0)
+        notes.append(outcome)
+    if not notes:
+        return 0.0, []
+    counts = ", ".join(f"{o} {notes.count(o)} time(s)" for o in sorted(set(notes)))
+    return delta, [f"incident memory: the same action on the same mechanism was {counts} before"]
+
+
+def _ranked(
+    candidates: list[Candidate], past: Sequence[Outcome], skip: set[str]
+) -> list[Candidate]:
+    adjusted = []
+    for candidate in candidates:
+        if candidate.key() in skip:
+            continue
+        delta, notes = remembered(candidate, past)
+        why = "; ".join([candidate.why, *notes]) if notes else candidate.why
+        adjusted.append(
+            candidate.model_copy(update={"score": round(candidate.score + delta, 4), "why": why})
+        )
+    return sorted(adjusted, key=lambda c: (-c.score, c.key()))
+
+
+def candidates_for(
+    diagnoses: list[Diagnosis],
+    snapshot: Snapshot,
+    *,
+    tried: Iterable[str] = (),
+    past: Sequence[Outcome] = (),
+) -> list[Candidate]:
+    """Candidates of every diagnosis, the first diagnosis's first, without repeats."""
+    skip = set(tried)
+    chosen: list[Candidate] = []
+    for diagnosis in diagnoses:
+        own: list[Candidate] = []
+        for finding in _root_findings(diagnosis):
+            own += remedies_for(finding, snapshot)
+        ranked = _ranked(own, past, skip)
+        skip.update(c.key() for c in ranked)
+        chosen += ranked
+    return chosen[:MAX_CANDIDATES]
+
+
+def _root_findings(diagnosis: Diagnosis) -> list[Finding]:
+    """The findings on the diagnosed resource (the others are what it explains)."""
+    return [
+        f
+        for f in diagnosis.findings
+        if (f.resource.kind, f.resource.name) == (diagnosis.resource.kind, diagnosis.resource.name)
+    ]
+
+
+def plan_findings(
+    snapshot: Snapshot,
+    findings: list[Finding],
+    *,
+    tried: Iterable[str] = (),
+    past: Sequence[Outcome] = (),
+) -> PlanResult:
+    diagnoses = diagnose(findings, snapshot)
+    if not diagnoses:
+        return PlanResult(diagnosis=None, planner=NAME)
+    candidates = candidates_for(diagnoses, snapshot, tried=tried, past=past)
+    notes = [f"also: {d.resource} ({d.category}): {d.summary}" for d in diagnoses[1:4]]
+    if not candidates:
+        notes.append("no catalog action fixes this; a person has to")
+    return PlanResult(diagnosis=diagnoses[0], candidates=candidates, planner=NAME, notes=notes)
+
+
+def plan_offline(
+    snapshot: Snapshot, *, tried: Iterable[str] = (), past: Sequence[Outcome] = ()
+) -> PlanResult:
+    """Analyze the snapshot and plan: a diagnosis and ranked candidates, or nothing."""
+    return plan_findings(snapshot, analyze(snapshot), tried=tried, past=past)
+
+
+class OfflinePlanner:
+    """The ``Planner`` the workflow uses when no model is configured (and as the fallback)."""
+
+    name = NAME
+
+    def plan(self, request: PlanRequest) -> PlanResult:
+        refused = [key for key, _reason in request.rejected]
+        return plan_findings(
+            request.snapshot,
+            list(request.findings),
+            tried=[*request.tried, *refused],
+            past=request.past,
+        )
