@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import warnings
 from typing import Protocol
 
-import bpe_openai  # type: ignore[import-untyped]
 import tiktoken.model
 
 # The telemetry context given to a model: findings, the offline answer, workloads, pods,
@@ -41,9 +41,15 @@ def encoding(model: str = "") -> _Encoding:
         # tiktoken's table of names is plain Python: it downloads nothing
         with contextlib.suppress(KeyError):
             name = tiktoken.model.encoding_name_for_model(model)
-    if name not in bpe_openai.list_encoding_names():
-        name = DEFAULT_ENCODING
-    found: _Encoding = bpe_openai.get_encoding(name)
+    # bpe-openai reads its bundled files with a deprecated importlib call; that is its
+    # business, not a warning for our callers. Imported here: loading the files takes time.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import bpe_openai  # type: ignore[import-untyped]
+
+        if name not in bpe_openai.list_encoding_names():
+            name = DEFAULT_ENCODING
+        found: _Encoding = bpe_openai.get_encoding(name)
     return found
 
 

@@ -24,6 +24,7 @@ from agents.model import PlanResult
 from agents.planner import PlanRequest
 from agents.snapshot import Snapshot
 
+_UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _VOLATILE = re.compile(r"\b[0-9a-f]{5,10}(-[0-9a-z]{5})?\b|\d+")
 _ERROR = re.compile(
     r"\b(ERROR|FATAL|PANIC|panic|Exception|Traceback|error|failed|refused|denied|invalid|"
@@ -215,25 +216,31 @@ class _Sections:
         return records
 
     def _events(self) -> list[dict[str, Any]]:
+        """Warnings grouped by reason, the involved object's owner and the message's shape
+        (object names, uids and numbers taken out), so a thousand pods' back-offs are one."""
+        owners = _owner_names(self.snap)
+        pods = {p["metadata"]["name"]: p for p in self.snap.pods}
         grouped: dict[tuple[str, str, str], dict[str, Any]] = {}
         for event in self.snap.of("Event"):
             if event.get("type") != "Warning":
                 continue
             involved = event.get("involvedObject") or {}
-            obj = f"{str(involved.get('kind', '')).lower()}/{involved.get('name', '')}"
+            name = str(involved.get("name", ""))
+            obj = f"{str(involved.get('kind', '')).lower()}/{name}"
+            pod = pods.get(name) if involved.get("kind") == "Pod" else None
+            owner = _pod_owner(pod, owners) if pod else obj
             message = str(event.get("message", ""))
-            key = (
-                str(event.get("reason", "")),
-                _VOLATILE.sub("#", obj),
-                _VOLATILE.sub("#", message),
-            )
+            shape = _VOLATILE.sub("#", _UID.sub("#", message.replace(name, "{object}")))
+            key = (str(event.get("reason", "")), owner, shape)
             entry = grouped.setdefault(
                 key,
                 {"warning": key[0], "object": obj, "message": message, "count": 0, "objects": 0},
             )
+            if owner != obj:
+                entry["owner"] = owner
             entry["count"] += int(event.get("count") or 1)
             entry["objects"] += 1
-        return sorted(grouped.values(), key=lambda e: -int(e["count"]))
+        return sorted(grouped.values(), key=lambda e: (-int(e["objects"]), -int(e["count"])))
 
     def _logs(self) -> list[dict[str, Any]]:
         owners = _owner_names(self.snap)
