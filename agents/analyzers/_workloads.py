@@ -168,6 +168,9 @@ class TemplateChange:
     # container name → changed fields; "" holds pod-level fields (nodeSelector …)
     fields: dict[str, list[str]] = field(default_factory=dict)
     lines: list[str] = field(default_factory=list)  # "container geo: image a → b"
+    # Revisions between ``previous`` and ``revision`` passed over because their pods failed
+    # (revision → the Warning event that says so).
+    skipped: dict[int, str] = field(default_factory=dict)
 
     def touches(self, container: str, *names: str) -> bool:
         changed = self.fields.get(container, [])
@@ -249,19 +252,43 @@ def compare_templates(
     return TemplateChange(name, revision, previous, fields, lines)
 
 
+# Warning reasons that say a revision's pods did not run (not a probe hiccup during a start).
+FAILED_POD_REASONS = {"BackOff", "Failed", "FailedCreatePodSandBox", "InspectFailed"}
+
+
+def failed_revisions(snapshot: Snapshot, found: dict[int, Obj]) -> dict[int, str]:
+    """Revisions whose pods were seen failing, from the events they left behind (events
+    outlive the pods of a ReplicaSet that was scaled down; pod names start with its name)."""
+    failed: dict[int, str] = {}
+    for revision, replica_set in found.items():
+        prefix = name_of(replica_set) + "-"
+        for event in snapshot.of("Event"):
+            involved = event.get("involvedObject") or {}
+            if (
+                involved.get("kind") == "Pod"
+                and str(involved.get("name", "")).startswith(prefix)
+                and event.get("reason") in FAILED_POD_REASONS
+            ):
+                failed[revision] = f"pod/{involved.get('name')}: {event.get('message')}"
+                break
+    return failed
+
+
 def latest_change(snapshot: Snapshot, deployment: Obj) -> TemplateChange | None:
-    """What the Deployment's current template changed against its previous revision, or None
-    when there is no earlier revision or only a restart stamp differs."""
+    """What the Deployment's current template changed against the newest earlier revision
+    whose pods were not seen failing, or None when there is none or only a restart stamp
+    differs."""
     found = revisions(snapshot, deployment)
     annotations = deployment["metadata"].get("annotations") or {}
     try:
         current = int(annotations.get(REVISION, "0"))
     except ValueError:
         return None
-    older = [r for r in found if r < current]
-    if not older:
+    failed = failed_revisions(snapshot, {r: rs for r, rs in found.items() if r < current})
+    good = [r for r in found if r < current and r not in failed]
+    if not good:
         return None
-    previous = max(older)
+    previous = max(good)
     change = compare_templates(
         name_of(deployment),
         template_of(found[previous]),
@@ -269,7 +296,12 @@ def latest_change(snapshot: Snapshot, deployment: Obj) -> TemplateChange | None:
         current,
         previous,
     )
-    return change if change.lines else None
+    skipped = {r: text for r, text in failed.items() if r > previous}
+    if not change.lines:
+        return None
+    return TemplateChange(
+        change.deployment, current, previous, change.fields, change.lines, skipped
+    )
 
 
 def previous_template(snapshot: Snapshot, deployment: Obj, change: TemplateChange) -> Obj:

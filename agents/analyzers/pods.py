@@ -33,8 +33,10 @@ _MISSING_ENV = (
     re.compile(r"\b([A-Z][A-Z0-9_]{2,}) (?:must be set|is required|not provided)"),
 )
 _REJECTED = (
-    re.compile(r'invalid value "?([^"\s]*)"? for ([A-Za-z_][A-Za-z0-9_]*)(?::\s*(.*))?'),
-    re.compile(r'unsupported (?:value )?"?([^"\s]*)"? for ([A-Za-z_][A-Za-z0-9_]*)(?::\s*(.*))?'),
+    re.compile(r'invalid value (?:"([^"]*)"|(\S*)) for ([A-Za-z_][A-Za-z0-9_]*)(?::\s*(.*))?'),
+    re.compile(
+        r'unsupported (?:value )?(?:"([^"]*)"|(\S*)) for ([A-Za-z_][A-Za-z0-9_]*)(?::\s*(.*))?'
+    ),
 )
 _NO_BINARY = re.compile(
     r"exec (\S+): (?:no such file or directory|not found|permission denied)"
@@ -135,11 +137,16 @@ def _crash_cause(failure: Failure, lines: list[str], change: w.TemplateChange | 
         )
     rejected = _first(_REJECTED, lines)
     if rejected:
-        value, variable, expected = rejected[0].group(1), rejected[0].group(2), rejected[0].group(3)
+        match = rejected[0]
+        value, variable, expected = (
+            match.group(1) or match.group(2) or "",
+            match.group(3),
+            match.group(4),
+        )
         return Cause(
             "rejected-env-value",
             Category.CONFIGURATION,
-            f"exits because it rejects {variable}={value!r}",
+            f"exits because it rejects the value of {variable} ({w.quoted(value)[:40]!r})",
             0.9,
             (rejected[1],),
             (("variable", variable), ("value", value), ("expected", expected or "")),
@@ -255,7 +262,7 @@ def change_facts(
     change = w.latest_change(snapshot, obj)
     if change is None:
         return None, []
-    return change, [
+    cited = [
         w.evidence(
             "revision",
             f"deployment/{name}",
@@ -263,6 +270,12 @@ def change_facts(
         )
         for line in change.lines[:4]
     ]
+    # Why an earlier revision is not the one to go back to.
+    cited += [
+        w.evidence("event", f"deployment/{name}", f"revision {r} failed too: {text}")
+        for r, text in sorted(change.skipped.items())
+    ]
+    return change, cited
 
 
 # Which template fields, when the latest rollout changed them, explain each mechanism.
@@ -345,7 +358,7 @@ def _traced(finding: Finding, snapshot: Snapshot) -> Finding:
             "resource": w.key(snapshot, "ConfigMap", configmap),
             "symptoms": [finding.resource, *finding.symptoms],
             "summary": f"configmap/{configmap} key {cm_key} holds a value "
-            f"{finding.resource} rejects ({finding.facts['variable']}={finding.facts['value']!r})",
+            f"{finding.resource} rejects as {finding.facts['variable']}",
             "facts": {**finding.facts, "configmap": configmap, "key": cm_key},
         }
     )
