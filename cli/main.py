@@ -19,6 +19,7 @@ import click
 
 from cli import (
     audit_commands,
+    eval_commands,
     lab_commands,
     policy_commands,
     proposal_commands,
@@ -98,6 +99,7 @@ stratus.add_command(write_commands.undo)
 stratus.add_command(proposal_commands.proposals)
 stratus.add_command(audit_commands.audit)
 stratus.add_command(policy_commands.policy)
+stratus.add_command(eval_commands.eval_command)
 
 
 def main() -> None:
