@@ -1,0 +1,131 @@
+"""Remedies for pods that cannot be created or placed: cordoned or tainted nodes, an exhausted
+ResourceQuota, a claim that cannot bind.
+
+The narrowest change ranks first: raise the one quota limit that refuses the pods before
+deleting the quota; uncordon the nodes the pods wait for; re-create an unbound claim from its
+StatefulSet's template (the claim and its pod, one transaction).
+"""
+
+from __future__ import annotations
+
+from agents.model import Candidate, Finding, Step
+from agents.snapshot import Snapshot
+
+MAX_STEPS = 4  # a candidate is one transaction of at most four actions
+
+
+def uncordon(finding: Finding, snapshot: Snapshot) -> list[Candidate]:
+    nodes = list(finding.facts.get("nodes") or [])[:MAX_STEPS]
+    if not nodes:
+        return []
+    return [
+        Candidate(
+            steps=[Step(action="uncordon", kind="Node", name=node) for node in nodes],
+            intent=f"Uncordon {', '.join(f'node/{n}' for n in nodes)} so the Pending pods "
+            "can be scheduled",
+            why="lets the scheduler use the nodes again; low risk, undone by cordoning",
+            evidence=finding.evidence,
+            mechanism=finding.mechanism,
+            score=0.85,
+        )
+    ]
+
+
+def remove_taints(finding: Finding, snapshot: Snapshot) -> list[Candidate]:
+    taints = list(finding.facts.get("taints") or [])[:MAX_STEPS]
+    if not taints:
+        return []
+    return [
+        Candidate(
+            steps=[
+                Step(
+                    action="remove-taint",
+                    kind="Node",
+                    name=str(t["node"]),
+                    params={"key": t["key"], "effect": t["effect"]},
+                )
+                for t in taints
+            ],
+            intent="Remove the taint(s) that keep the Pending pods off every node that "
+            "would take them",
+            why="a taint may be deliberate: high risk, always asked; undo puts it back",
+            evidence=finding.evidence,
+            mechanism=finding.mechanism,
+            score=0.4,
+        )
+    ]
+
+
+def quota(finding: Finding, snapshot: Snapshot) -> list[Candidate]:
+    name = finding.resource.name
+    resource = str(finding.facts.get("resource") or "")
+    suggested = finding.facts.get("suggested")
+    candidates = []
+    if resource and suggested:
+        candidates.append(
+            Candidate(
+                steps=[
+                    Step(
+                        action="set-quota",
+                        kind="ResourceQuota",
+                        name=name,
+                        params={"resource": resource, "value": str(suggested)},
+                    )
+                ],
+                intent=(
+                    f"Raise the {resource} limit of resourcequota/{name} from "
+                    f"{finding.facts.get('hard')} to {suggested}: room for what "
+                    f"{', '.join(finding.facts.get('workloads') or [])} asked for"
+                ),
+                why="keeps the quota and its other limits; changes one number; reversible",
+                evidence=finding.evidence,
+                mechanism=finding.mechanism,
+                score=0.8,
+            )
+        )
+    candidates.append(
+        Candidate(
+            steps=[Step(action="delete-resourcequota", kind="ResourceQuota", name=name)],
+            intent=f"Delete resourcequota/{name}, which refuses the pods the workloads need",
+            why="removes every limit of the quota (high risk); undo re-creates it",
+            evidence=finding.evidence,
+            mechanism=finding.mechanism,
+            score=0.5,
+        )
+    )
+    return candidates
+
+
+def recreate_claim(finding: Finding, snapshot: Snapshot) -> list[Candidate]:
+    if "template_class" not in finding.facts or not finding.facts.get("statefulset"):
+        return []  # nothing would make the claim again with a class that exists
+    name = finding.resource.name
+    pods = list(finding.facts.get("pods") or [])[: MAX_STEPS - 1]
+    return [
+        Candidate(
+            steps=[
+                Step(action="delete-pvc", kind="PersistentVolumeClaim", name=name),
+                *(Step(action="delete-pod", kind="Pod", name=pod) for pod in pods),
+            ],
+            intent=(
+                f"Delete the unbound claim {name} and its Pending pod(s) "
+                f"{', '.join(pods)}: statefulset/{finding.facts['statefulset']} makes both "
+                f"again, the claim with class {finding.facts['template_class']}"
+            ),
+            why=(
+                "the claim never bound, so it holds no data; the pod is Pending and its "
+                "controller replaces it; undo re-creates the claim"
+            ),
+            evidence=finding.evidence,
+            mechanism=finding.mechanism,
+            score=0.8,
+        )
+    ]
+
+
+REMEDIES = {
+    "nodes-cordoned": uncordon,
+    "node-tainted": remove_taints,
+    "quota-exceeded": quota,
+    "pvc-unbound": recreate_claim,
+}
