@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import os
+import warnings
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -202,7 +203,13 @@ class LLMPlanner:
                 max_tool_iterations=rounds,
             )
             try:
-                result = await agent.run(task=task(reason))
+                with warnings.catch_warnings():
+                    # autogen-ext logs openai's parsed completion with model_dump(), which makes
+                    # pydantic warn about the ``parsed`` field's type on every structured answer.
+                    warnings.filterwarnings(
+                        "ignore", message="Pydantic serializer warnings", category=UserWarning
+                    )
+                    result = await agent.run(task=task(reason))
                 message = result.messages[-1] if result.messages else None
                 if not isinstance(message, StructuredMessage) or not isinstance(
                     message.content, answer_type

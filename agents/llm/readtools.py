@@ -4,7 +4,8 @@ Only reads exist here — there is no tool that writes, proposes, approves, or t
 so no text a model reads can talk it into one. Each tool is bound to the incident's namespace
 (the model never names a namespace), every answer is scrubbed, fenced as untrusted data and cut
 to ``budget.TOOL_RESULT_TOKENS``, and a failure goes back to the model as a result it can read
-rather than an exception.
+rather than an exception. Tools are strict (every parameter required), as OpenAI's structured
+output demands when tools are offered too.
 """
 
 from __future__ import annotations
@@ -60,12 +61,13 @@ def read_tools(
         """One pod's phase, containers, restarts, last termination and owner."""
         return run("pod_status", lambda: reader.pod_status(namespace, pod))
 
-    def events(object_name: str = "") -> str:
-        """Events (deduplicated, newest first), optionally of one object only."""
+    def events(object_name: str) -> str:
+        """Events (deduplicated, newest first); object_name "" for all, or one object's name."""
         return run("events", lambda: reader.events(namespace, object_name=object_name or None))
 
-    def logs(pod: str, container: str = "", previous: bool = False) -> str:
-        """The tail of a container's log; previous=true reads the run before the last restart."""
+    def logs(pod: str, container: str, previous: bool) -> str:
+        """The tail of a container's log (container "" for the only one); previous=true reads
+        the run before the last restart."""
         return run(
             "logs",
             lambda: reader.logs(
@@ -100,6 +102,9 @@ def read_tools(
         recent_changes,
     )
     return [
-        FunctionTool(f, description=(f.__doc__ or f.__name__).strip(), name=f.__name__)
+        # strict: OpenAI structured output only accepts strict tools (every parameter required)
+        FunctionTool(
+            f, description=" ".join((f.__doc__ or "").split()), name=f.__name__, strict=True
+        )
         for f in functions
     ]

@@ -50,7 +50,7 @@ def test_tool_calls_then_structured_answers_give_a_diagnosis_and_catalog_candida
     )
     llm, client = planner(
         [
-            tool_call("logs", pod=pod, previous=True),
+            tool_call("logs", pod=pod, container="", previous=True),
             json.dumps(diagnosis_json()),
             tool_call("rollout_history", deployment="profile"),
             json.dumps(
