@@ -178,7 +178,14 @@ def roots(groups: list[Group], links: dict[ResourceKey, set[ResourceKey]]) -> li
     reach = {id(g): sum(1 for h in groups if h is not g and explains(g, h, links)) for g in found}
     return sorted(
         found,
-        key=lambda g: (-g.severity, -g.confidence, -reach[id(g)], g.resource.kind, g.resource.name),
+        key=lambda g: (
+            -g.severity,
+            -g.confidence,
+            -_is_change(g),  # a coinciding change is the more specific answer
+            -reach[id(g)],
+            g.resource.kind,
+            g.resource.name,
+        ),
     )
 
 
