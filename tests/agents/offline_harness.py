@@ -17,6 +17,7 @@ from agents.model import Candidate, PlanResult
 from agents.planner.offline import plan_offline
 from agents.snapshot import take
 from policies.model import Rule
+from proposals.model import ProposalState
 from proposals.service import ProposalService, UndoRequest
 from store.db import Store
 from tests.conftest import Lab
@@ -26,6 +27,7 @@ from tools.k8s import KubeClient
 
 MAX_ATTEMPTS = 3
 AGENT = "agent:test"
+APPROVER = "U0APPROVER"
 
 
 def allow_all_service(kube: KubeClient, path: Path) -> ProposalService:
@@ -63,6 +65,9 @@ def apply(service: ProposalService, candidate: Candidate, namespace: str) -> lis
             params=dict(step.params),
             requester=AGENT,
         )
+        if proposal.state == ProposalState.AWAITING_APPROVAL:
+            # Some writes ask a person whatever the rules say (an irreversible delete).
+            service.answer(proposal.id, user=APPROVER, choice="approve")
         done = service.execute(proposal.id, actor=AGENT)
         if done.undo_id is not None:
             undo_ids.append(done.undo_id)
