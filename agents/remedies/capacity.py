@@ -3,7 +3,7 @@ ResourceQuota, a claim that cannot bind.
 
 The narrowest change ranks first: raise the one quota limit that refuses the pods before
 deleting the quota; uncordon the nodes the pods wait for; re-create an unbound claim from its
-StatefulSet's template (the claim and its pod, one transaction).
+StatefulSet's template (delete the claim, restart the StatefulSet: one transaction).
 """
 
 from __future__ import annotations
@@ -100,21 +100,21 @@ def recreate_claim(finding: Finding, snapshot: Snapshot) -> list[Candidate]:
     if "template_class" not in finding.facts or not finding.facts.get("statefulset"):
         return []  # nothing would make the claim again with a class that exists
     name = finding.resource.name
-    pods = list(finding.facts.get("pods") or [])[: MAX_STEPS - 1]
+    statefulset = str(finding.facts["statefulset"])
     return [
         Candidate(
             steps=[
                 Step(action="delete-pvc", kind="PersistentVolumeClaim", name=name),
-                *(Step(action="delete-pod", kind="Pod", name=pod) for pod in pods),
+                Step(action="rollout-restart", kind="StatefulSet", name=statefulset),
             ],
             intent=(
-                f"Delete the unbound claim {name} and its Pending pod(s) "
-                f"{', '.join(pods)}: statefulset/{finding.facts['statefulset']} makes both "
-                f"again, the claim with class {finding.facts['template_class']}"
+                f"Delete the unbound claim {name} and restart statefulset/{statefulset}: it "
+                f"makes its Pending pod and the claim again, the claim with class "
+                f"{finding.facts['template_class']}"
             ),
             why=(
-                "the claim never bound, so it holds no data; the pod is Pending and its "
-                "controller replaces it; undo re-creates the claim"
+                "the claim never bound, so it holds no data; a restart (rather than deleting "
+                "the pod) keeps every step reversible; undo re-creates the claim"
             ),
             evidence=finding.evidence,
             mechanism=finding.mechanism,
