@@ -64,14 +64,52 @@ def scaled_to_zero(snapshot: Snapshot) -> list[Finding]:
             typed = {**workload, "kind": kind}
             services = [w.name_of(s) for s in w.services_selecting(snapshot, typed)]
             callers = _callers_of(snapshot, typed, services)
-            if not callers:
+            declared = _declared_need(snapshot, typed)
+            if not callers and not declared:
                 continue  # parked at zero and nobody misses it
-            findings.append(_zero_finding(snapshot, typed, services, callers))
+            findings.append(_zero_finding(snapshot, typed, services, callers, declared))
     return findings
 
 
+def _declared_need(snapshot: Snapshot, workload: w.Obj) -> list[Evidence]:
+    """What declares, without a caller's error, that the workload must run: an autoscaler
+    that targets it with a minimum, or a Service exposed outside the cluster in front of a
+    workload applied with replicas (outside callers leave no logs here)."""
+    kind, name = str(workload["kind"]), w.name_of(workload)
+    found = []
+    for hpa in snapshot.of("HorizontalPodAutoscaler"):
+        target = (hpa.get("spec") or {}).get("scaleTargetRef") or {}
+        minimum = int((hpa.get("spec") or {}).get("minReplicas") or 1)
+        if (target.get("kind"), target.get("name")) == (kind, name) and minimum > 0:
+            found.append(
+                w.evidence(
+                    "spec",
+                    f"horizontalpodautoscaler/{w.name_of(hpa)}",
+                    f"autoscales {kind.lower()}/{name} with minReplicas {minimum}; at 0 "
+                    "replicas autoscaling is off",
+                )
+            )
+    declared = ((w.last_applied(workload) or {}).get("spec") or {}).get("replicas")
+    if isinstance(declared, int) and declared > 0:
+        for service in w.services_selecting(snapshot, workload):
+            kind_of_service = (service.get("spec") or {}).get("type")
+            if kind_of_service in ("NodePort", "LoadBalancer"):
+                found.append(
+                    w.evidence(
+                        "spec",
+                        f"service/{w.name_of(service)}",
+                        f"type {kind_of_service}: exposed outside the cluster",
+                    )
+                )
+    return found
+
+
 def _zero_finding(
-    snapshot: Snapshot, workload: w.Obj, services: list[str], callers: list[w.CallError]
+    snapshot: Snapshot,
+    workload: w.Obj,
+    services: list[str],
+    callers: list[w.CallError],
+    declared: list[Evidence],
 ) -> Finding:
     kind, name = str(workload["kind"]), w.name_of(workload)
     replicas, source = restore_replicas(snapshot, workload)
@@ -80,7 +118,13 @@ def _zero_finding(
         w.evidence("spec", f"{kind.lower()}/{name}", f"{replicas} replica(s) per {source}"),
     ]
     evidence += [w.evidence("log", w.log_ref(c.caller), c.line) for c in callers[:CALLER_LINES]]
+    evidence += declared
     caller_pods = sorted({w.pod_of_log(c.caller) for c in callers})
+    needed = (
+        f"{len(caller_pods)} caller pod(s) fail calling service {'/'.join(services)}"
+        if callers
+        else "it is declared needed (" + "; ".join(e.text for e in declared[:2]) + ")"
+    )
     return Finding(
         analyzer=ANALYZER,
         mechanism="scaled-to-zero",
@@ -88,11 +132,11 @@ def _zero_finding(
         resource=w.key(snapshot, kind, name),
         symptoms=[w.key(snapshot, "Service", s) for s in services]
         + [w.key(snapshot, "Pod", p) for p in caller_pods],
-        summary=f"{kind.lower()}/{name} is scaled to 0 replicas while "
-        f"{len(caller_pods)} caller pod(s) fail calling service {'/'.join(services)}",
+        summary=f"{kind.lower()}/{name} is scaled to 0 replicas while {needed}",
         evidence=evidence,
         severity=3,
-        confidence=0.9,
+        # Callers failing is proof; a declaration of need is strong but may be stale.
+        confidence=0.9 if callers else 0.75,
         facts={"workload_kind": kind, "workload": name, "replicas": replicas},
     )
 

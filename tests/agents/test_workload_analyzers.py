@@ -4,6 +4,7 @@ stay quiet (a workload parked at zero, normal warning noise)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 from agents.analyzers import analyze
 from agents.model import Category, Finding, PlanResult
 from agents.planner.offline import plan_offline
-from agents.snapshot import Snapshot, take
+from agents.snapshot import LAST_APPLIED, Snapshot, take
 from lab.scenarios import load_fault
 from tests.agents.offline_harness import allow_all_service, apply
 from tests.conftest import Lab
@@ -146,7 +147,7 @@ def test_scaled_to_zero_in_the_shop_is_scaled_back_to_what_was_applied(
     fixed(lab, kube, plan, "shop", tmp_path)
 
 
-PARKED = {
+PARKED: dict[str, Any] = {
     "apiVersion": "apps/v1",
     "kind": "Deployment",
     "metadata": {"name": "nightly-report", "namespace": "hotel"},
@@ -159,7 +160,7 @@ PARKED = {
         },
     },
 }
-PARKED_SERVICE = {
+PARKED_SERVICE: dict[str, Any] = {
     "apiVersion": "v1",
     "kind": "Service",
     "metadata": {"name": "nightly-report", "namespace": "hotel"},
@@ -175,6 +176,21 @@ def test_a_workload_parked_at_zero_that_nobody_calls_is_left_alone(
     lab.settle()
     _, findings, plan = look(kube, "hotel")
     assert findings == [] and plan.diagnosis is None and plan.candidates == []
+
+
+def test_a_workload_applied_with_replicas_behind_an_exposed_service_is_needed_at_zero(
+    lab: Lab, kube: KubeClient
+) -> None:
+    applied = json.dumps({**PARKED, "spec": {**PARKED["spec"], "replicas": 2}})
+    metadata = {**PARKED["metadata"], "annotations": {LAST_APPLIED: applied}}
+    kube.create({**PARKED, "metadata": metadata})
+    kube.create({**PARKED_SERVICE, "spec": {**PARKED_SERVICE["spec"], "type": "NodePort"}})
+    lab.settle()
+    _, findings, plan = look(kube, "hotel")
+    zero = only(findings, "scaled-to-zero")
+    assert zero.confidence < 0.9, "a declaration of need is weaker proof than failing callers"
+    step = plan.candidates[0].steps[0]
+    assert (step.action, step.name, step.params) == ("scale", "nightly-report", {"replicas": 2})
 
 
 def test_normal_warning_noise_raises_nothing(lab: Lab, kube: KubeClient) -> None:
