@@ -165,6 +165,15 @@ for _name in PARAMS:
 
 def test_every_catalog_action_has_a_roundtrip_test() -> None:
     covered = set(PARAMS) | {"rollout-undo", "uncordon", "delete-pod", "delete-networkpolicy"}
+    covered |= {  # tests/tools/test_new_actions.py
+        "create-service",
+        "set-quota",
+        "delete-resourcequota",
+        "delete-pvc",
+        "remove-taint",
+        "restore-configmap-key",
+        "restore-secret-key",
+    }
     assert covered == set(actions.CATALOG)
 
 
