@@ -77,6 +77,7 @@ class Control:
         self.deliverer = deliverer
         self.hub = hub
         self.base_url = base_url
+        self.on_reset: list[Callable[[], None]] = []
 
     # -- argument helpers -----------------------------------------------------------------
 
@@ -236,6 +237,7 @@ class Control:
             "ack_timeout": c.ack_timeout,
             "event_retry_delays": list(c.event_retry_delays),
             "rate_limits": c.rate_limits,
+            "rate_window": c.rate_window,
             "users": [u for u in self.ws.users.values() if not u["is_bot"]],
             "usergroups": [
                 {"id": g.id, "handle": g.handle, "name": g.name, "users": list(g.members)}
@@ -255,6 +257,8 @@ class Control:
             c.ack_timeout = float(body["ack_timeout"])
         if "event_retry_delays" in body:
             c.event_retry_delays = tuple(float(d) for d in body["event_retry_delays"])
+        if "rate_window" in body:
+            c.rate_window = float(body["rate_window"])
         if "rate_limits" in body:
             c.rate_limits.clear()
             c.rate_limits.update({str(k): int(v) for k, v in body["rate_limits"].items()})
@@ -320,6 +324,8 @@ class Control:
     def reset(self) -> Json:
         self.deliverer.cancel_retries()
         self.ws.clear()
+        for hook in self.on_reset:
+            hook()
         return {"ok": True}
 
     # -- routes ---------------------------------------------------------------------------

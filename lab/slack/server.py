@@ -40,6 +40,7 @@ class Playground:
             socket_url=lambda: self.hub.new_url(self.url),
         )
         self.control = Control(self.workspace, self.deliverer, self.hub, lambda: self.url)
+        self.control.on_reset.append(self.webapi.limiter.reset)
         self.app = web.Application(client_max_size=4 * 1024 * 1024)
         self.app.add_routes(self.webapi.routes())
         self.app.add_routes(response_url_routes(self.workspace))

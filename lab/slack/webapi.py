@@ -76,22 +76,26 @@ class MethodSpec:
 
 
 class RateLimiter:
-    """A sliding one-minute window per method; limits can change while running."""
+    """A sliding window (a minute, as Slack counts) per method; limits can change while
+    running."""
 
-    def __init__(self, limits: dict[str, int], clock: Callable[[], float]) -> None:
+    def __init__(
+        self, limits: dict[str, int], clock: Callable[[], float], window: Callable[[], float]
+    ) -> None:
         self.limits = limits
         self.clock = clock
+        self.window = window
         self._calls: dict[str, deque[float]] = {}
 
     def retry_after(self, method: str) -> int | None:
         """Seconds to wait when this call exceeds the method's rate, else ``None`` (counted)."""
         limit = self.limits.get(method)
-        now = self.clock()
+        now, span = self.clock(), self.window()
         window = self._calls.setdefault(method, deque())
-        while window and window[0] <= now - 60.0:
+        while window and window[0] <= now - span:
             window.popleft()
         if limit is not None and len(window) >= limit:
-            return max(1, math.ceil(window[0] + 60.0 - now))
+            return max(1, math.ceil(window[0] + span - now))
         window.append(now)
         return None
 
@@ -156,7 +160,8 @@ class WebApi:
         self.methods = methods
         self.base_url = base_url
         self.socket_url = socket_url
-        self.limiter = RateLimiter(workspace.config.rate_limits, workspace.clock)
+        config = workspace.config
+        self.limiter = RateLimiter(config.rate_limits, workspace.clock, lambda: config.rate_window)
 
     def routes(self) -> list[web.RouteDef]:
         return [web.route("*", "/api/{method}", self.handle)]

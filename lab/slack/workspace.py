@@ -102,7 +102,8 @@ class PlaygroundConfig:
     users: tuple[SeedUser, ...] = DEFAULT_USERS
     usergroups: tuple[SeedGroup, ...] = DEFAULT_GROUPS
     channels: tuple[SeedChannel, ...] = DEFAULT_CHANNELS
-    rate_limits: dict[str, int] = field(default_factory=dict)  # method -> calls per minute
+    rate_limits: dict[str, int] = field(default_factory=dict)  # method -> calls per window
+    rate_window: float = 60.0  # seconds; Slack counts per minute
     ack_timeout: float = 3.0
     # Slack retries an event three times: at once, after a minute, after five minutes.
     event_retry_delays: tuple[float, ...] = (0.0, 60.0, 300.0)
