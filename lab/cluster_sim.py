@@ -82,6 +82,7 @@ def with_last_applied(doc: dict[str, Any]) -> dict[str, Any]:
 APPS_DIR = Path(str(pkg_resources.files("lab"))) / "apps"
 MAX_ROUNDS = 60
 SETTLE_HORIZON = 120.0
+EVENT_TTL = 3600.0  # the API server's --event-ttl default
 TRAFFIC_WINDOW = 10.0
 
 
@@ -235,6 +236,17 @@ class Cluster:
             "elapsed_ms": round((time.perf_counter() - started) * 1000, 3),
             "resource_version": self.store.resource_version,
         }
+
+    def pass_time(self, seconds: float) -> dict[str, Any]:
+        """Let ``seconds`` of cluster time pass (instant mode: at once; timers due within run),
+        then drop events older than the API server's event TTL, as a real one does."""
+        target = self.clock.now() + seconds
+        result = self.settle(horizon=seconds)
+        if self.clock.mode == INSTANT and self.clock.now() < target:
+            self.clock.advance_to(target)
+            self.reconcile()
+        self.events.expire(self.clock.now() - EVENT_TTL)
+        return result
 
     async def run_realtime(self, tick: float = 0.1, traffic_every: float = 1.0) -> None:
         """The demo's heartbeat: due timers, controllers, and a traffic tick every second."""

@@ -139,6 +139,7 @@ class LabControl:
                     use.params,
                     self.cluster.clock.timestamp(),
                     self.cluster.settle,
+                    self.cluster.pass_time,
                 )
         except scenarios.ScenarioError as error:
             return _fail(400, str(error))
@@ -165,6 +166,7 @@ class LabControl:
                 dict(body.get("params") or {}),
                 self.cluster.clock.timestamp(),
                 self.cluster.settle,
+                self.cluster.pass_time,
             )
         except scenarios.ScenarioError as error:
             return _fail(400, str(error))

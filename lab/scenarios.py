@@ -59,6 +59,9 @@ class Step(_Strict):
     delete: DeleteStep | None = None
     restart: ResourceRef | None = None
     settle: Literal[True] | None = None  # run the cluster to steady state before the next step
+    # Let this many seconds of cluster time pass (timers run, events older than the API
+    # server's one-hour TTL expire): "an hour later, someone …".
+    wait: float | None = Field(default=None, gt=0, le=7 * 24 * 3600)
 
 
 class Param(_Strict):
@@ -281,9 +284,11 @@ def apply_fault(
     params: dict[str, Any],
     now: str,
     settle: Callable[[], object] | None = None,
+    wait: Callable[[float], object] | None = None,
 ) -> list[str]:
     """Apply a fault's steps through the API; returns one line per mutation made. A
-    ``settle`` step runs ``settle`` (the cluster to steady state) before the next step."""
+    ``settle`` step runs ``settle`` (the cluster to steady state) before the next step; a
+    ``wait`` step lets that much cluster time pass."""
     values = resolve_params(fault, params)
     done: list[str] = []
     for raw in fault.steps:
@@ -292,6 +297,11 @@ def apply_fault(
             if settle is not None:
                 settle()
             done.append("settled")
+            continue
+        if step.wait is not None:
+            if wait is not None:
+                wait(step.wait)
+            done.append(f"waited {step.wait:g}s")
             continue
         try:
             done.append(_apply_step(api, step, namespace, now))
@@ -332,4 +342,4 @@ def _apply_step(api: ApiService, step: Step, namespace: str, now: str) -> str:
             rt, namespace, step.restart.name, json.dumps(body).encode(), _PATCH_TYPES["strategic"]
         )
         return f"restarted {rt.singular}/{step.restart.name}"
-    raise ScenarioError("a fault step must be one of patch, create, delete, restart, settle")
+    raise ScenarioError("a fault step must be one of patch, create, delete, restart, settle, wait")

@@ -103,6 +103,25 @@ class EventRecorder:
             self.store.delete("events", namespace, old["metadata"]["name"])
         self._counts[namespace] = min(len(events), self.limit_per_namespace)
 
+    def expire(self, before: float) -> int:
+        """Delete events last seen before ``before`` (seconds since the epoch), as the API
+        server's event TTL does; returns how many went."""
+        gone = 0
+        for event in self.store.list_objects("events", None):
+            if Clock.parse(event.get("lastTimestamp")) < before:
+                meta = event["metadata"]
+                self.store.delete("events", meta.get("namespace", ""), meta["name"])
+                self._counts[meta.get("namespace", "")] = max(
+                    self._counts.get(meta.get("namespace", ""), 1) - 1, 0
+                )
+                gone += 1
+        if gone:
+            self._index = {k: v for k, v in self._index.items() if self._exists(k, v)}
+        return gone
+
+    def _exists(self, key: tuple[str, str, str, str, str], name: str) -> bool:
+        return self.store.get("events", key[0], name) is not None
+
     def clear(self) -> None:
         self._index.clear()
         self._counts.clear()
