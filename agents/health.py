@@ -42,6 +42,9 @@ LOG_WINDOW = 1.0  # seconds before a log's newest line that count as "now"
 REQUEST_ERROR = re.compile(
     r"\b(ERROR|FATAL|CRITICAL)\b|\b(failed|refused|timed out|no such host|unreachable)\b"
 )
+_NUMBERS = re.compile(r"\d+")
+SIGNATURE_CHARS = 160
+SIGNATURES_PER_POD = 5
 _CRASH_REASONS = {"CrashLoopBackOff", "RunContainerError", "CreateContainerError"}
 
 Verdict = Literal["healthy", "better", "same", "worse"]
@@ -251,9 +254,23 @@ def latest_lines(text: str, window: float = LOG_WINDOW) -> list[str]:
     return [rest for at, rest in stamped if (newest - at).total_seconds() <= window]
 
 
-def _pod_fails_requests(kube: KubeClient, namespace: str, pod: dict[str, Any]) -> str | None:
+def error_signatures(lines: list[str]) -> list[str]:
+    """The distinct failures among log lines: error lines with their numbers (ports, ids,
+    durations) blanked and cut short, so the same failure repeated counts once and two
+    different callees failing count twice."""
+    found: list[str] = []
+    for line in lines:
+        if REQUEST_ERROR.search(line):
+            signature = _NUMBERS.sub("#", line.strip())[:SIGNATURE_CHARS]
+            if signature not in found:
+                found.append(signature)
+    return found[:SIGNATURES_PER_POD]
+
+
+def _pod_failures(kube: KubeClient, namespace: str, pod: dict[str, Any]) -> list[str]:
     name = str(pod["metadata"]["name"])
     containers = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or []]
+    found: list[str] = []
     for container in containers[:2]:
         try:
             text = kube.read_log(
@@ -261,24 +278,31 @@ def _pod_fails_requests(kube: KubeClient, namespace: str, pod: dict[str, Any]) -
             )
         except ToolError:
             continue
-        if any(REQUEST_ERROR.search(line) for line in latest_lines(text)):
-            return name
-    return None
+        found += [s for s in error_signatures(latest_lines(text)) if s not in found]
+    return found
 
 
 def failing_requests(
     kube: KubeClient, namespace: str, pods: list[dict[str, Any]]
 ) -> tuple[str, ...]:
-    """Workloads (one ready pod each, at most ``LOG_PODS``) whose latest log lines report
-    failed requests. Reads run in a few threads: one look stays well under a second."""
+    """Distinct failures ("owner: error line") that workloads' latest log lines report, one
+    ready pod per workload (at most ``LOG_PODS``). Fixing one of two faults removes its
+    failures and leaves the other's, so a partial fix reads as better, not the same. Reads
+    run in a few threads: one look stays well under a second."""
     chosen: dict[str, dict[str, Any]] = {}
     for pod in pods:
         if _ready(pod):
             chosen.setdefault(_owner(pod), pod)
     sample = list(chosen.items())[:LOG_PODS]
     with ThreadPoolExecutor(max_workers=8) as pool:
-        found = pool.map(lambda item: _pod_fails_requests(kube, namespace, item[1]), sample)
-        return tuple(sorted(owner for (owner, _), hit in zip(sample, found, strict=True) if hit))
+        found = pool.map(lambda item: _pod_failures(kube, namespace, item[1]), sample)
+        return tuple(
+            sorted(
+                f"{owner}: {failure}"
+                for (owner, _), failures in zip(sample, found, strict=True)
+                for failure in failures
+            )
+        )
 
 
 def _stamp(value: Any) -> str:

@@ -32,6 +32,15 @@ def settle_seconds() -> float:
     return min(max(value, 0.0), 3600.0)
 
 
+def poll_seconds() -> float:
+    """How often the settling cluster is looked at (STRATUS_POLL_SECONDS, default 2)."""
+    try:
+        value = float(os.environ.get("STRATUS_POLL_SECONDS", "") or 2.0)
+    except ValueError:
+        value = 2.0
+    return min(max(value, 0.01), 300.0)
+
+
 @dataclass(frozen=True)
 class Judgement:
     before: HealthScore

@@ -31,7 +31,7 @@ from agents.incident_store import IncidentEventType, IncidentRepository, StaleIn
 from agents.memory import past_outcomes
 from agents.model import PlanResult, Usage
 from agents.planner import Planner, PlanRequest
-from agents.verify import Pause, judge, look, settle_seconds
+from agents.verify import Pause, judge, look, poll_seconds, settle_seconds
 from proposals.service import ProposalService
 from store.clock import stamp
 from store.locks import LeaseLocks, holder_name
@@ -47,7 +47,7 @@ AGENT = "agent:stratus"  # who proposes the workflow's actions
 class WorkflowConfig:
     max_attempts: int = 3
     settle_timeout: float = field(default_factory=settle_seconds)
-    poll_interval: float = 2.0
+    poll_interval: float = field(default_factory=poll_seconds)
     lease_seconds: float = 600.0
 
 

@@ -20,6 +20,7 @@ import click
 from cli import (
     audit_commands,
     eval_commands,
+    incident_commands,
     lab_commands,
     policy_commands,
     proposal_commands,
@@ -100,6 +101,8 @@ stratus.add_command(proposal_commands.proposals)
 stratus.add_command(audit_commands.audit)
 stratus.add_command(policy_commands.policy)
 stratus.add_command(eval_commands.eval_command)
+stratus.add_command(incident_commands.investigate)
+stratus.add_command(incident_commands.incidents)
 
 
 def main() -> None:

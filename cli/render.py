@@ -121,9 +121,11 @@ def incident_event(envelope: IncidentEnvelope) -> str:
 
 
 def incident_line(incident: Incident) -> str:
-    what = f"{incident.diagnosis.resource}: {incident.diagnosis.mechanism}" if (
-        incident.diagnosis
-    ) else "-"
+    what = (
+        f"{incident.diagnosis.resource}: {incident.diagnosis.mechanism}"
+        if (incident.diagnosis)
+        else "-"
+    )
     return (
         f"{incident.id}  {incident.state.value:<17} {incident.namespace:<20} "
         f"{incident.created_at:%Y-%m-%d %H:%M}  attempts {len(incident.attempts)}  {what}"
@@ -170,8 +172,10 @@ def incident_summary(incident: Incident) -> None:
             click.echo(f"  - {candidate.intent}")
     health = incident.health_now or incident.health_at_start
     if health:
-        click.echo(f"health:    score {health.get('total')} "
-                   f"({'healthy' if health.get('healthy') else 'unhealthy'})")
+        click.echo(
+            f"health:    score {health.get('total')} "
+            f"({'healthy' if health.get('healthy') else 'unhealthy'})"
+        )
     click.echo(
         f"time to detect {_elapsed(incident.created_at, incident.detected_at)}, "
         f"to mitigate {_elapsed(incident.created_at, incident.mitigated_at)}"

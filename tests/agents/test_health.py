@@ -9,6 +9,7 @@ from agents.health import (
     WarningEvent,
     Workload,
     collect,
+    error_signatures,
     latest_lines,
     score,
     verdict,
@@ -91,6 +92,16 @@ def test_only_the_latest_log_lines_count_as_failing_requests() -> None:
         "2026-11-22T10:00:02.5Z INFO request to rate:8084 ok\n"
     )
     assert latest_lines(log) == ["INFO request to geo:8083 ok", "INFO request to rate:8084 ok"]
+    two = [
+        "ERROR request to geo:8083 failed: refused after 12ms",
+        "ERROR request to geo:8083 failed: refused after 15ms",
+        "ERROR request to rate:8084 failed: no healthy upstream",
+        "INFO request to user:8086 ok",
+    ]
+    assert error_signatures(two) == [
+        "ERROR request to geo:# failed: refused after #ms",
+        "ERROR request to rate:# failed: no healthy upstream",
+    ]
     failing = score(state(failing_requests=("frontend",)))
     assert failing.parts["failing_requests"] == 1 and not failing.healthy
 
@@ -101,5 +112,8 @@ def test_callers_failing_against_a_service_scaled_to_zero_make_the_namespace_unh
     lab.control.post("/lab/v1/scenarios/hotel-recommendation-scaled-to-zero/inject")
     lab.settle()
     broken = score(collect(kube, "hotel"))
-    assert "frontend" in " ".join(broken.details["failing_requests"]), broken.to_dict()
+    assert any(
+        f.startswith("frontend") and "recommendation" in f
+        for f in broken.details["failing_requests"]
+    ), broken.to_dict()
     assert not broken.healthy

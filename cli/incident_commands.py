@@ -1,0 +1,237 @@
+"""``stratus investigate`` and ``stratus incidents``: the incident workflow from a terminal.
+
+The workflow runs here exactly as it runs for the bot: the same state machine, the same
+proposals through the same service. The terminal prints the incident's and its proposals'
+events as they happen and, where the policy asks a human, asks the person at the terminal
+(``--yes`` approves for them). An incident left waiting — the terminal closed, no tty, Ctrl-C —
+stays in the store; ``stratus incidents resume ID`` picks it up.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from agents.incident import Incident, IncidentState
+from agents.incident_store import STREAM as INCIDENT_STREAM
+from agents.incident_store import IncidentEnvelope, IncidentEvent, IncidentRepository
+from agents.llm import planner_from_env
+from agents.planner.offline import OfflinePlanner
+from agents.workflow import IncidentWorkflow, WorkflowConfig
+from cli import render
+from cli.context import Session, cluster_options, session
+from proposals.events import STREAM as PROPOSAL_STREAM
+from proposals.events import Envelope, ProposalEvent
+from proposals.model import ProposalState
+from store.events import EventStore
+from tools.reads import ClusterReader
+
+St = IncidentState
+EXIT_ESCALATED = 3
+
+
+def build_workflow(
+    s: Session, *, planner: str, max_attempts: int, settle_seconds: float | None
+) -> IncidentWorkflow:
+    llm = planner_from_env(ClusterReader(s.kube)) if planner in ("auto", "llm") else None
+    if planner == "llm" and llm is None:
+        raise click.ClickException(
+            "--planner llm needs a model: set OPENAI_API_KEY (and OPENAI_BASE_URL, STRATUS_MODEL "
+            "for another server)"
+        )
+    config = WorkflowConfig(max_attempts=max_attempts)
+    if settle_seconds is not None:
+        config.settle_timeout = settle_seconds
+    return IncidentWorkflow(
+        service=s.service, kube=s.kube, offline=OfflinePlanner(), llm=llm, config=config
+    )
+
+
+class Printer:
+    """Prints the incident's events and its proposals' events since the last print, in the
+    order they happened."""
+
+    def __init__(self, s: Session, incident_id: str) -> None:
+        self.rows = EventStore(s.store)
+        self.incident_id = incident_id
+        self.cursor = 0
+
+    def flush(self) -> None:
+        for row in self.rows.since(self.cursor, limit=10_000):
+            self.cursor = row.seq
+            if row.stream == INCIDENT_STREAM and row.subject == self.incident_id:
+                event = IncidentEvent.model_validate(row.payload)
+                click.echo(render.incident_event(IncidentEnvelope(row.seq, row.at, event)))
+            elif row.stream == PROPOSAL_STREAM and (
+                row.payload.get("incident_id") == self.incident_id
+            ):
+                proposal_event = ProposalEvent.model_validate(row.payload)
+                click.echo(render.event(Envelope(row.seq, row.at, proposal_event)))
+
+
+def _ask(s: Session, flow: IncidentWorkflow, incident: Incident, yes: bool) -> bool:
+    """Answer the proposal the incident waits on. False: nobody here can answer now."""
+    attempt = incident.current
+    if attempt is None:
+        return False
+    ids = [p for p in [*attempt.undo_proposals, *attempt.proposals] if p]
+    waiting = [
+        p for p in (s.service.get(i) for i in ids) if p.state == ProposalState.AWAITING_APPROVAL
+    ]
+    if not waiting:
+        return False
+    proposal = waiting[0]
+    click.echo("")
+    render.plan(proposal)
+    render.decision(proposal)
+    if not yes and not sys.stdin.isatty():
+        click.echo(
+            f"waiting for approval of {proposal.id}: stratus proposals approve {proposal.id}, "
+            f"then stratus incidents resume {incident.id}"
+        )
+        return False
+    if yes or click.confirm("Approve this change?", default=False):
+        s.service.answer(proposal.id, user=s.actor, choice="approve")
+    else:
+        reason = click.prompt("Why not? (goes back to the planner)", default="declined")
+        s.service.answer(proposal.id, user=s.actor, choice="reject", reason=reason)
+    return True
+
+
+def drive(s: Session, flow: IncidentWorkflow, incident_id: str, *, yes: bool) -> Incident:
+    printer = Printer(s, incident_id)
+    incident = flow.incidents.get(incident_id)
+    try:
+        while True:
+            incident = flow.advance(incident_id)
+            printer.flush()
+            if not incident.is_open:
+                break
+            if incident.state != St.AWAITING_APPROVAL or not _ask(s, flow, incident, yes):
+                break
+    except KeyboardInterrupt:
+        click.echo(f"\ninterrupted; the incident is kept: stratus incidents resume {incident_id}")
+        raise SystemExit(130) from None
+    return incident
+
+
+def finish(incident: Incident) -> None:
+    click.echo("")
+    render.incident_summary(incident)
+    if incident.state == St.ESCALATED:
+        raise SystemExit(EXIT_ESCALATED)
+
+
+_PLANNER = click.option(
+    "--planner",
+    type=click.Choice(["auto", "offline", "llm"]),
+    default="auto",
+    show_default=True,
+    help="auto: the LLM planner when a model is configured (OPENAI_API_KEY), else offline.",
+)
+_ATTEMPTS = click.option("--max-attempts", type=click.IntRange(1, 10), default=3, show_default=True)
+_SETTLE = click.option(
+    "--settle-seconds",
+    type=click.FloatRange(0, 3600),
+    default=None,
+    help="How long to wait for the cluster to settle after an attempt "
+    "(default: $STRATUS_SETTLE_SECONDS or 60).",
+)
+_YES = click.option("--yes", is_flag=True, help="Approve what the policy asks a human for.")
+
+
+@click.command()
+@click.argument("namespace")
+@click.argument("question", required=False, default="")
+@_YES
+@_PLANNER
+@_ATTEMPTS
+@_SETTLE
+@cluster_options
+def investigate(
+    namespace: str,
+    question: str,
+    yes: bool,
+    planner: str,
+    max_attempts: int,
+    settle_seconds: float | None,
+    kubeconfig: Path | None,
+    context: str | None,
+) -> None:
+    """Investigate NAMESPACE: find the fault, propose fixes, verify, undo what made it worse."""
+    with session(kubeconfig, context) as s:
+        flow = build_workflow(
+            s, planner=planner, max_attempts=max_attempts, settle_seconds=settle_seconds
+        )
+        incident, joined = flow.start(namespace, requester=s.actor, question=question)
+        click.echo(
+            f"{'joined the open' if joined else 'opened'} incident {incident.id} on {namespace}"
+        )
+        finish(drive(s, flow, incident.id, yes=yes))
+
+
+@click.group()
+def incidents() -> None:
+    """List, show, resume and cancel incidents."""
+
+
+@incidents.command("list")
+@click.option("--open", "open_only", is_flag=True, help="Only incidents still open.")
+@click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
+@cluster_options
+def list_incidents(
+    open_only: bool, limit: int, kubeconfig: Path | None, context: str | None
+) -> None:
+    with session(kubeconfig, context, recover=False) as s:
+        found = IncidentRepository(s.store).recent(limit=limit, open_only=open_only)
+        if not found:
+            click.echo("no incidents")
+        for incident in found:
+            click.echo(render.incident_line(incident))
+
+
+@incidents.command("show")
+@click.argument("incident_id")
+@cluster_options
+def show(incident_id: str, kubeconfig: Path | None, context: str | None) -> None:
+    with session(kubeconfig, context, recover=False) as s:
+        repo = IncidentRepository(s.store)
+        incident = repo.get(incident_id)
+        render.incident_summary(incident)
+        click.echo("events:")
+        for envelope in repo.events(incident_id=incident_id):
+            click.echo("  " + render.incident_event(envelope))
+
+
+@incidents.command("resume")
+@click.argument("incident_id")
+@_YES
+@_PLANNER
+@_SETTLE
+@cluster_options
+def resume(
+    incident_id: str,
+    yes: bool,
+    planner: str,
+    settle_seconds: float | None,
+    kubeconfig: Path | None,
+    context: str | None,
+) -> None:
+    """Pick up an incident where it stopped (after a click elsewhere, a restart, Ctrl-C)."""
+    with session(kubeconfig, context) as s:
+        flow = build_workflow(s, planner=planner, max_attempts=3, settle_seconds=settle_seconds)
+        finish(drive(s, flow, incident_id, yes=yes))
+
+
+@incidents.command("cancel")
+@click.argument("incident_id")
+@click.option("--reason", default="", help="Why (recorded in the events and the audit log).")
+@cluster_options
+def cancel(incident_id: str, reason: str, kubeconfig: Path | None, context: str | None) -> None:
+    """Cancel an incident; a half-done attempt is undone first."""
+    with session(kubeconfig, context) as s:
+        flow = build_workflow(s, planner="offline", max_attempts=3, settle_seconds=None)
+        incident = flow.cancel(incident_id, actor=s.actor, reason=reason)
+        render.incident_summary(incident)
