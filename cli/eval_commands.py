@@ -245,3 +245,6 @@ def eval_command(
         else:
             json_out.write_text(text + "\n")
             say(f"report written to {json_out}")
+    errors = report.totals()["errors"]
+    if errors:  # scores are results; a scenario that could not run is a failed evaluation
+        raise click.ClickException(f"{errors} scenario(s) could not be run; see the table")
