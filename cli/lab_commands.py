@@ -14,6 +14,8 @@ from lab.client import LabClient, LabRequestFailed
 from lab.cluster.clock import INSTANT, REALTIME
 from lab.cluster_sim import available_apps
 from lab.runner import LabNotRunning, LabServer, server_url_from_kubeconfig
+from lab.slack.server import PlaygroundServer
+from lab.slack.workspace import PlaygroundConfig
 
 _KUBECONFIG = click.option(
     "--kubeconfig",
@@ -239,3 +241,44 @@ def settle(kubeconfig: Path | None) -> None:
     """Run the cluster to steady state now (instant clock) and print what it took."""
     result = _call(kubeconfig, "POST", "/lab/v1/settle", {})
     click.echo(json.dumps(result))
+
+
+@lab.command("slack")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, help="Port (default: free).")
+@click.option(
+    "--request-url",
+    envvar="STRATUS_PLAYGROUND_REQUEST_URL",
+    default=None,
+    help="The bot's HTTP endpoint (e.g. http://127.0.0.1:3000/slack/events); a bot in Socket "
+    "Mode needs none.",
+)
+@click.option("--bot-token", envvar="SLACK_BOT_TOKEN", default=None, help="xoxb- token to accept.")
+@click.option("--app-token", envvar="SLACK_APP_TOKEN", default=None, help="xapp- token to accept.")
+@click.option("--signing-secret", envvar="SLACK_SIGNING_SECRET", default=None)
+def slack(
+    port: int,
+    request_url: str | None,
+    bot_token: str | None,
+    app_token: str | None,
+    signing_secret: str | None,
+) -> None:
+    """Start the Slack playground (Web API, signed deliveries, browser page); runs until
+    interrupted. Tokens and the secret default to $SLACK_* or are generated."""
+    config = PlaygroundConfig(request_url=request_url)
+    config.bot_token = bot_token or config.bot_token
+    config.app_token = app_token or config.app_token
+    config.signing_secret = signing_secret or config.signing_secret
+
+    def ready(running: PlaygroundServer) -> None:
+        click.echo(f"slack playground ready: {running.url}/")
+        click.echo(f"export STRATUS_SLACK_API_URL={running.api_url}")
+        click.echo(f"export SLACK_BOT_TOKEN={config.bot_token}")
+        click.echo(f"export SLACK_APP_TOKEN={config.app_token}")
+        click.echo(f"export SLACK_SIGNING_SECRET={config.signing_secret}")
+
+    try:
+        PlaygroundServer(config, port=port).run_forever(ready)
+    except OSError as error:
+        raise click.ClickException(
+            f"cannot start the playground on port {port}: {error}"
+        ) from error
