@@ -101,6 +101,7 @@ class Incident(_Model):
     max_attempts: int = 3
     reason: str = ""  # why it ended as it did
     cancel_requested: str = ""  # who asked to cancel, while an action was in flight
+    preferred: str = ""  # Candidate.key() a person picked from the alternatives: tried next
 
     @property
     def is_open(self) -> bool:

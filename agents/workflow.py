@@ -32,6 +32,7 @@ from agents.memory import past_outcomes
 from agents.model import PlanResult, Usage
 from agents.planner import Planner, PlanRequest
 from agents.verify import Pause, judge, look, poll_seconds, settle_seconds
+from proposals.model import ProposalState
 from proposals.service import ProposalService
 from store.clock import stamp
 from store.locks import LeaseLocks, holder_name
@@ -150,6 +151,31 @@ class IncidentWorkflow(AttemptRunner):
                 continue
         return self.incidents.get(incident_id)
 
+    def choose(self, incident_id: str, *, candidate_key: str, actor: str, reason: str) -> Incident:
+        """A person picked another of the planner's candidates: it is tried next, and the
+        proposal waiting for approval now is rejected with ``reason`` (which the planner sees,
+        like any rejection). The caller advances the incident afterwards."""
+        for _ in range(8):
+            incident = self.incidents.get(incident_id)
+            try:
+                incident = self.incidents.save(
+                    incident.model_copy(
+                        update={"preferred": candidate_key, "updated_at": self.clock.now()}
+                    ),
+                    expected_version=incident.version,
+                    actor=actor,
+                )
+                break
+            except StaleIncident:
+                continue
+        attempt = incident.current
+        waiting = [p for p in (attempt.proposals if attempt else []) if p][-1:]
+        for proposal_id in waiting:
+            if self.service.get(proposal_id).state == ProposalState.AWAITING_APPROVAL:
+                self.service.answer(proposal_id, user=actor, choice="reject", reason=reason)
+        self.incidents.note(incident, IncidentEventType.NOTE, actor=actor, message=reason)
+        return incident
+
     # ------------------------------------------------------------------ moves
 
     def _step(self, incident: Incident) -> Incident | None:
@@ -251,6 +277,7 @@ class IncidentWorkflow(AttemptRunner):
         refused = {key for key, _ in incident.rejected}
         done = set(incident.tried) | refused
         remaining = [c for c in incident.candidates if c.key() not in done]
+        remaining.sort(key=lambda c: c.key() != incident.preferred)  # a person's pick first
         if not remaining:
             return self.move(
                 incident,

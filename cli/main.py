@@ -25,6 +25,7 @@ from cli import (
     policy_commands,
     proposal_commands,
     render,
+    serve_commands,
     write_commands,
 )
 from cli.paths import data_dir
@@ -103,6 +104,7 @@ stratus.add_command(policy_commands.policy)
 stratus.add_command(eval_commands.eval_command)
 stratus.add_command(incident_commands.investigate)
 stratus.add_command(incident_commands.incidents)
+stratus.add_command(serve_commands.serve)
 
 
 def main() -> None:

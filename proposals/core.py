@@ -20,6 +20,7 @@ from proposals.errors import (
     NotExecutable,
 )
 from proposals.events import EventType, ProposalEvent, ProposalEvents
+from proposals.killswitch import KillSwitch, while_paused
 from proposals.model import (
     OPEN,
     Decision,
@@ -172,7 +173,10 @@ class ServiceCore:
         return proposal
 
     def _decide(self, facts: ProposalFacts, now: datetime) -> PolicyDecision:
-        return decide(facts, policy=self.policy(), store=self.store, now=now)
+        policy = self.policy()
+        decision = decide(facts, policy=policy, store=self.store, now=now)
+        # The kill switch: while paused, nothing that would run without a human does.
+        return while_paused(decision, policy, KillSwitch(self.store).state())
 
     def _executed(self, proposal_id: str, write: AppliedWrite, actor: str) -> None:
         """Inside the write's transaction: the proposal is executed, and an undo marks the

@@ -1,0 +1,148 @@
+"""The Slack app: a slack-bolt ``AsyncApp`` wired to the commands, clicks, events, the
+authorization middleware and the event-stream follower; served over HTTP (Slack signs every
+request; bolt refuses a bad signature or a stale timestamp with 401) or over Socket Mode.
+
+``StratusBot`` owns the lifecycle: ``start`` begins following the event stream and resumes the
+open incidents a previous run left; ``stop`` waits for background work.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from aiohttp import web
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot import cards, home, questions, text
+from bot.actions import Clicks
+from bot.authz import Gate, Groups, middleware
+from bot.commands import Commands
+from bot.config import BotConfig
+from bot.driver import Driver
+from bot.follower import Follower
+from bot.links import MessageRef
+from bot.runtime import Runtime
+
+log = logging.getLogger("stratus.bot")
+
+
+class StratusBot:
+    def __init__(self, runtime: Runtime, config: BotConfig) -> None:
+        self.rt = runtime
+        self.config = config
+        self.client = AsyncWebClient(
+            token=config.bot_token,
+            base_url=config.api_url or AsyncWebClient.BASE_URL,
+            retry_handlers=[AsyncRateLimitErrorRetryHandler(max_retry_count=5)],
+        )
+        self.app = AsyncApp(
+            client=self.client,
+            signing_secret=config.signing_secret or "socket-mode",
+            # Requests are answered as soon as a listener acks; the work goes on after.
+            process_before_response=False,
+        )
+        self.follower = Follower(runtime, self.client, interval=config.follow_interval)
+        self.driver = Driver(runtime)
+        self.gate = Gate(runtime, Groups(self.client))
+        self.commands = Commands(runtime, self.client, self.follower, self.driver, self.gate)
+        self.clicks = Clicks(runtime, self.client, self.follower, self.driver, self.gate)
+        self._runner: web.AppRunner | None = None
+        self._socket: Any = None
+        self.url = ""
+        self._wire()
+
+    def _wire(self) -> None:
+        app = self.app
+        app.middleware(middleware(self.gate))
+        app.command("/stratus")(self._command)
+        app.action(cards.APPROVE)(self.clicks.approve)
+        app.action(cards.ALWAYS)(self.clicks.always)
+        app.action(cards.REJECT)(self.clicks.reject)
+        app.action(cards.OTHER)(self.clicks.other)
+        app.action(cards.UNDO)(self.clicks.undo)
+        app.action(cards.DIFF)(self.clicks.diff)
+        app.action(cards.REVOKE)(self.clicks.revoke)
+        app.view(cards.REJECT_VIEW)(self.clicks.reject_reason)
+        app.event("app_home_opened")(self._home)
+        app.event("app_mention")(self._mention)
+        app.event("message")(self._message)
+
+    async def _command(self, ack: Any, command: dict[str, Any]) -> None:
+        await self.commands.dispatch(command, ack)
+
+    async def _home(self, event: dict[str, Any]) -> None:
+        if event.get("tab", "home") == "home":
+            await home.publish(self.rt, self.gate, self.client, str(event.get("user", "")))
+
+    async def _mention(self, event: dict[str, Any]) -> None:
+        await self._question(event)
+
+    async def _message(self, event: dict[str, Any]) -> None:
+        if event.get("subtype") or event.get("bot_id"):
+            return
+        text_ = str(event.get("text", ""))
+        if f"<@{self._bot_user}>" in text_:
+            return  # answered as an app_mention
+        await self._question(event)
+
+    @property
+    def _bot_user(self) -> str:
+        return str(getattr(self.app, "_bot_user_id", "") or "")
+
+    async def _question(self, event: dict[str, Any]) -> None:
+        thread = event.get("thread_ts")
+        channel = str(event.get("channel", ""))
+        if not thread or event.get("bot_id"):
+            return
+        incident_id = await self.rt.call(self.rt.links.incident_at, channel, str(thread))
+        if incident_id is None:
+            return
+        asked = str(event.get("text", ""))
+        where = MessageRef(channel, str(thread))
+        if questions.kind(asked) == "summary":
+            await self.follower.post_summary(incident_id, where)
+            return
+        incident = await self.rt.call(self.rt.incidents.get, incident_id)
+        events = await self.rt.call(self.rt.incidents.events, incident_id=incident_id, limit=5000)
+        latest = next((e.event.message for e in reversed(events) if e.event.message), "")
+        reply = questions.answer(incident, asked, latest)
+        await self.client.chat_postMessage(
+            channel=channel, thread_ts=str(thread), text=reply + "\n" + text.ANSWER_DATA_NOTE
+        )
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        await self.follower.start()
+        await self.driver.resume_open()
+        if self.config.mode == "http":
+            self._runner = web.AppRunner(self.app.web_app(path=self.config.path), access_log=None)
+            await self._runner.setup()
+            site = web.TCPSite(self._runner, self.config.host, self.config.port)
+            await site.start()
+            server = getattr(site, "_server", None)
+            port = server.sockets[0].getsockname()[1] if server and server.sockets else 0
+            self.url = f"http://{self.config.host}:{port}{self.config.path}"
+        else:
+            from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+
+            web_client = AsyncWebClient(
+                token=self.config.app_token,
+                base_url=self.config.api_url or AsyncWebClient.BASE_URL,
+            )
+            self._socket = AsyncSocketModeHandler(
+                self.app, self.config.app_token, web_client=web_client
+            )
+            await self._socket.connect_async()
+        log.info("stratus bot started (%s mode) %s", self.config.mode, self.url)
+
+    async def stop(self) -> None:
+        if self._socket is not None:
+            await self._socket.close_async()
+        if self._runner is not None:
+            await self._runner.cleanup()
+        await self.rt.drain()
+        await self.follower.stop()

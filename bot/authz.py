@@ -1,0 +1,213 @@
+"""Authorization of every click, as one middleware: who may answer, undo or revoke — and which
+buttons are stale. A refused or stale click is acknowledged, answered with an ephemeral
+message and changes nothing (the handler never runs). Double clicks and Slack retries are
+dropped here too; the proposal service's compare-and-set makes a second execution impossible
+anyway.
+
+The rules themselves are the policy's (``policies.approvals.refusal``); this module only
+gathers the facts a click carries (the user, their user groups from ``usergroups.users.list``)
+and the proposal's stored state.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot import cards, text
+from bot.runtime import Runtime
+from policies.approvals import ApprovalRequest, refusal
+from proposals.errors import ProposalNotFound
+from proposals.model import Proposal, ProposalState
+
+log = logging.getLogger("stratus.bot")
+P = ProposalState
+GROUP_TTL = 60.0
+SEEN_CLICKS = 2048
+
+
+class Groups:
+    """A user's Slack user groups among those a policy names (cached for a minute)."""
+
+    def __init__(self, client: AsyncWebClient) -> None:
+        self.client = client
+        self._members: dict[str, tuple[float, frozenset[str]]] = {}
+
+    async def of(self, user: str, named: list[str]) -> tuple[str, ...]:
+        found = []
+        for group in named:
+            if not group.startswith("S"):
+                continue
+            cached = self._members.get(group)
+            if cached is None or time.monotonic() - cached[0] > GROUP_TTL:
+                try:
+                    response = await self.client.usergroups_users_list(usergroup=group)
+                    members = frozenset(str(u) for u in response.get("users") or [])
+                except SlackApiError as error:
+                    log.warning("usergroups.users.list %s: %s", group, error.response.get("error"))
+                    members = frozenset()
+                cached = (time.monotonic(), members)
+                self._members[group] = cached
+            if user in cached[1]:
+                found.append(group)
+        return tuple(found)
+
+    async def allowed(self, user: str, named: list[str]) -> bool:
+        return "*" in named or user in named or bool(await self.of(user, named))
+
+
+class Gate:
+    """The checks, separate from bolt so they read top to bottom."""
+
+    def __init__(self, runtime: Runtime, groups: Groups) -> None:
+        self.rt = runtime
+        self.groups = groups
+        self._seen: OrderedDict[tuple[str, str, str], None] = OrderedDict()
+
+    def duplicate(self, user: str, action_id: str, action_ts: str) -> bool:
+        key = (user, action_id, action_ts)
+        if not action_ts:
+            return False
+        if key in self._seen:
+            return True
+        self._seen[key] = None
+        while len(self._seen) > SEEN_CLICKS:
+            self._seen.popitem(last=False)
+        return False
+
+    async def proposal(self, proposal_id: str) -> Proposal | None:
+        try:
+            return await self.rt.call(self.rt.service.get, proposal_id)
+        except ProposalNotFound:
+            return None
+
+    async def answer(self, user: str, proposal: Proposal) -> tuple[str | None, tuple[str, ...]]:
+        """Why this user may not answer this proposal now (None: they may), and their groups."""
+        now = self.rt.store.clock.now()
+        if proposal.state != P.AWAITING_APPROVAL:
+            return text.stale(proposal.state.value, proposal.reason), ()
+        if now >= proposal.expires_at:
+            return text.stale("expired"), ()
+        groups = await self.groups.of(user, proposal.decision.approvers)
+        request = ApprovalRequest(
+            proposal_id=proposal.id,
+            facts=proposal.facts.policy_facts(),
+            decision=proposal.decision.policy_decision(),
+            digest=proposal.plan.digest,
+            created_at=proposal.created_at,
+        )
+        why = refusal(request, user, groups, now)
+        return (text.not_approver(why) if why else None), groups
+
+    async def undo(self, user: str, proposal: Proposal) -> str | None:
+        if proposal.state != P.EXECUTED or not proposal.undo_id:
+            return text.NOT_UNDOABLE
+        named = proposal.decision.approvers if proposal.decision.outcome == "ask" else []
+        if not await self.groups.allowed(user, list(named) or self.rt.admins()):
+            return text.not_approver(proposal.decision.reason)
+        return None
+
+    async def admin(self, user: str) -> bool:
+        return await self.groups.allowed(user, self.rt.admins())
+
+
+def _refusal_sender(
+    client: AsyncWebClient, body: dict[str, Any]
+) -> Callable[[str], Awaitable[None]]:
+    async def send(message: str) -> None:
+        user = str((body.get("user") or {}).get("id", ""))
+        channel = str((body.get("channel") or {}).get("id", ""))
+        thread = (body.get("message") or {}).get("thread_ts")
+        if not channel:
+            return
+        try:
+            await client.chat_postEphemeral(
+                channel=channel,
+                user=user,
+                text=message,
+                **({"thread_ts": thread} if thread else {}),
+            )
+        except SlackApiError as error:
+            log.warning("chat.postEphemeral failed: %s", error.response.get("error"))
+
+    return send
+
+
+def middleware(gate: Gate) -> Callable[..., Awaitable[None]]:
+    """The bolt middleware: runs before every listener."""
+
+    async def authorize(
+        body: dict[str, Any],
+        context: dict[str, Any],
+        client: AsyncWebClient,
+        next: Callable[[], Awaitable[None]],
+        ack: Callable[..., Awaitable[None]],
+        req: Any,
+    ) -> None:
+        kind = body.get("type")
+        if kind == "event_callback" and req.headers.get("x-slack-retry-num"):
+            await ack()  # handled on the first delivery; a retry must not answer twice
+            return
+        if kind == "block_actions":
+            await _click(gate, body, context, client, next, ack)
+            return
+        if (
+            kind == "view_submission"
+            and (body.get("view") or {}).get("callback_id") == cards.REJECT_VIEW
+        ):
+            user = str(body["user"]["id"])
+            proposal_id = str(body["view"].get("private_metadata", "")).split("|")[0]
+            proposal = await gate.proposal(proposal_id)
+            why, groups = (
+                await gate.answer(user, proposal) if proposal else (text.UNKNOWN_ACTION, ())
+            )
+            if why:
+                await ack(response_action="errors", errors={"reason": why[:150]})
+                return
+            context["proposal"], context["groups"] = proposal, groups
+        await next()
+
+    return authorize
+
+
+async def _click(
+    gate: Gate,
+    body: dict[str, Any],
+    context: dict[str, Any],
+    client: AsyncWebClient,
+    next: Callable[[], Awaitable[None]],
+    ack: Callable[..., Awaitable[None]],
+) -> None:
+    action = (body.get("actions") or [{}])[0]
+    action_id = str(action.get("action_id", ""))
+    user = str((body.get("user") or {}).get("id", ""))
+    refuse = _refusal_sender(client, body)
+    if gate.duplicate(user, action_id, str(action.get("action_ts", ""))):
+        await ack()
+        return
+    if action_id not in (*cards.DECISIONS, cards.UNDO):
+        await next()
+        return
+    value = str(action.get("value") or (action.get("selected_option") or {}).get("value") or "")
+    proposal = await gate.proposal(value.split(":", maxsplit=1)[0])
+    if proposal is None:
+        await ack()
+        await refuse(text.UNKNOWN_ACTION)
+        return
+    if action_id == cards.UNDO:
+        why = await gate.undo(user, proposal)
+        groups: tuple[str, ...] = ()
+    else:
+        why, groups = await gate.answer(user, proposal)
+    if why:
+        await ack()
+        await refuse(why)
+        return
+    context["proposal"], context["groups"] = proposal, groups
+    await next()

@@ -1,0 +1,47 @@
+"""The App Home: the proposals waiting for this user's approval (with a link to each card)
+and the active grants they created, with Revoke."""
+
+from __future__ import annotations
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.models.blocks import Block
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot import blocks as b
+from bot import text
+from bot.authz import Gate
+from bot.policy_view import grant_blocks
+from bot.runtime import Runtime
+
+
+async def publish(runtime: Runtime, gate: Gate, client: AsyncWebClient, user: str) -> None:
+    pending = await runtime.call(runtime.service.pending)
+    mine = []
+    for proposal in pending:
+        why, _ = await gate.answer(user, proposal)
+        if why is None:
+            mine.append(proposal)
+    lines = []
+    for proposal in mine[:30]:
+        card = await runtime.call(runtime.links.card, proposal.id)
+        link = None
+        if card is not None:
+            try:
+                found = await client.chat_getPermalink(channel=card.channel, message_ts=card.ts)
+                link = str(found.get("permalink") or "") or None
+            except SlackApiError:
+                link = None
+        lines.append(text.home_pending(proposal.id, proposal.intent, link))
+    now = runtime.store.clock.now()
+    grants = [g for g in await runtime.call(runtime.grants.active, now) if g.created_by == user]
+    body: list[Block] = [
+        b.header(text.HOME_TITLE),
+        b.section(text.HOME_PENDING),
+        *(b.sections("\n".join(lines)) if lines else [b.context(text.HOME_NONE_PENDING)]),
+        b.divider(),
+        b.section(text.HOME_GRANTS),
+        *(grant_blocks(grants[:30]) or [b.context(text.HOME_NO_GRANTS)]),
+    ]
+    await client.views_publish(
+        user_id=user, view={"type": "home", "blocks": b.render(body, limit=b.VIEW_BLOCKS)}
+    )

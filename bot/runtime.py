@@ -1,0 +1,76 @@
+"""What the bot works with: the proposal service, the incident workflow and the store — and
+the one way it calls them, in worker threads.
+
+The service and the workflow are synchronous (SQLite, the Kubernetes client); the bot's event
+loop must acknowledge Slack within three seconds, so every call goes through ``call`` (a
+thread) and long work through ``spawn`` (a background task the bot keeps track of, so that
+shutting down waits for it and nothing is dropped silently).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from agents.incident_store import IncidentRepository
+from agents.workflow import IncidentWorkflow
+from bot.links import Links
+from policies.evaluate import CompiledPolicy
+from policies.grants import GrantBook
+from proposals.killswitch import KillSwitch
+from proposals.service import ProposalService
+from store.db import Store
+from tools.k8s import KubeClient
+from tools.reads import ClusterReader
+
+T = TypeVar("T")
+log = logging.getLogger("stratus.bot")
+
+
+@dataclass
+class Runtime:
+    service: ProposalService
+    workflow: IncidentWorkflow
+    policy: Callable[[], CompiledPolicy]
+    tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.links = Links(self.store)
+        self.incidents = IncidentRepository(self.store)
+        self.switch = KillSwitch(self.store)
+        self.grants = GrantBook(self.store)
+        self.reader = ClusterReader(self.kube)
+
+    @property
+    def store(self) -> Store:
+        return self.service.store
+
+    @property
+    def kube(self) -> KubeClient:
+        return self.workflow.kube
+
+    async def call(self, func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        return await asyncio.to_thread(func, *args, **kwargs)
+
+    def spawn(self, work: Coroutine[Any, Any, Any], *, name: str = "") -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(work, name=name or None)
+        self.tasks.add(task)
+        task.add_done_callback(self._finished)
+        return task
+
+    def _finished(self, task: asyncio.Task[Any]) -> None:
+        self.tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("background work %s failed", task.get_name(), exc_info=task.exception())
+
+    async def drain(self, timeout: float = 30.0) -> None:
+        """Wait for background work (used when stopping and by tests)."""
+        while self.tasks:
+            await asyncio.wait(set(self.tasks), timeout=timeout)
+
+    def admins(self) -> list[str]:
+        """Who may pause and resume Stratus: the policy's default approvers."""
+        return list(self.policy().policy.defaults.approvers)

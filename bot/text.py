@@ -1,0 +1,564 @@
+"""Every word the bot says in Slack, in one place (as bolt-python keeps its messages).
+
+Other modules pass fields in and get sentences back; none of them holds user-facing text.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+
+_SLACK_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")
+
+# ---------------------------------------------------------------------- people and times
+
+
+def who(actor: str | None) -> str:
+    """A Slack mention for a Slack user, a readable name for anyone else."""
+    if not actor:
+        return "someone"
+    if _SLACK_ID.match(actor):
+        return f"<@{actor}>"
+    if actor.startswith("agent:"):
+        return "Stratus"
+    if actor.startswith("cli:"):
+        return f"`{actor.removeprefix('cli:')}` (terminal)"
+    if actor.startswith("stratus"):
+        return "Stratus"
+    return f"`{actor}`"
+
+
+def approvers(names: list[str]) -> str:
+    if not names or "*" in names:
+        return "anyone"
+    return ", ".join(
+        f"<!subteam^{n}>" if n.startswith("S") and n[1:].isalnum() else who(n) for n in names
+    )
+
+
+def duration(delta: timedelta | float | None) -> str:
+    if delta is None:
+        return "—"
+    seconds = int(delta.total_seconds() if isinstance(delta, timedelta) else delta)
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m {seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m"
+
+
+def clock(moment: datetime | None) -> str:
+    return f"{moment:%H:%M:%S} UTC" if moment else "—"
+
+
+def phase(state: str) -> str:
+    return PHASES.get(state, state.replace("_", " "))
+
+
+PHASES = {
+    "detecting": ":mag: detecting",
+    "diagnosing": ":stethoscope: diagnosing",
+    "planning": ":thinking_face: planning",
+    "awaiting_approval": ":raised_hand: waiting for approval",
+    "executing": ":gear: executing",
+    "verifying": ":hourglass_flowing_sand: verifying",
+    "undoing": ":leftwards_arrow_with_hook: undoing",
+    "resolved": ":white_check_mark: resolved",
+    "escalated": ":rotating_light: escalated to humans",
+    "cancelled": ":no_entry_sign: cancelled",
+}
+
+# ---------------------------------------------------------------------- commands
+
+HELP = """*Stratus* — incident help for Kubernetes, with a human in the loop.
+• `/stratus investigate <namespace> [question]` — open an incident thread and look for the fault
+• `/stratus status` — open incidents and pending approvals
+• `/stratus undo [id|last]` — propose undoing a write (the policy decides who approves)
+• `/stratus summary` — in an incident thread: the thread summary so far
+• `/stratus policy [namespace]` — effective rules and active grants (with revoke)
+• `/stratus cancel [incident]` — stop an incident (in its thread or by id); undoes half-done work
+• `/stratus pause` / `/stratus resume` — the kill switch: nothing runs without a human (admins)
+• `/stratus help` — this message
+In an incident thread, mention me with a question ("why geo?", "what else could it be?")."""
+
+
+def unknown_command(word: str) -> str:
+    return f"I don't know `{word}`. Here is what I can do:\n{HELP}"
+
+
+USAGE = {
+    "investigate": "Usage: `/stratus investigate <namespace> [question]`, e.g. "
+    "`/stratus investigate shop why is checkout failing?`",
+    "undo": "Usage: `/stratus undo` or `/stratus undo last` (the most recent write), or "
+    "`/stratus undo <undo-id>` (see `stratus undo --list`)",
+    "policy": "Usage: `/stratus policy [namespace]`",
+    "cancel": "Usage: `/stratus cancel` in an incident thread, or `/stratus cancel <incident-id>`",
+    "summary": "Usage: `/stratus summary` in an incident thread, or `/stratus summary "
+    "<incident-id>`",
+    "pause": "Usage: `/stratus pause [reason]`",
+    "resume": "Usage: `/stratus resume [reason]`",
+    "status": "Usage: `/stratus status`",
+    "help": "Usage: `/stratus help`",
+}
+
+
+def bad_namespace(name: str) -> str:
+    return (
+        f"`{name}` is not a Kubernetes namespace name (lower-case letters, digits and `-`, at "
+        "most 63 characters)."
+    )
+
+
+def investigating(namespace: str) -> str:
+    return f"Looking into `{namespace}`… the incident thread follows in this channel."
+
+
+def joined(incident_id: str, namespace: str) -> str:
+    return f"`{namespace}` already has an open incident ({incident_id}); I added you to it."
+
+
+def failed(what: str, why: str) -> str:
+    return f":warning: {what}: {why}"
+
+
+NO_INCIDENT_HERE = (
+    "I can't tell which incident you mean: use this in an incident thread, or name it (`inc-…`)."
+)
+SUMMARY_POSTED = "Summary posted in the thread."
+PAUSE_REFUSED = "Only Stratus admins (the policy's default approvers) may pause or resume Stratus."
+
+
+def paused(actor: str, reason: str) -> str:
+    why = f" ({reason})" if reason else ""
+    return (
+        f":octagonal_sign: Stratus is *paused* by {who(actor)}{why}. Nothing executes without a "
+        "human until `/stratus resume`; auto-allowed work waits for an approval."
+    )
+
+
+def resumed(actor: str) -> str:
+    return f":arrow_forward: Stratus *resumed* by {who(actor)}. Policies apply as written again."
+
+
+ALREADY_PAUSED = "Stratus is already paused."
+ALREADY_RUNNING = "Stratus is not paused."
+STATUS_TITLE = "*Stratus status*"
+STATUS_PAUSED = ":octagonal_sign: paused"
+STATUS_RUNNING = ":large_green_circle: running"
+NO_OPEN_INCIDENTS = "No open incidents."
+NO_PENDING = "No approvals pending."
+
+
+def status_incident(incident_id: str, namespace: str, state: str, elapsed: str) -> str:
+    return f"• `{incident_id}` `{namespace}` — {phase(state)} ({elapsed})"
+
+
+def status_pending(proposal_id: str, intent: str, approvals: int, needed: int) -> str:
+    return f"• `{proposal_id}` {intent} — {approvals} of {needed} approvals"
+
+
+def undo_proposed(proposal_id: str, state: str) -> str:
+    return f"Undo proposed as `{proposal_id}` ({state.replace('_', ' ')})."
+
+
+NOTHING_TO_UNDO = "Nothing to undo: Stratus has made no reversible write."
+
+# ---------------------------------------------------------------------- policy view
+
+
+def policy_title(namespace: str) -> str:
+    return f"*Policy in force{' for `' + namespace + '`' if namespace else ''}*"
+
+
+def policy_defaults(approver_names: list[str], quorum: int, own: bool, timeout: str) -> str:
+    return (
+        f"Defaults: approvers {approvers(approver_names)}, {quorum} approval(s), "
+        f"{'requester may approve' if own else 'not the requester'}, requests expire after "
+        f"{timeout}."
+    )
+
+
+def policy_rule(name: str, decision: str, scope: str, extra: str) -> str:
+    return f"• `{name}` — *{decision}* {scope}{(' — ' + extra) if extra else ''}"
+
+
+NO_RULES = "No rules: every write is asked with the defaults."
+GRANTS_TITLE = "*Active grants (Always allow)*"
+NO_GRANTS = "No active grants."
+
+
+def grant_line(
+    grant_id: str, action: str, namespace: str, resource: str, by: str, until: datetime
+) -> str:
+    return (
+        f"`{grant_id}`: {action} on {resource} in `{namespace}` — by {who(by)}, until "
+        f"{until:%Y-%m-%d %H:%M} UTC"
+    )
+
+
+REVOKE = "Revoke"
+
+
+def revoke_confirm(grant_id: str) -> str:
+    return f"Revoke {grant_id}? The next such change will be asked again."
+
+
+def revoked(grant_id: str) -> str:
+    return f"Grant `{grant_id}` revoked; such changes are asked again."
+
+
+REVOKE_REFUSED = "Only the grant's creator or a Stratus admin may revoke it."
+
+# ---------------------------------------------------------------------- incident thread
+
+
+def incident_title(namespace: str) -> str:
+    return f"Incident in {namespace}"
+
+
+def incident_fields(state: str, requester: str, elapsed: str, health: str) -> list[str]:
+    return [
+        f"*Phase*\n{phase(state)}",
+        f"*Started by*\n{who(requester)}",
+        f"*Elapsed*\n{elapsed}",
+        f"*Health score*\n{health}",
+    ]
+
+
+def health(total: object, healthy: object, start: object = None) -> str:
+    if total is None:
+        return "not measured yet"
+    now = f"{total}{' (healthy)' if healthy else ''}"
+    return now if start is None or start == total else f"{start} → {now}"
+
+
+def incident_context(incident_id: str, question: str, planner: str) -> str:
+    asked = f" · asked: “{question}”" if question else ""
+    return f"`{incident_id}` · planner: {planner}{asked} · reply in the thread to ask me"
+
+
+def diagnosis_line(summary: str) -> str:
+    return f"*Diagnosis:* {summary}"
+
+
+def incident_fallback(namespace: str, state: str) -> str:
+    return f"Incident in {namespace}: {phase(state)}"
+
+
+def findings(count: int, lines: list[str]) -> str:
+    head = f":mag: *{count} finding(s)*" if count else ":mag: *No findings*"
+    return head + ("\n" + "\n".join(f"• {line}" for line in lines) if lines else "")
+
+
+def diagnosis(resource: str, category: str, summary: str) -> str:
+    return f":stethoscope: *Diagnosis* — `{resource}` ({category})\n{summary}"
+
+
+def evidence(source: str, ref: str, quote: str) -> str:
+    return f"• _{source}_ `{ref}`: {quote}"
+
+
+def history(lines: list[str]) -> str:
+    return "*Seen before:*\n" + "\n".join(f"• {line}" for line in lines)
+
+
+def attempt_started(number: int, intent: str) -> str:
+    return f":hammer_and_wrench: *Attempt {number}:* {intent}"
+
+
+VERDICTS = {
+    "healthy": ":white_check_mark: healthy",
+    "better": ":chart_with_downwards_trend: better, not healthy yet",
+    "same": ":heavy_minus_sign: no better",
+    "worse": ":x: worse",
+}
+
+
+def verified(number: int, verdict: str, before: object, after: object) -> str:
+    return (
+        f":stethoscope: *Attempt {number} verified:* {VERDICTS.get(verdict, verdict)} "
+        f"(health score {before} → {after})"
+    )
+
+
+def state_note(message: str) -> str:
+    return f"_{message}_"
+
+
+def undone_notice(intent: str, by: str, undo_id: str) -> str:
+    return f":leftwards_arrow_with_hook: *Undone:* {intent} — by {who(by)} (`{undo_id}`)"
+
+
+def superseded_notice(old: str, new: str | None, why: str) -> str:
+    then = f"; `{new}` replaces it" if new else ""
+    return f":recycle: `{old}` was not executed: {why}{then}"
+
+
+# ---------------------------------------------------------------------- proposal cards
+
+CARD_STATE = {
+    "awaiting_approval": ":raised_hand: Waiting for approval",
+    "approved": ":ballot_box_with_check: Approved — about to run",
+    "executing": ":gear: Running",
+    "executed": ":white_check_mark: Executed",
+    "undone": ":leftwards_arrow_with_hook: Undone",
+    "denied": ":no_entry: Denied by policy",
+    "rejected": ":x: Rejected",
+    "expired": ":hourglass: Expired (nobody answered in time)",
+    "superseded": ":recycle: Superseded",
+    "failed": ":boom: Failed",
+    "cancelled": ":no_entry_sign: Cancelled",
+    "proposed": ":memo: Proposed",
+}
+
+
+def card_fields(target: str, risk: str, reversible: bool, state: str) -> list[str]:
+    return [
+        f"*Target*\n`{target}`",
+        f"*Risk*\n{RISK.get(risk, risk)}",
+        f"*Undo*\n{'exact undo available' if reversible else ':warning: cannot be undone'}",
+        f"*State*\n{CARD_STATE.get(state, state)}",
+    ]
+
+
+RISK = {
+    "low": ":large_green_circle: low",
+    "medium": ":large_yellow_circle: medium",
+    "high": ":red_circle: high",
+}
+DIFF_TITLE = "*Diff*"
+DIFF_EMPTY = "_(no textual diff)_"
+
+
+def diff_cut(shown: int, total: int) -> str:
+    return f"Showing {shown} of {total} lines — *See the whole diff* opens all of it."
+
+
+SEE_DIFF = "See the whole diff"
+DIFF_MODAL_TITLE = "The whole diff"
+CLOSE = "Close"
+
+
+def telemetry(
+    pods: str, restarts: int, endpoints: str, errors: list[str], events: list[str]
+) -> str:
+    lines = [f"*Telemetry* — pods ready {pods} · restarts {restarts} · endpoints {endpoints}"]
+    if errors:
+        lines.append("Error lines: " + "; ".join(f"`{e}`" for e in errors))
+    if events:
+        lines.append("Recent events: " + "; ".join(events))
+    return "\n".join(lines)
+
+
+def warning(text: str) -> str:
+    return f":warning: {text}"
+
+
+def why_asked(reason: str, approver_names: list[str], got: list[str], needed: int) -> str:
+    lines = [f"*Why I ask:* {reason}", f"Approvers: {approvers(approver_names)}"]
+    if needed > 1:
+        lines.append(
+            f"Approvals: {len(got)} of {needed}"
+            + (f" ({', '.join(who(u) for u in got)})" if got else "")
+        )
+    return "\n".join(lines)
+
+
+def why_allowed(reason: str) -> str:
+    return f"*Decided by policy:* {reason}"
+
+
+APPROVE = "Approve once"
+REJECT = "Reject"
+OTHER = "Other options"
+UNDO = "Undo"
+
+
+def always(action: str, resource: str, namespace: str, expiry: str) -> str:
+    return f"Always allow {action} on {resource} in {namespace} for {expiry}"
+
+
+def high_risk_confirm(intent: str, target: str) -> str:
+    return f"This is a *high-risk* change: {intent} on `{target}`. Run it?"
+
+
+CONFIRM_TITLE = "High-risk change"
+CONFIRM_YES = "Approve"
+CONFIRM_NO = "Not now"
+UNDO_CONFIRM_TITLE = "Undo this change?"
+
+
+def undo_confirm(intent: str) -> str:
+    return f"Put back what was there before: {intent}"
+
+
+UNDO_CONFIRM_YES = "Undo"
+
+
+def approved_by(users: list[str], at: datetime | None) -> str:
+    names = ", ".join(who(u) for u in users)
+    return f"*Approved by* {names} at {clock(at)}"
+
+
+def allowed_by_policy(reason: str) -> str:
+    return f"*Approved by policy:* {reason}"
+
+
+def ran(at: datetime | None) -> str:
+    return f"*Ran* at {clock(at)}"
+
+
+def verification(verdict: str, before: object, after: object) -> str:
+    return f"*Verification:* {VERDICTS.get(verdict, verdict)} (health score {before} → {after})"
+
+
+VERIFYING = "*Verification:* waiting for the cluster to settle…"
+
+
+def undone_line(by: str, undo_id: str, at: datetime | None) -> str:
+    return f"*Undone* by {who(by)} at {clock(at)} (`{undo_id}`)"
+
+
+def ended(state: str, reason: str) -> str:
+    return f"{CARD_STATE.get(state, state)}" + (f": {reason}" if reason else "")
+
+
+def card_context(proposal_id: str, requester: str, expires: datetime) -> str:
+    return f"`{proposal_id}` · proposed by {who(requester)} · expires {clock(expires)}"
+
+
+def card_fallback(intent: str, state: str) -> str:
+    return f"{intent} — {CARD_STATE.get(state, state)}"
+
+
+def option_label(intent: str) -> str:
+    return intent
+
+
+# ---------------------------------------------------------------------- clicks
+
+REJECT_TITLE = "Reject this change"
+REJECT_LABEL = "Why not? (the planner gets your reason)"
+REJECT_PLACEHOLDER = "e.g. geo is fine, look at the recommendation service"
+REJECT_SUBMIT = "Reject"
+REJECT_TOO_SHORT = "Say a little more, so the planner can use it."
+
+
+def refused(why: str) -> str:
+    return f":no_entry: Nothing changed: {why}"
+
+
+STALE = {
+    "executed": "this change was already executed",
+    "executing": "this change is being executed right now",
+    "undone": "this change was already undone",
+    "approved": "this change is already approved and about to run",
+    "superseded": "this card is out of date: the change was superseded by a newer proposal",
+    "expired": "this request expired; ask for it again",
+    "rejected": "this change was rejected",
+    "denied": "policy denies this change",
+    "cancelled": "this change was cancelled",
+    "failed": "this change failed and will not be retried from here",
+}
+
+
+def stale(state: str, reason: str = "") -> str:
+    why = STALE.get(state, f"this change is {state.replace('_', ' ')}")
+    return f":hourglass: Nothing changed: {why}" + (f" ({reason})" if reason else "") + "."
+
+
+NOT_UNDOABLE = ":hourglass: Nothing changed: this change has no undo (it is not executed, "
+NOT_UNDOABLE += "already undone, or cannot be undone)."
+OPTION_GONE = ":hourglass: Nothing changed: that option is no longer on the table."
+
+
+def not_approver(reason: str) -> str:
+    return f":no_entry: You can't answer this request: {reason}"
+
+
+def vote_counted(got: int, needed: int) -> str:
+    return f"Your approval counts: {got} of {needed}. Waiting for another approver."
+
+
+def choosing(intent: str) -> str:
+    return f"Rejected in favour of another option: {intent}"
+
+
+def chose_other(user: str, intent: str) -> str:
+    return f"{who(user)} chose another option: {intent}"
+
+
+UNKNOWN_ACTION = "That button is not one I know any more; nothing changed."
+
+# ---------------------------------------------------------------------- questions
+
+QUESTION_NO_DIAGNOSIS = "I have no diagnosis yet for this incident; I'll post it here."
+
+
+def answer_why(resource: str, summary: str, evidence_lines: list[str]) -> str:
+    lines = [f"I suspect `{resource}` because: {summary}"]
+    lines += evidence_lines
+    return "\n".join(lines)
+
+
+def answer_alternatives(lines: list[str]) -> str:
+    if not lines:
+        return "The planner has no other option left for this incident."
+    return "Other options the planner considered:\n" + "\n".join(f"• {line}" for line in lines)
+
+
+def answer_state(state: str, message: str) -> str:
+    return f"The incident is {phase(state)}. Latest: {message}"
+
+
+ANSWER_DATA_NOTE = "_(answered from the diagnosis and the incident's events)_"
+
+# ---------------------------------------------------------------------- summary
+
+SUMMARY_TITLE = "Incident summary"
+
+
+def summary_head(namespace: str, state: str, reason: str) -> str:
+    return f"*{namespace}* — {phase(state)}" + (f" ({reason})" if reason else "")
+
+
+def root_cause(text: str | None) -> str:
+    return f"*Root cause:* {text or 'not found'}"
+
+
+def summary_times(detect: str, mitigate: str, health_before: object, health_after: object) -> str:
+    return (
+        f"*Time to detect:* {detect} · *time to mitigate:* {mitigate} · "
+        f"*health score:* {health_before} → {health_after}"
+    )
+
+
+TIMELINE = "*Timeline*"
+ACTIONS = "*Actions*"
+NO_ACTIONS = "No write was made."
+UNDOS = "*Undos*"
+
+
+def action_line(intent: str, approved: str, outcome: str, verdict: str) -> str:
+    extra = f", verified {verdict}" if verdict else ""
+    return f"• {intent} — {approved}; {outcome}{extra}"
+
+
+def timeline_line(at: str, text: str) -> str:
+    return f"`{at}` {text}"
+
+
+# ---------------------------------------------------------------------- App Home
+
+HOME_TITLE = "Stratus"
+HOME_PENDING = "*Waiting for your approval*"
+HOME_NONE_PENDING = "Nothing is waiting for you."
+HOME_GRANTS = "*Grants you created*"
+HOME_NO_GRANTS = "You have no active grants."
+
+
+def home_pending(proposal_id: str, intent: str, link: str | None) -> str:
+    where = f" — <{link}|open the card>" if link else ""
+    return f"• `{proposal_id}` {intent}{where}"
