@@ -64,12 +64,15 @@ class AttemptRunner:
     # ------------------------------------------------------------------ begin and steps
 
     def begin_attempt(self, incident: Incident, candidate: Candidate) -> Incident:
-        health = look(self.kube, incident.namespace, since=stamp(incident.created_at))
+        if incident.attempts or not incident.health_now:
+            before = look(self.kube, incident.namespace, since=stamp(incident.created_at)).to_dict()
+        else:
+            before = incident.health_now  # the first attempt: the look taken moments ago
         attempt = Attempt(
             number=len(incident.attempts) + 1,
             candidate=candidate,
             transaction_id=new_transaction_id(),
-            health_before=health.to_dict(),
+            health_before=before,
             started_at=self.now(),
         )
         incident = self.update(

@@ -42,6 +42,8 @@ LOG_WINDOW = 1.0  # seconds before a log's newest line that count as "now"
 REQUEST_ERROR = re.compile(
     r"\b(ERROR|FATAL|CRITICAL)\b|\b(failed|refused|timed out|no such host|unreachable)\b"
 )
+_STARTING = {"ContainerCreating", "PodInitializing"}
+READY_GRACE = 30.0  # seconds a started, not-yet-ready container is given before it counts
 _NUMBERS = re.compile(r"\d+")
 SIGNATURE_CHARS = 160
 SIGNATURES_PER_POD = 5
@@ -91,6 +93,9 @@ class NamespaceState:
     # Running, ready pods whose latest log lines report failed requests (callers of a broken
     # service): the only request signal a cluster without metrics exposes.
     failing_requests: tuple[str, ...] = ()
+    # Pods on their way somewhere (being created, initialising, terminating, or started moments
+    # ago and not ready yet): while any are, the namespace has not settled.
+    transitional: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -223,6 +228,7 @@ def collect(kube: KubeClient, namespace: str) -> NamespaceState:
         tuple(services),
         tuple(warnings),
         failing_requests(kube, namespace, pod_objects),
+        tuple(sorted(p["metadata"]["name"] for p in pod_objects if in_transition(p))),
     )
 
 
@@ -309,6 +315,42 @@ def _stamp(value: Any) -> str:
     if isinstance(value, dt.datetime):
         return value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return str(value or "")
+
+
+def in_transition(pod: dict[str, Any], now: dt.datetime | None = None) -> bool:
+    """Whether a pod is still on its way to a steady state. A crash loop, a pull back-off or a
+    readiness probe failing for a while are steady (they will not fix themselves soon)."""
+    if pod["metadata"].get("deletionTimestamp"):
+        return True
+    status = pod.get("status") or {}
+    statuses = (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or [])
+    conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
+    phase = status.get("phase")
+    if phase == "Pending" and conditions.get("PodScheduled") == "True" and not statuses:
+        return True
+    waiting = {((c.get("state") or {}).get("waiting") or {}).get("reason") for c in statuses}
+    if waiting & _STARTING:
+        return True
+    if phase == "Running" and conditions.get("Ready") != "True":
+        if any(int(c.get("restartCount") or 0) for c in statuses):
+            return False
+        started = [
+            _parse(((c.get("state") or {}).get("running") or {}).get("startedAt"))
+            for c in status.get("containerStatuses") or []
+        ]
+        newest = max((at for at in started if at is not None), default=None)
+        moment = now or dt.datetime.now(dt.UTC)
+        return newest is not None and (moment - newest).total_seconds() < READY_GRACE
+    return False
+
+
+def _parse(value: Any) -> dt.datetime | None:
+    if isinstance(value, dt.datetime):
+        return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+    try:
+        return dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
 
 
 def _pod(pod: dict[str, Any]) -> PodState:

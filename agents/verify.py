@@ -54,6 +54,12 @@ def look(kube: KubeClient, namespace: str, *, since: str = "") -> HealthScore:
     return score(collect(kube, namespace), since=since)
 
 
+def _look(kube: KubeClient, namespace: str, since: str) -> tuple[HealthScore, bool]:
+    """The score, and whether pods are still on their way (the cluster has not settled)."""
+    state = collect(kube, namespace)
+    return score(state, since=since), bool(state.transitional)
+
+
 def judge(
     kube: KubeClient,
     namespace: str,
@@ -64,17 +70,19 @@ def judge(
     timeout: float,
     interval: float = 2.0,
 ) -> Judgement:
-    """Wait (bounded) until the namespace is healthy or its score stops moving, then compare."""
+    """Wait (bounded) until the namespace is healthy, or no pod is on its way anywhere and the
+    score stopped moving between two looks; then compare."""
     started = time.monotonic()
     previous: HealthScore | None = None
-    after = look(kube, namespace, since=since)
+    after, moving = _look(kube, namespace, since)
     settled = False
     while True:
-        if after.healthy or (previous is not None and previous.parts == after.parts):
+        if after.healthy or (not moving and previous is not None and previous.parts == after.parts):
             settled = True
             break
         if time.monotonic() - started >= timeout:
             break
         pause(interval)
-        previous, after = after, look(kube, namespace, since=since)
+        previous = after
+        after, moving = _look(kube, namespace, since)
     return Judgement(before, after, verdict(before, after), time.monotonic() - started, settled)

@@ -214,8 +214,8 @@ class IncidentWorkflow(AttemptRunner):
 
     def _diagnose(self, incident: Incident) -> Incident:
         result = self.plan_for(incident)
-        health = look(self.kube, incident.namespace, since=stamp(incident.created_at))
         if result.diagnosis is None:
+            health = look(self.kube, incident.namespace, since=stamp(incident.created_at))
             if health.healthy:
                 return self.move(
                     incident,

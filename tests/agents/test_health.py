@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 from agents.health import (
     NamespaceState,
     PodState,
@@ -10,6 +12,7 @@ from agents.health import (
     Workload,
     collect,
     error_signatures,
+    in_transition,
     latest_lines,
     score,
     verdict,
@@ -117,3 +120,46 @@ def test_callers_failing_against_a_service_scaled_to_zero_make_the_namespace_unh
         for f in broken.details["failing_requests"]
     ), broken.to_dict()
     assert not broken.healthy
+
+
+def _pod(
+    phase: str, *, ready: bool, statuses: list[dict[str, object]], **meta: object
+) -> dict[str, object]:
+    return {
+        "metadata": {"name": "p", **meta},
+        "status": {
+            "phase": phase,
+            "conditions": [
+                {"type": "PodScheduled", "status": "True"},
+                {"type": "Ready", "status": "True" if ready else "False"},
+            ],
+            "containerStatuses": statuses,
+        },
+    }
+
+
+def test_pods_on_their_way_keep_the_namespace_unsettled_and_steady_failures_do_not() -> None:
+    now = dt.datetime(2026, 11, 22, 12, 0, 0, tzinfo=dt.UTC)
+    creating = _pod(
+        "Pending", ready=False, statuses=[{"state": {"waiting": {"reason": "ContainerCreating"}}}]
+    )
+    fresh = _pod(
+        "Running",
+        ready=False,
+        statuses=[{"restartCount": 0, "state": {"running": {"startedAt": "2026-11-22T11:59:50Z"}}}],
+    )
+    stuck = _pod(
+        "Running",
+        ready=False,
+        statuses=[{"restartCount": 0, "state": {"running": {"startedAt": "2026-11-22T11:00:00Z"}}}],
+    )
+    looping = _pod(
+        "Running",
+        ready=False,
+        statuses=[{"restartCount": 4, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}],
+    )
+    leaving = _pod("Running", ready=True, statuses=[], deletionTimestamp="2026-11-22T11:59:59Z")
+    assert (
+        in_transition(creating, now) and in_transition(fresh, now) and in_transition(leaving, now)
+    )
+    assert not in_transition(stuck, now) and not in_transition(looping, now)
