@@ -23,16 +23,13 @@ from lab.cluster.errors import ApiError
 from lab.cluster.resources import by_kind
 from lab.cluster.store import ObjectStore
 from lab.cluster.update_rules import UpdateRules
-from lab.controllers.cluster_services import (
-    HorizontalPodAutoscalerController,
-    NodeController,
-    ServiceAccountController,
-)
+from lab.controllers.cluster_services import HorizontalPodAutoscalerController, NodeController
 from lab.controllers.containers import ContainerRun
 from lab.controllers.context import ControllerContext, EventRecorder
+from lab.controllers.cronjobs import CronJobController
 from lab.controllers.deployment import DeploymentController
 from lab.controllers.disruption import DisruptionController, evict
-from lab.controllers.jobs import BatchAdmission, CronJobController, JobController
+from lab.controllers.jobs import BatchAdmission, JobController
 from lab.controllers.kubelet import Kubelet
 from lab.controllers.replicasets import (
     DaemonSetController,
@@ -42,6 +39,7 @@ from lab.controllers.replicasets import (
 )
 from lab.controllers.revisions import ControllerRevisionController
 from lab.controllers.scheduling import Scheduler, VolumeBinder
+from lab.controllers.service_accounts import ServiceAccountAdmission, ServiceAccountController
 from lab.controllers.services import (
     ClusterIPAllocator,
     EndpointsController,
@@ -82,6 +80,7 @@ def with_last_applied(doc: dict[str, Any]) -> dict[str, Any]:
 APPS_DIR = Path(str(pkg_resources.files("lab"))) / "apps"
 MAX_ROUNDS = 60
 SETTLE_HORIZON = 120.0
+URGENT_REACH = 3600.0  # a bound on how far urgent timers may carry one settle
 EVENT_TTL = 3600.0  # the API server's --event-ttl default
 TRAFFIC_WINDOW = 10.0
 
@@ -140,7 +139,12 @@ class Cluster:
             TaintManager(self.ctx),
         ]
         self.api.admission_hooks.extend(
-            [ClusterIPAllocator(self.ctx), QuotaAdmission(self.ctx), UpdateRules(self.store)]
+            [
+                ClusterIPAllocator(self.ctx),
+                ServiceAccountAdmission(self.ctx),
+                QuotaAdmission(self.ctx),
+                UpdateRules(self.store),
+            ]
         )
         self.api.admission_hooks.append(BatchAdmission())
         self.installed_apps: list[str] = []
@@ -212,21 +216,24 @@ class Cluster:
         moves something along (a pull, a start, an exit, a first probe), up to
         ``SETTLE_HORIZON`` ahead, never for a steady wait (a crash loop's next restart, a pull
         retry, a failing probe's next try) alone. With a horizon, time passes: every timer
-        due within it runs."""
+        due within it runs and the clock ends the horizon ahead. Either way a settle never
+        ends inside a transient run (one its liveness probe will kill): a crash loop is always
+        left in its back-off, so what a check reads does not depend on when it looked."""
         started = time.perf_counter()
         begin = self.clock.now()
         rounds = self.reconcile()
         timers = 0
         if self.clock.mode == INSTANT:
-            needed_only = horizon is None
-            limit = begin + (SETTLE_HORIZON if horizon is None else horizon)
-            while True:
-                due = self.clock.next_due(needed_only=needed_only)
-                if due is None or due > limit:
-                    break
-                self.clock.advance_to(due)
+            if horizon is not None:
+                end = begin + max(horizon, 0.0)
+                timers, rounds = self._run_timers(
+                    end, timers, rounds, needed_only=False, urgent=False
+                )
+                self.clock.advance_to(end)
                 timers += self.clock.run_due()
                 rounds += self.reconcile()
+            limit = self.clock.now() + SETTLE_HORIZON
+            timers, rounds = self._run_timers(limit, timers, rounds, needed_only=True, urgent=True)
             self.traffic.tick(TRAFFIC_WINDOW)
         return {
             "mode": self.clock.mode,
@@ -237,9 +244,28 @@ class Cluster:
             "resource_version": self.store.resource_version,
         }
 
+    def _run_timers(
+        self, limit: float, timers: int, rounds: int, *, needed_only: bool, urgent: bool
+    ) -> tuple[int, int]:
+        """Jump from timer to timer up to ``limit``; then (``urgent``) on to each urgent timer
+        (the end of a transient run), with ``SETTLE_HORIZON`` more for what follows it, within
+        ``URGENT_REACH`` of where this began."""
+        reach = self.clock.now() + URGENT_REACH
+        while True:
+            due = self.clock.next_due(needed_only=needed_only)
+            if due is None or due > limit:
+                pending = self.clock.next_urgent() if urgent else None
+                if pending is None or pending > reach:
+                    return timers, rounds
+                due, limit = pending, max(limit, pending + SETTLE_HORIZON)
+            self.clock.advance_to(due)
+            timers += self.clock.run_due()
+            rounds += self.reconcile()
+
     def pass_time(self, seconds: float) -> dict[str, Any]:
         """Let ``seconds`` of cluster time pass (instant mode: at once; timers due within run),
-        then drop events older than the API server's event TTL, as a real one does."""
+        then drop events older than the API server's event TTL, as a real one does. Used by
+        a fault's ``wait`` step."""
         target = self.clock.now() + seconds
         result = self.settle(horizon=seconds)
         if self.clock.mode == INSTANT and self.clock.now() < target:
@@ -264,7 +290,7 @@ class Cluster:
     def _bootstrap(self) -> None:
         for doc in load_manifests(APPS_DIR / "base"):
             self._create(doc)
-        self.reconcile()
+        self.settle()  # kube-system's add-ons are running before the first request
 
     def _create(self, doc: dict[str, Any], *, applied: bool = False) -> None:
         rt = by_kind(doc["kind"])

@@ -70,6 +70,8 @@ class ImageSpec(BaseModel):
     listens: list[int] = Field(default_factory=list)
     # Paths the server answers with 2xx/3xx (globs); any other path is a 404. None: any path.
     http_paths: list[str] | None = None
+    # False: the server speaks its own protocol (redis, postgres …): an HTTP request fails.
+    http: bool = True
     memory_mi: int = 32
     requires_env: list[str] = Field(default_factory=list)
     env_choices: dict[str, list[str]] = Field(default_factory=dict)
@@ -95,10 +97,7 @@ class ImageSpec(BaseModel):
 
     def serves_path(self, path: str) -> bool:
         """Whether an HTTP GET of ``path`` (query string ignored) gets a 2xx/3xx answer."""
-        if self.http_paths is None:
-            return True
-        bare = path.split("?", 1)[0] or "/"
-        return any(fnmatchcase(bare, pattern) for pattern in self.http_paths)
+        return self.http and serves_path(self.http_paths, path)
 
     def server_binaries(self) -> set[str]:
         """Basenames of the programs that start this image's server."""
@@ -122,6 +121,14 @@ class ImageSpec(BaseModel):
         fields = {name: getattr(update, name) for name in update.model_fields_set}
         fields["tags"] = list(dict.fromkeys([*self.tags, *update.tags]))
         return self.model_copy(update=fields)
+
+
+def serves_path(paths: list[str] | None, path: str) -> bool:
+    """Whether a server answering ``paths`` (globs; None: every path) serves ``path``."""
+    if paths is None:
+        return True
+    bare = path.split("?", 1)[0] or "/"
+    return any(fnmatchcase(bare, pattern) for pattern in paths)
 
 
 _REGISTRY_PREFIXES = (

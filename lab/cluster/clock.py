@@ -27,6 +27,7 @@ class _Timer:
     callback: Callable[[], None] = field(compare=False)
     cancelled: bool = field(default=False, compare=False)
     steady: bool = field(default=False, compare=False)
+    urgent: bool = field(default=False, compare=False)
     done: bool = field(default=False, compare=False)
     wake: Callable[[], bool] | None = field(default=None, compare=False)
 
@@ -40,6 +41,7 @@ class Clock:
         self._timers: list[_Timer] = []
         self._needed: list[_Timer] = []  # the timers that are not steady waits
         self._wakeable: list[_Timer] = []  # steady waits that say when they would progress
+        self._urgent: list[_Timer] = []  # the end of a transient state, however far ahead
         self._seq = itertools.count()
 
     def now(self) -> float:
@@ -69,19 +71,29 @@ class Clock:
         *,
         steady: bool = False,
         wake: Callable[[], bool] | None = None,
+        urgent: bool = False,
     ) -> _Timer:
         """Run ``callback`` after ``delay`` seconds. A *steady* timer ends a wait the cluster
         shows as a steady state (a back-off restart, a pull retry, a failing probe's next
         try): settling after a write does not move the clock forward for it alone, unless
-        its ``wake`` says the retry would now get somewhere (the missing ConfigMap exists)."""
+        its ``wake`` says the retry would now get somewhere (the missing ConfigMap exists).
+        An *urgent* timer ends a state that must not outlast a settle (a run its liveness
+        probe will kill): settling waits for it however far ahead it is."""
         timer = _Timer(
-            self.now() + max(delay, 0.0), next(self._seq), callback, steady=steady, wake=wake
+            self.now() + max(delay, 0.0),
+            next(self._seq),
+            callback,
+            steady=steady,
+            urgent=urgent,
+            wake=wake,
         )
         heapq.heappush(self._timers, timer)
         if not steady:
             heapq.heappush(self._needed, timer)
         elif wake is not None:
             self._wakeable.append(timer)
+        if urgent:
+            heapq.heappush(self._urgent, timer)
         return timer
 
     def next_due(self, *, needed_only: bool = False) -> float | None:
@@ -97,6 +109,12 @@ class Clock:
                 if (due is None or timer.due < due) and timer.wake is not None and timer.wake():
                     due = timer.due
         return due
+
+    def next_urgent(self) -> float | None:
+        """When the next urgent timer is due."""
+        while self._urgent and (self._urgent[0].cancelled or self._urgent[0].done):
+            heapq.heappop(self._urgent)
+        return self._urgent[0].due if self._urgent else None
 
     def advance_to(self, moment: float) -> None:
         if self.mode == INSTANT and moment > self._virtual:
@@ -118,6 +136,7 @@ class Clock:
         self._timers.clear()
         self._needed.clear()
         self._wakeable.clear()
+        self._urgent.clear()
 
 
 def cancel(timer: _Timer | None) -> None:

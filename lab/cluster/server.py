@@ -24,12 +24,12 @@ from lab.cluster import (
     resources,
     streaming,
     tables,
+    watch,
 )
 from lab.cluster.api import ApiService
 from lab.cluster.errors import ApiError, bad_request, method_not_allowed
 from lab.cluster.resources import ResourceType
-from lab.cluster.selectors import object_filter, parse_field_selector, parse_label_selector
-from lab.cluster.store import ResourceVersionTooOld, WatchEvent
+from lab.cluster.selectors import parse_field_selector, parse_label_selector
 
 log = logging.getLogger("stratus.lab.server")
 JSON = "application/json"
@@ -312,7 +312,14 @@ class ApiHttpServer:
             if name:
                 return self._object_response(request, rt, self.api.get(rt, ns, name))
             if verb == "watch":
-                return await self._watch(request, rt, ns)
+                return await watch.serve_watch(
+                    request,
+                    self.api,
+                    rt,
+                    ns,
+                    lambda objects: self._table(request, rt, objects),
+                    self._watchers,
+                )
             return self._list(request, rt, ns)
         dry_run = _dry_run(request)
         if method == "POST" and not name:
@@ -483,119 +490,6 @@ class ApiHttpServer:
             target.name,
             lambda: self.api.get(target.rt, target.namespace, target.name),
         )
-
-    # ------------------------------------------------------------ watch
-
-    async def _watch(self, request: web.Request, rt: ResourceType, ns: str) -> web.StreamResponse:
-        labels = parse_label_selector(request.query.get("labelSelector"))
-        fields = parse_field_selector(
-            request.query.get("fieldSelector"), rt.field_selectors, rt.kind
-        )
-        accept = object_filter(labels, fields)
-        as_table = _wants_table(request)
-        try:
-            timeout = float(request.query.get("timeoutSeconds", "1800"))
-        except ValueError as exc:
-            raise bad_request("invalid timeoutSeconds") from exc
-        queue: asyncio.Queue[WatchEvent] = asyncio.Queue()
-
-        def listener(event: WatchEvent) -> None:
-            if event.key == rt.key and (not ns or event.obj["metadata"].get("namespace") == ns):
-                queue.put_nowait(event)
-
-        store = self.api.store
-        start_rv = request.query.get("resourceVersion", "")
-        store.subscribe(listener)
-        task = asyncio.current_task()
-        if task is not None:
-            self._watchers.add(task)
-        try:
-            if start_rv in ("", "0"):
-                backlog = [
-                    WatchEvent(store.resource_version, "ADDED", rt.key, o, None)
-                    for o in self.api.list_objects(rt, ns or None)
-                ]
-            else:
-                try:
-                    backlog = [
-                        e
-                        for e in store.events_since(rt.key, int(start_rv))
-                        if not ns or e.obj["metadata"].get("namespace") == ns
-                    ]
-                except (ValueError, ResourceVersionTooOld):
-                    backlog = []
-                    expired = ApiError(
-                        410,
-                        "Expired",
-                        f"too old resource version: {start_rv} ({store.resource_version})",
-                    )
-                    response = await self._start_stream(request)
-                    await response.write(
-                        _dump({"type": "ERROR", "object": expired.status()}) + b"\n"
-                    )
-                    return response
-            response = await self._start_stream(request)
-            sent = 0
-            for event in backlog:
-                sent = max(sent, event.resource_version)
-                await self._send(response, rt, request, event, accept, as_table)
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + timeout
-            while True:
-                remaining = deadline - loop.time()
-                if remaining <= 0:
-                    break
-                try:
-                    # Wake up every second to notice a client that went away: aiohttp does not
-                    # cancel handlers on disconnect, and a watch may be asked to last an hour.
-                    event = await asyncio.wait_for(queue.get(), min(remaining, 1.0))
-                except TimeoutError:
-                    if request.transport is None or request.transport.is_closing():
-                        break
-                    continue
-                if event.resource_version <= sent:
-                    continue
-                await self._send(response, rt, request, event, accept, as_table)
-            return response
-        finally:
-            store.unsubscribe(listener)
-            if task is not None:
-                self._watchers.discard(task)
-
-    @staticmethod
-    async def _start_stream(request: web.Request) -> web.StreamResponse:
-        response = web.StreamResponse(headers={"Content-Type": JSON})
-        response.enable_chunked_encoding()
-        await response.prepare(request)
-        return response
-
-    async def _send(
-        self,
-        response: web.StreamResponse,
-        rt: ResourceType,
-        request: web.Request,
-        event: WatchEvent,
-        accept: Callable[[dict[str, Any]], bool],
-        as_table: bool,
-    ) -> None:
-        kind = event.type
-        now_ok = accept(event.obj)
-        if kind == "MODIFIED":
-            was_ok = event.old is not None and accept(event.old)
-            if now_ok and not was_ok:
-                kind = "ADDED"
-            elif was_ok and not now_ok:
-                kind = "DELETED"
-            elif not now_ok:
-                return
-        elif not now_ok:
-            return
-        obj: Any = (
-            self._table(request, rt, [event.obj])
-            if as_table
-            else conversion.from_storage(rt, event.obj)
-        )
-        await response.write(_dump({"type": kind, "object": obj}) + b"\n")
 
 
 async def serve(

@@ -1,4 +1,4 @@
-"""Small cluster-wide controllers: default service accounts, node heartbeats, the HPA."""
+"""Small cluster-wide controllers: node heartbeats and cordon taints, the HPA."""
 
 from __future__ import annotations
 
@@ -12,26 +12,6 @@ _SCALE_TARGETS = {
     "StatefulSet": "statefulsets.apps",
     "ReplicaSet": "replicasets.apps",
 }
-
-
-class ServiceAccountController:
-    """Every namespace gets a ``default`` service account, as on a real cluster."""
-
-    def __init__(self, ctx: ControllerContext) -> None:
-        self.ctx = ctx
-
-    def reconcile(self) -> None:
-        for namespace in self.ctx.store.iter_all("namespaces"):
-            name = namespace["metadata"]["name"]
-            if self.ctx.store.get("serviceaccounts", name, "default") is None:
-                self.ctx.store.create(
-                    "serviceaccounts",
-                    {
-                        "apiVersion": "v1",
-                        "kind": "ServiceAccount",
-                        "metadata": {"name": "default", "namespace": name},
-                    },
-                )
 
 
 class NodeController:

@@ -16,7 +16,7 @@ from typing import Any
 from lab.cluster.admission import qos_class
 from lab.cluster.clock import Clock
 from lab.cluster.store import ObjectStore
-from lab.images import ImageSpec
+from lab.images import ImageSpec, serves_path
 
 LOG_LINES = 500
 
@@ -44,6 +44,7 @@ class ContainerRun:
     env: dict[str, str] = field(default_factory=dict)
     behaviour: ImageSpec | None = None
     listens: list[int] = field(default_factory=list)  # ports open in the current run
+    http: dict[int, list[str] | None] = field(default_factory=dict)  # those that speak HTTP
     exiting: bool = False  # the current run is about to end: it serves and logs no more
     logs: deque[str] = field(default_factory=lambda: deque(maxlen=LOG_LINES))
     log_times: deque[float] = field(default_factory=lambda: deque(maxlen=LOG_LINES))
@@ -198,6 +199,39 @@ def missing_volume(store: ObjectStore, pod: dict[str, Any]) -> str:
                 f'"{secret.get("secretName")}" not found'
             )
     return ""
+
+
+def probe_result(container: ContainerRun, probe: dict[str, Any]) -> tuple[bool, str]:
+    """Whether a probe of the container's current run passes, and the kubelet's message
+    when it does not (``{ip}`` stands for the pod's IP)."""
+    action = probe.get("httpGet") or probe.get("tcpSocket") or probe.get("grpc")
+    if action is None:
+        return True, ""
+    port = action.get("port")
+    if isinstance(port, str):
+        port = next(
+            (
+                p.get("containerPort")
+                for p in container.spec.get("ports") or []
+                if p.get("name") == port
+            ),
+            None,
+        )
+    if port in container.listens:
+        if "httpGet" not in probe:
+            return True, ""
+        path = str(probe["httpGet"].get("path") or "/")
+        if port not in container.http:  # a server that does not speak HTTP
+            return False, f'Get "http://{{ip}}:{port}{path}": EOF'
+        if not serves_path(container.http[port], path):
+            return False, "HTTP probe failed with statuscode: 404"
+        return True, ""
+    if "httpGet" in probe:
+        path = probe["httpGet"].get("path", "/")
+        return False, (
+            f'Get "http://{{ip}}:{port}{path}": dial tcp {{ip}}:{port}: connect: connection refused'
+        )
+    return False, f"dial tcp {{ip}}:{port}: connect: connection refused"
 
 
 def _container_state(run: ContainerRun, clock: Clock) -> dict[str, Any]:

@@ -45,6 +45,7 @@ def _available(rs: dict[str, Any]) -> int:
 class DeploymentController:
     def __init__(self, ctx: ControllerContext) -> None:
         self.ctx = ctx
+        self._deadlines: dict[str, float] = {}
 
     def reconcile(self) -> None:
         for deployment in self.ctx.store.iter_all("deployments.apps"):
@@ -299,9 +300,13 @@ class DeploymentController:
             )
         ]
         complete = updated == desired and replicas == desired and available == desired
-        progressing = self._progressing(
-            fresh, complete, rs_name, now, previous, old_status, updated, available
-        )
+        counts = {
+            "replicas": replicas,
+            "updated": updated,
+            "ready": total("readyReplicas"),
+            "available": available,
+        }
+        progressing = self._progressing(fresh, counts, complete, rs_name, now, previous, old_status)
         conditions.append(progressing)
         status: dict[str, Any] = {
             "observedGeneration": fresh["metadata"].get("generation", 1),
@@ -320,14 +325,24 @@ class DeploymentController:
     def _progressing(
         self,
         deployment: dict[str, Any],
+        counts: dict[str, int],
         complete: bool,
         rs_name: str,
         now: str,
         previous: list[dict[str, Any]],
         old_status: dict[str, Any],
-        updated: int,
-        available: int,
     ) -> dict[str, Any]:
+        """The Progressing condition by the real controller's rules: a finished rollout
+        (every replica updated, once NewReplicaSetAvailable) keeps its condition; progress
+        is more updated, ready or available replicas or fewer old ones; without progress for
+        ``progressDeadlineSeconds`` it is False/ProgressDeadlineExceeded for good."""
+        old = next((c for c in previous if c.get("type") == "Progressing"), None)
+        if (
+            old is not None
+            and old.get("reason") == "NewReplicaSetAvailable"
+            and counts["replicas"] == counts["updated"]
+        ):
+            return old
         if complete:
             return condition(
                 "Progressing",
@@ -337,20 +352,23 @@ class DeploymentController:
                 now,
                 previous,
             )
-        old = next((c for c in previous if c.get("type") == "Progressing"), None)
+
+        def was(field: str) -> int:
+            return int(old_status.get(field, 0))
+
         made_progress = (
-            updated != old_status.get("updatedReplicas", 0)
-            or available != old_status.get("availableReplicas", 0)
-            or old is None
-            or old.get("reason") == "NewReplicaSetAvailable"
+            old is None
+            or counts["updated"] > was("updatedReplicas")
+            or counts["replicas"] - counts["updated"] < was("replicas") - was("updatedReplicas")
+            or counts["ready"] > was("readyReplicas")
+            or counts["available"] > was("availableReplicas")
         )
         if not made_progress and old is not None:
+            if old.get("reason") == "ProgressDeadlineExceeded":
+                return old
             started = datetime.strptime(old["lastUpdateTime"], "%Y-%m-%dT%H:%M:%SZ").timestamp()
             deadline = int(deployment["spec"].get("progressDeadlineSeconds", 600))
-            if (
-                self.ctx.clock.now() - started > deadline
-                or old.get("reason") == "ProgressDeadlineExceeded"
-            ):
+            if self.ctx.clock.now() - started > deadline:
                 return condition(
                     "Progressing",
                     False,
@@ -359,6 +377,7 @@ class DeploymentController:
                     now,
                     previous,
                 )
+            self._wake_at_deadline(deployment, started + deadline)
             return old
         result = condition(
             "Progressing",
@@ -369,4 +388,15 @@ class DeploymentController:
             previous,
         )
         result["lastUpdateTime"] = now
+        deadline = int(deployment["spec"].get("progressDeadlineSeconds", 600))
+        self._wake_at_deadline(deployment, self.ctx.clock.now() + deadline)
         return result
+
+    def _wake_at_deadline(self, deployment: dict[str, Any], at: float) -> None:
+        """The controller looks again when the deadline passes (the real one requeues the
+        deployment): a steady wait, so the clock gets there only when time is let pass."""
+        uid = deployment["metadata"]["uid"]
+        if self._deadlines.get(uid) == at:
+            return
+        self._deadlines[uid] = at
+        self.ctx.clock.call_later(at - self.ctx.clock.now() + 1.0, lambda: None, steady=True)

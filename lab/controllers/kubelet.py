@@ -14,13 +14,14 @@ from typing import Any
 
 from lab.cluster import quantity
 from lab.cluster.clock import cancel
-from lab.cluster.errors import bad_request
+from lab.controllers import pod_logs
 from lab.controllers.containers import (
     ContainerRun,
     PodRun,
     missing_volume,
     new_container_id,
     pod_status,
+    probe_result,
     resolve_environment,
 )
 from lab.controllers.context import ControllerContext
@@ -78,10 +79,13 @@ class Kubelet:
             "10.0.0.1",
         )
         cidr = (node_obj.get("spec") or {}).get("podCIDR") or "10.244.0.0/24"
-        counter = self._ip_counter.get(node, 1) + 1
-        self._ip_counter[node] = counter
-        ip = f"{cidr.rsplit('.', 1)[0]}.{counter % 250 + 2}"
         spec = pod.get("spec") or {}
+        if spec.get("hostNetwork"):  # the node's own address
+            ip = host_ip
+        else:
+            counter = self._ip_counter.get(node, 1) + 1
+            self._ip_counter[node] = counter
+            ip = f"{cidr.rsplit('.', 1)[0]}.{counter % 250 + 2}"
         run = PodRun(
             uid=pod["metadata"]["uid"],
             namespace=pod["metadata"]["namespace"],
@@ -143,7 +147,7 @@ class Kubelet:
             container.image, container.spec = new_spec.get("image", ""), new_spec
             container.crashes = container.pull_failures = 0
             container.completed = container.exiting = container.ready = False
-            container.listens = []
+            container.listens, container.http = [], {}
             container.state, container.reason, container.message = (
                 "waiting",
                 "ContainerCreating",
@@ -198,6 +202,7 @@ class Kubelet:
         *,
         steady: bool = False,
         wake: Callable[[], bool] | None = None,
+        urgent: bool = False,
     ) -> None:
         generation = container.generation
 
@@ -206,7 +211,9 @@ class Kubelet:
                 action()
                 self._flush(run)
 
-        container.timers.append(self.ctx.clock.call_later(delay, fire, steady=steady, wake=wake))
+        container.timers.append(
+            self.ctx.clock.call_later(delay, fire, steady=steady, wake=wake, urgent=urgent)
+        )
 
     def _log(self, container: ContainerRun, level: str, text: str, *, raw: bool = False) -> None:
         line = text if raw else f"{self.ctx.clock.micro_timestamp()} {level} {text}"
@@ -337,7 +344,7 @@ class Kubelet:
         container.ever_started = True
         container.ready = False
         container.exiting = False
-        container.listens = []
+        container.listens, container.http = [], {}
         if spec is None:
             return
         program = plan(spec, container.spec, container.env, run.name)
@@ -348,10 +355,14 @@ class Kubelet:
         if not program.serve:  # a shell script or utility: its own output, its own end
             for line in program.output:
                 container.add_log(line, self.ctx.clock.now())
-            container.listens = program.listens
+            container.listens, container.http = program.listens, program.http
             if program.exit_code is not None:
                 reason = "Completed" if program.exit_code == 0 else "Error"
                 self._exit_later(run, container, program.after, reason, program.exit_code)
+                # A run that fails, or ends before the kubelet's next status (1 s), is never
+                # reported Ready: a crash loop does not flash Ready between its crashes.
+                if program.exit_code != 0 or program.after <= 1.0:
+                    return
             self._schedule_probes(run, container)
             return
         raw = spec.raw_logs
@@ -369,7 +380,7 @@ class Kubelet:
                 self._log(container, "FATAL" if code != 137 else "INFO", line, raw=raw)
             self._exit_later(run, container, delay, reason, code)
             return
-        container.listens = program.listens
+        container.listens, container.http = program.listens, program.http
         for port in [] if raw else container.listens:
             self._log(container, "INFO", f"listening on :{port}")
         self._schedule_probes(run, container)
@@ -472,34 +483,6 @@ class Kubelet:
 
     # ------------------------------------------------------------ probes
 
-    def _probe_ok(self, container: ContainerRun, probe: dict[str, Any]) -> tuple[bool, str]:
-        action = probe.get("httpGet") or probe.get("tcpSocket") or probe.get("grpc")
-        if action is None:
-            return True, ""
-        port = action.get("port")
-        if isinstance(port, str):
-            port = next(
-                (
-                    p.get("containerPort")
-                    for p in container.spec.get("ports") or []
-                    if p.get("name") == port
-                ),
-                None,
-            )
-        if port in container.listens:
-            path = str((probe.get("httpGet") or {}).get("path") or "/")
-            behaviour = container.behaviour
-            if "httpGet" in probe and behaviour is not None and not behaviour.serves_path(path):
-                return False, "HTTP probe failed with statuscode: 404"
-            return True, ""
-        if "httpGet" in probe:
-            path = probe["httpGet"].get("path", "/")
-            return False, (
-                f'Get "http://{{ip}}:{port}{path}": dial tcp {{ip}}:{port}: connect: '
-                "connection refused"
-            )
-        return False, f"dial tcp {{ip}}:{port}: connect: connection refused"
-
     def _schedule_probes(self, run: PodRun, container: ContainerRun) -> None:
         readiness = container.spec.get("readinessProbe")
         if container.init:
@@ -511,16 +494,19 @@ class Kubelet:
             self._later(run, container, delay, lambda: self._readiness(run, container))
         liveness = container.spec.get("livenessProbe")
         if liveness is not None:
-            ok, _ = self._probe_ok(container, liveness)
+            ok, _ = probe_result(container, liveness)
             if not ok:
                 delay = float(liveness.get("initialDelaySeconds", 0)) + float(
                     liveness.get("periodSeconds", 10)
                 ) * int(liveness.get("failureThreshold", 3))
-                self._later(run, container, delay, lambda: self._liveness_kill(run, container))
+                # The run is doomed from its start: a settle never ends before the kill.
+                self._later(
+                    run, container, delay, lambda: self._liveness_kill(run, container), urgent=True
+                )
 
     def _readiness(self, run: PodRun, container: ContainerRun) -> None:
         probe = container.spec.get("readinessProbe") or {}
-        ok, message = self._probe_ok(container, probe)
+        ok, message = probe_result(container, probe)
         container.ready = ok
         if not ok:
             self._event(
@@ -540,14 +526,15 @@ class Kubelet:
 
     def _liveness_kill(self, run: PodRun, container: ContainerRun) -> None:
         probe = container.spec.get("livenessProbe") or {}
-        _, message = self._probe_ok(container, probe)
-        self._event(
-            run,
-            "Warning",
-            "Unhealthy",
-            f"Liveness probe failed: {message.replace('{ip}', run.ip)}",
-            container,
-        )
+        _, message = probe_result(container, probe)
+        for _ in range(max(int(probe.get("failureThreshold", 3)), 1)):  # one per failed try
+            self._event(
+                run,
+                "Warning",
+                "Unhealthy",
+                f"Liveness probe failed: {message.replace('{ip}', run.ip)}",
+                container,
+            )
         self._event(
             run,
             "Normal",
@@ -572,53 +559,16 @@ class Kubelet:
         previous: bool,
         tail_lines: int | None,
     ) -> str:
-        container = self.log_source(namespace, pod_name, container_name, previous=previous)
-        lines = list(container.previous_logs or []) if previous else list(container.logs)
-        if tail_lines is not None:
-            lines = lines[-tail_lines:] if tail_lines > 0 else []
-        return "".join(f"{line}\n" for line in lines)
+        return pod_logs.read_log(
+            self.log_source(namespace, pod_name, container_name, previous=previous),
+            previous=previous,
+            tail_lines=tail_lines,
+        )
 
     def log_source(
         self, namespace: str, pod_name: str, container_name: str | None, *, previous: bool
     ) -> ContainerRun:
         """The container whose log a request reads, or the 400 the kubelet answers."""
-        run = next(
-            (r for r in self.runs.values() if r.namespace == namespace and r.name == pod_name), None
+        return pod_logs.log_source(
+            self.ctx.store, self.runs, namespace, pod_name, container_name, previous=previous
         )
-        pod = self.ctx.store.get("pods", namespace, pod_name)
-        names = [c["name"] for c in ((pod or {}).get("spec") or {}).get("containers") or []]
-        if container_name is None:
-            default = ((pod or {}).get("metadata", {}).get("annotations") or {}).get(
-                "kubectl.kubernetes.io/default-container"
-            )
-            if default:
-                container_name = default
-            elif len(names) == 1:
-                container_name = names[0]
-            else:
-                raise bad_request(
-                    f"a container name must be specified for pod {pod_name}, "
-                    f"choose one of: [{' '.join(names)}]"
-                )
-        container = run.find(container_name) if run else None
-        if container is None:
-            if run is None and container_name in names:
-                raise bad_request(
-                    f'container "{container_name}" in pod "{pod_name}" is '
-                    "waiting to start: ContainerCreating"
-                )
-            raise bad_request(f"container {container_name} is not valid for pod {pod_name}")
-        if previous:
-            if container.previous_logs is None:
-                raise bad_request(
-                    f'previous terminated container "{container_name}" in pod '
-                    f'"{pod_name}" not found'
-                )
-        elif not container.ever_started:
-            detail = (
-                "trying and failing to pull image" if container.pull_failures else container.reason
-            )
-            raise bad_request(
-                f'container "{container_name}" in pod "{pod_name}" is waiting to start: {detail}'
-            )
-        return container

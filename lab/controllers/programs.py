@@ -18,10 +18,11 @@ replace the default arguments. Then:
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from lab.controllers import shell_syntax
+from lab.controllers.shell_syntax import Node
 from lab.images import ImageSpec
 
 SHELLS = frozenset({"sh", "bash", "ash", "dash", "zsh"})
@@ -110,8 +111,6 @@ PROGRAMS = UTILITIES | {
     "yes",
     "[",
 }
-_KEYWORDS = frozenset({"do", "done", "then", "else", "elif", "fi", "in", "}", ")"})
-_OPERATORS = frozenset({";", "&&", "||", "&", "|", "\n", ";;"})
 _PORT_FLAGS = re.compile(
     r"^(?:--?(?:port|http-port|listen|listen-port|bind|addr|address|web\.listen-address))"
     r"[= ]?(?:[\w.\-\[\]]*:)?(\d{2,5})$"
@@ -129,6 +128,8 @@ class Plan:
     after: float = 0.0  # seconds until it exits
     output: list[str] = field(default_factory=list)  # what it prints, line by line
     listens: list[int] = field(default_factory=list)  # ports it opens
+    # The ports among them that answer HTTP, with the paths served (globs; None: any path).
+    http: dict[int, list[str] | None] = field(default_factory=dict)
     missing: str = ""  # the program the image does not have (exit 127)
 
 
@@ -155,15 +156,26 @@ def plan(spec: ImageSpec, container: dict[str, Any], env: dict[str, str], pod: s
         if program not in servers:
             break
         rest = argv[1:]
-        # An entrypoint script runs the server with options, or execs another command.
-        if program.endswith(".sh") and rest and not rest[0].startswith("-"):
+        # An entrypoint script runs the server with options or a config file, or execs
+        # another command; a server's own script takes a subcommand (catalina.sh run).
+        entrypoint = program in {e.rsplit("/", 1)[-1] for e in entry}
+        if (
+            program.endswith(".sh")
+            and entrypoint
+            and rest
+            and not rest[0].startswith("-")
+            and not rest[0].endswith((".yml", ".yaml", ".conf", ".json", ".cfg"))
+        ):
             if rest[0].rsplit("/", 1)[-1] in servers:
                 argv = rest
                 continue
             argv = rest
             break
-        ports = _ports(rest) if spec.port_args else []
-        return Plan(serve=True, listens=ports or list(spec.listens))
+        ports = (_ports(rest) if spec.port_args else []) or list(spec.listens)
+        http: dict[int, list[str] | None] = (
+            dict.fromkeys(ports, spec.http_paths) if spec.http else {}
+        )
+        return Plan(serve=True, listens=ports, http=http)
     if not argv:
         return Plan(exit_code=0, after=0.2)
     program = argv[0].rsplit("/", 1)[-1]
@@ -200,9 +212,6 @@ class _Break(Exception):
     pass
 
 
-Node = tuple[str, Any]
-
-
 class Shell:
     """A tiny POSIX-shell interpreter: enough to say whether a script ends, when and how."""
 
@@ -214,6 +223,7 @@ class Shell:
         self.time = 0.0
         self.output: list[str] = []
         self.listens: list[int] = []
+        self.http: dict[int, list[str] | None] = {}
         self.files: set[str] = {"/etc/hostname", "/etc/hosts", "/etc/resolv.conf", "/etc/passwd"}
         self.status = 0
         self.errexit = False
@@ -253,14 +263,17 @@ class Shell:
         except _Break:
             code = self.status
         return Plan(
-            exit_code=code, after=max(self.time, 0.2), output=self.output, listens=self.listens
+            exit_code=code,
+            after=max(self.time, 0.2),
+            output=self.output,
+            listens=self.listens,
+            http=self.http,
         )
 
     # ------------------------------------------------------------ parsing
 
     def _script(self, script: str) -> None:
-        tokens = _tokens(script)
-        nodes, _ = _parse_list(tokens, 0, frozenset())
+        nodes = shell_syntax.parse(script)
         for node in nodes:
             self._execute(node)
 
@@ -491,6 +504,8 @@ class Shell:
             port = int(numbers[0])
         if port:
             self.listens.append(port)
+            if program == "httpd":  # busybox httpd serves the files of its home folder
+                self.http[port] = None
         raise _Forever
 
     def _interpreter(self, program: str, args: list[str]) -> None:
@@ -507,7 +522,9 @@ class Shell:
             module = args[args.index("-m") + 1] if args.index("-m") + 1 < len(args) else ""
             if module == "http.server":
                 rest = [a for a in args[args.index("-m") + 2 :] if a.isdigit()]
-                self.listens.append(int(rest[0]) if rest else 8000)
+                port = int(rest[0]) if rest else 8000
+                self.listens.append(port)
+                self.http[port] = ["/"]  # the listing of its folder; files it cannot know
                 raise _Forever
             return
         flag = "-c" if python else "-e"
@@ -542,6 +559,8 @@ class Shell:
         port = re.search(r"(?:port\s*=\s*|\(\s*['\"]['\"]\s*,\s*|listen\()(\d{2,5})", code)
         if port:
             self.listens.append(int(port.group(1)))
+            if re.search(r"http|express|serve_forever", code):
+                self.http[int(port.group(1))] = None
         exit_call = re.search(r"(?:sys\.exit|exit|process\.exit)\((\d+)\)", code)
         if exit_call:
             raise _Exit(int(exit_call.group(1)))
@@ -559,115 +578,3 @@ def _never_ends(program: str, args: list[str]) -> bool:
     if program == "top":
         return "-n" not in args
     return True
-
-
-# ---------------------------------------------------------------- parsing
-
-
-def _tokens(script: str) -> list[str]:
-    script = re.sub(r"\$\(([^()]*)\)|`([^`]*)`", "", script)
-    script = re.sub(r"(?<=\s)\d?(>>|>|<)&?\s*[^\s;&|]+", " ", script)
-    script = script.replace("\n", " ; ")
-    lexer = shlex.shlex(script, posix=True, punctuation_chars=";&|(){}")
-    lexer.whitespace_split = True
-    try:
-        return list(lexer)
-    except ValueError:  # an unbalanced quote: sh reports a syntax error
-        return ["exit", "2"]
-
-
-def _parse_list(tokens: list[str], pos: int, stop: frozenset[str]) -> tuple[list[Node], int]:
-    """Commands up to one of ``stop`` (a keyword in command position) or the end."""
-    nodes: list[Node] = []
-    chain: list[tuple[str, Node]] = []
-    connector = ";"
-    while pos < len(tokens):
-        token = tokens[pos]
-        if token in stop:
-            break
-        if token in _OPERATORS:
-            if token == "&" and chain:
-                chain[-1] = (chain[-1][0], ("bg", chain[-1][1]))
-            if token in (";", "&", "\n", ";;"):
-                if chain:
-                    nodes.append(("seq", chain))
-                chain, connector = [], ";"
-            else:
-                connector = token
-            pos += 1
-            continue
-        node, pos = _parse_pipeline(tokens, pos, stop)
-        chain.append((connector, node))
-        connector = ";"
-    if chain:
-        nodes.append(("seq", chain))
-    return nodes, pos
-
-
-def _parse_pipeline(tokens: list[str], pos: int, stop: frozenset[str]) -> tuple[Node, int]:
-    parts: list[Node] = []
-    while True:
-        node, pos = _parse_command(tokens, pos, stop)
-        parts.append(node)
-        if pos < len(tokens) and tokens[pos] == "|":
-            pos += 1
-            continue
-        break
-    return (parts[0] if len(parts) == 1 else ("pipe", parts)), pos
-
-
-def _expect(tokens: list[str], pos: int, word: str) -> int:
-    return pos + 1 if pos < len(tokens) and tokens[pos] == word else pos
-
-
-def _parse_command(tokens: list[str], pos: int, stop: frozenset[str]) -> tuple[Node, int]:
-    token = tokens[pos]
-    if token in ("while", "until"):
-        condition, pos = _parse_list(tokens, pos + 1, frozenset({"do"}))
-        body, pos = _parse_list(tokens, _expect(tokens, pos, "do"), frozenset({"done"}))
-        return ("loop", (token == "until", condition, body)), _expect(tokens, pos, "done")
-    if token == "for" and pos + 1 < len(tokens):
-        name, pos = tokens[pos + 1], pos + 2
-        items: list[str] = []
-        if pos < len(tokens) and tokens[pos] == "in":
-            pos += 1
-            while pos < len(tokens) and tokens[pos] not in (";", "do"):
-                items.append(tokens[pos])
-                pos += 1
-        while pos < len(tokens) and tokens[pos] == ";":
-            pos += 1
-        body, pos = _parse_list(tokens, _expect(tokens, pos, "do"), frozenset({"done"}))
-        return ("for", (name, items, body)), _expect(tokens, pos, "done")
-    if token == "if":
-        branches: list[tuple[list[Node] | None, list[Node]]] = []
-        pos += 1
-        while True:
-            condition, pos = _parse_list(tokens, pos, frozenset({"then"}))
-            body, pos = _parse_list(
-                tokens, _expect(tokens, pos, "then"), frozenset({"elif", "else", "fi"})
-            )
-            branches.append((condition, body))
-            if pos < len(tokens) and tokens[pos] == "elif":
-                pos += 1
-                continue
-            break
-        if pos < len(tokens) and tokens[pos] == "else":
-            body, pos = _parse_list(tokens, pos + 1, frozenset({"fi"}))
-            branches.append((None, body))
-        return ("if", branches), _expect(tokens, pos, "fi")
-    if token in ("{", "("):
-        closing = "}" if token == "{" else ")"
-        body, pos = _parse_list(tokens, pos + 1, frozenset({closing}))
-        return ("group", body), _expect(tokens, pos, closing)
-    words: list[str] = []
-    while pos < len(tokens):
-        token = tokens[pos]
-        if token in _OPERATORS or (not words and token in stop) or token in ("}", ")"):
-            break
-        if not words and token in _KEYWORDS and token in stop:
-            break
-        words.append(token)
-        pos += 1
-    if not words:  # a stray keyword or operator: skip it
-        return ("cmd", []), pos + 1
-    return ("cmd", words), pos

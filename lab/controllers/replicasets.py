@@ -44,7 +44,8 @@ class ReplicaSetController:
         self._retry_at: dict[str, float] = {}
 
     def _retry_later(self, namespace: str) -> None:
-        """A steady wait for the retry, cut short when a quota or the pods change."""
+        """A steady wait for the retry, cut short when a quota, the pods or the service
+        accounts change."""
         refused_under = self._quota_state(namespace)
 
         def changed() -> bool:
@@ -57,7 +58,10 @@ class ReplicaSetController:
             (q["metadata"]["name"], sorted(((q.get("spec") or {}).get("hard") or {}).items()))
             for q in self.ctx.store.list_objects("resourcequotas", namespace)
         )
-        return hard, len(self.ctx.store.list_objects("pods", namespace))
+        accounts = sorted(
+            a["metadata"]["name"] for a in self.ctx.store.list_objects("serviceaccounts", namespace)
+        )
+        return hard, len(self.ctx.store.list_objects("pods", namespace)), accounts
 
     def reconcile(self) -> None:
         for rs in self.ctx.store.iter_all(self.KEY):

@@ -10,7 +10,7 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
-from lab.controllers.jobs import Schedule
+from lab.controllers.cron_schedule import Schedule
 from tests.conftest import Lab
 
 

@@ -178,3 +178,63 @@ def test_a_crashing_container_stops_logging_at_its_crash(kubectl: Kubectl) -> No
     previous = kubectl.out("logs", "deploy/rate", "--previous").splitlines()
     assert "goroutine" in previous[-3] or "main.main()" in previous[-2], previous[-4:]
     assert not any("request to" in line for line in previous)
+
+
+PROBED = """
+apiVersion: v1
+kind: Pod
+metadata: {name: NAME}
+spec:
+  containers:
+  - name: main
+    image: IMAGE
+    ARGS
+    readinessProbe: {httpGet: {path: PATH, port: PORT}, periodSeconds: 5}
+"""
+
+
+@pytest.mark.parametrize(
+    ("image", "args", "port", "served", "unserved"),
+    [
+        ("grafana/grafana:11.3.0", "", 3000, ["/api/health", "/login", "/"], "/healthz/x"),
+        ("prom/prometheus:v2.54.1", "", 9090, ["/-/healthy", "/-/ready", "/metrics"], "/health"),
+        ("prom/node-exporter:v1.8.2", "", 9100, ["/metrics"], "/healthz"),
+        ("python:3.12", "command: [python, -m, http.server, '8000']", 8000, ["/"], "/healthz"),
+        ("traefik:v3.1", "", 8080, ["/ping"], "/"),
+        ("tomcat:10.1", "", 8080, [], "/"),
+        ("kennethreitz/httpbin", "", 80, ["/status/200", "/get"], "/healthz"),
+        ("registry.k8s.io/coredns/coredns:v1.11.3", "", 8181, ["/ready", "/health"], "/"),
+    ],
+)
+def test_http_probes_honour_the_paths_each_image_serves(
+    kubectl: Kubectl, image: str, args: str, port: int, served: list[str], unserved: str
+) -> None:
+    def probe(name: str, path: str) -> dict[str, Any]:
+        manifest = (
+            PROBED.replace("NAME", name)
+            .replace("IMAGE", image)
+            .replace("ARGS", args)
+            .replace("PATH", path)
+            .replace("PORT", str(port))
+        )
+        kubectl.run("apply", "-f", "-", stdin=manifest)
+        return _pod(kubectl, name)
+
+    for index, path in enumerate(served):
+        pod = probe(f"ok-{index}", path)
+        assert pod["status"]["containerStatuses"][0]["ready"] is True, (image, path)
+    pod = probe("missing", unserved)
+    assert pod["status"]["containerStatuses"][0]["ready"] is False, (image, unserved)
+    events = kubectl.out("get", "events", "--field-selector", "involvedObject.name=missing")
+    assert "Readiness probe failed: HTTP probe failed with statuscode: 404" in events
+
+
+def test_an_http_probe_on_a_server_that_does_not_speak_http_fails(kubectl: Kubectl) -> None:
+    manifest = PROBED.replace("NAME", "cache").replace("IMAGE", "redis:7.2").replace("ARGS", "")
+    kubectl.run("apply", "-f", "-", stdin=manifest.replace("PATH", "/").replace("PORT", "6379"))
+    assert _pod(kubectl, "cache")["status"]["containerStatuses"][0]["ready"] is False
+    events = kubectl.out("get", "events", "--field-selector", "involvedObject.name=cache")
+    assert 'Readiness probe failed: Get "http://' in events and ':6379/": EOF' in events
+    tcp = manifest.replace("httpGet: {path: PATH, port: PORT}", "tcpSocket: {port: 6379}")
+    kubectl.run("apply", "-f", "-", stdin=tcp.replace("name: cache", "name: cache-tcp"))
+    assert _pod(kubectl, "cache-tcp")["status"]["containerStatuses"][0]["ready"] is True
