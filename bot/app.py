@@ -16,7 +16,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import cards, home, questions, text
+from bot import cards, home, http, questions, text
 from bot.actions import Clicks
 from bot.authz import Gate, Groups, middleware
 from bot.commands import Commands
@@ -119,7 +119,10 @@ class StratusBot:
         await self.follower.start()
         await self.driver.resume_open()
         if self.config.mode == "http":
-            self._runner = web.AppRunner(self.app.web_app(path=self.config.path), access_log=None)
+            self._runner = web.AppRunner(
+                http.web_app(self.app, self.config.path, self.config.signing_secret),
+                access_log=None,
+            )
             await self._runner.setup()
             site = web.TCPSite(self._runner, self.config.host, self.config.port)
             await site.start()

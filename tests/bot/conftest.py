@@ -35,8 +35,10 @@ SRE = Defaults(approvers=["S0SRE"])
 @pytest.fixture
 def playground() -> Iterator[PlaygroundServer]:
     server = PlaygroundServer(
-        PlaygroundConfig(event_retry_delays=(0.0,), rate_limits={"chat.postMessage": 10_000,
-                                                                   "chat.update": 10_000})
+        PlaygroundConfig(
+            event_retry_delays=(0.0,),
+            rate_limits={"chat.postMessage": 10_000, "chat.update": 10_000},
+        )
     ).start()
     yield server
     server.stop()

@@ -10,9 +10,8 @@ import pytest
 
 from lab.slack.client import AsyncPlaygroundClient
 from proposals.model import ProposalState
-from tests.bot.conftest import ALLOW, SRE, BotHandle, blocks_text, inject, wait_for
-from tests.conftest import Lab, stratus
-from tests.proposals.conftest import PolicyBox
+from tests.bot.conftest import BotHandle, blocks_text, inject, wait_for
+from tests.conftest import Lab
 from tools.k8s import KubeClient
 from tools.objects import ObjectRef
 
@@ -31,9 +30,9 @@ async def messages(slack: AsyncPlaygroundClient) -> list[dict[str, Any]]:
 
 async def card_with(slack: AsyncPlaygroundClient, needle: str) -> dict[str, Any] | None:
     for message in await messages(slack):
-        if "stratus.approve" in blocks_text(message) or "stratus.undo" in blocks_text(message):
-            if needle in blocks_text(message):
-                return message
+        seen = blocks_text(message)
+        if ("stratus.approve" in seen or "stratus.undo" in seen) and needle in seen:
+            return message
     return None
 
 
@@ -79,9 +78,11 @@ async def test_investigate_approve_verify_undo_and_summary(
 
     async def executed() -> dict[str, Any] | None:
         found = await card_with(slack, pid)
-        return found if found and "Verification" in blocks_text(found) and (
-            "healthy" in blocks_text(found)
-        ) else None
+        return (
+            found
+            if found and "Verification" in blocks_text(found) and ("healthy" in blocks_text(found))
+            else None
+        )
 
     done = await wait_for(executed, timeout=60)
     assert "U0ALICE" in blocks_text(done) and "stratus.undo" in blocks_text(done)
