@@ -54,7 +54,7 @@ def code(text: str, limit: int = SECTION_TEXT) -> str:
     room = limit - 2 * len(fence) - 2
     body = text.replace("```", "'''")
     if len(body) > room:
-        head = body[: room - 1]
+        head = body[: room - 2]  # room for "\n…"
         head = head[: head.rfind("\n")] if "\n" in head else head
         body = head + "\n" + ELLIPSIS
     return f"{fence}\n{body}\n{fence}"
