@@ -95,6 +95,7 @@ def settle_after_fault() -> dict[str, list[float]]:
 
 def _thousand_pods(cluster: Cluster) -> None:
     cluster.api.create(by_kind("Namespace"), "", {"metadata": {"name": "bench"}})
+    cluster.reconcile()  # the namespace's default account exists before its pods, as on a cluster
     for index in range(1000):
         cluster.api.create(
             by_kind("Pod"),
