@@ -122,6 +122,8 @@ class StratusBot:
             self._runner = web.AppRunner(
                 http.web_app(self.app, self.config.path, self.config.signing_secret),
                 access_log=None,
+                # Slack keeps its connections alive; acknowledgements take milliseconds.
+                shutdown_timeout=1.0,
             )
             await self._runner.setup()
             site = web.TCPSite(self._runner, self.config.host, self.config.port)

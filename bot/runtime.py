@@ -67,9 +67,16 @@ class Runtime:
             log.error("background work %s failed", task.get_name(), exc_info=task.exception())
 
     async def drain(self, timeout: float = 30.0) -> None:
-        """Wait for background work (used when stopping and by tests)."""
-        while self.tasks:
-            await asyncio.wait(set(self.tasks), timeout=timeout)
+        """Wait for background work (used when stopping and by tests); work still running
+        after ``timeout`` is cancelled and named in the log (the workflow's state is in the
+        store, so a restarted bot resumes it)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self.tasks and loop.time() < deadline:
+            await asyncio.wait(set(self.tasks), timeout=max(deadline - loop.time(), 0.01))
+        for task in list(self.tasks):
+            log.warning("background work %s still running at shutdown; cancelled", task.get_name())
+            task.cancel()
 
     def admins(self) -> list[str]:
         """Who may pause and resume Stratus: the policy's default approvers."""
