@@ -257,7 +257,7 @@ def latest_lines(text: str, window: float = LOG_WINDOW) -> list[str]:
     if not stamped:
         return text.splitlines()[-3:]
     newest = max(at for at, _ in stamped)
-    return [rest for at, rest in stamped if (newest - at).total_seconds() <= window]
+    return [rest for at, rest in stamped if (newest - at).total_seconds() < window]
 
 
 def error_signatures(lines: list[str]) -> list[str]:

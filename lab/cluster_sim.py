@@ -83,6 +83,7 @@ SETTLE_HORIZON = 120.0
 URGENT_REACH = 3600.0  # a bound on how far urgent timers may carry one settle
 EVENT_TTL = 3600.0  # the API server's --event-ttl default
 TRAFFIC_WINDOW = 10.0
+TRAFFIC_STEP = 1.0  # instant mode: the least a settle that writes new log lines moves the clock
 
 
 def available_apps() -> list[str]:
@@ -148,6 +149,7 @@ class Cluster:
         )
         self.api.admission_hooks.append(BatchAdmission())
         self.installed_apps: list[str] = []
+        self._traffic_at = 0.0  # the clock when the last traffic window was logged
         self._settle_pending = False
         self._bootstrap()
 
@@ -234,6 +236,14 @@ class Cluster:
                 rounds += self.reconcile()
             limit = self.clock.now() + SETTLE_HORIZON
             timers, rounds = self._run_timers(limit, timers, rounds, needed_only=True, urgent=True)
+            if self.clock.now() <= self._traffic_at:
+                # Nothing moved the clock since the last window's log lines: let the traffic
+                # take a moment, so lines written after a change are newer than those before
+                # it (as on a cluster, where a client reading logs can tell them apart).
+                self.clock.advance_to(self._traffic_at + TRAFFIC_STEP)
+                timers += self.clock.run_due()
+                rounds += self.reconcile()
+            self._traffic_at = self.clock.now()
             self.traffic.tick(TRAFFIC_WINDOW)
         return {
             "mode": self.clock.mode,
@@ -327,6 +337,7 @@ class Cluster:
         self.events.clear()
         self.scheduler.forget()
         self.installed_apps = []
+        self._traffic_at = 0.0
         self._bootstrap()
         for app in apps:
             self.install_app(app)
