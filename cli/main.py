@@ -19,6 +19,7 @@ import click
 
 from cli import (
     audit_commands,
+    demo_commands,
     eval_commands,
     incident_commands,
     lab_commands,
@@ -105,6 +106,7 @@ stratus.add_command(eval_commands.eval_command)
 stratus.add_command(incident_commands.investigate)
 stratus.add_command(incident_commands.incidents)
 stratus.add_command(serve_commands.serve)
+stratus.add_command(demo_commands.demo)
 
 
 def main() -> None:

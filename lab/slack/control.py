@@ -6,6 +6,7 @@ settings and a reset. The browser page uses the same endpoints.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 from collections.abc import Callable, Iterator
@@ -15,6 +16,7 @@ from aiohttp import web
 
 from lab.slack import payloads, views
 from lab.slack.delivery import Deliverer
+from lab.slack.faults import FaultMenu, InjectFailed
 from lab.slack.socket_mode import SocketHub
 from lab.slack.workspace import Json, View, Workspace
 
@@ -71,12 +73,18 @@ def _action(element: Json, block_id: str, selected: str | None) -> Json:
 
 class Control:
     def __init__(
-        self, ws: Workspace, deliverer: Deliverer, hub: SocketHub, base_url: Callable[[], str]
+        self,
+        ws: Workspace,
+        deliverer: Deliverer,
+        hub: SocketHub,
+        base_url: Callable[[], str],
+        menu: FaultMenu | None = None,
     ) -> None:
         self.ws = ws
         self.deliverer = deliverer
         self.hub = hub
         self.base_url = base_url
+        self.menu = menu
         self.on_reset: list[Callable[[], None]] = []
 
     # -- argument helpers -----------------------------------------------------------------
@@ -218,6 +226,19 @@ class Control:
         out = payloads.app_home_opened(self.ws, user=self._user(body))
         return await self.deliverer.deliver(out)
 
+    async def inject(self, name: str) -> Json:
+        """The page's "inject a fault": the callback ``stratus demo`` gave, on a thread."""
+        if self.menu is None:
+            raise ControlError("no_lab", 404)
+        choice = self.menu.find(name)
+        if choice is None:
+            raise ControlError("scenario_not_found", 404)
+        try:
+            result = await asyncio.to_thread(self.menu.inject, name)
+        except InjectFailed as error:
+            return {"ok": False, "error": "inject_failed", "detail": str(error)}
+        return {"ok": True, **result, "scenario": name, "namespace": choice.namespace}
+
     # -- what was captured ----------------------------------------------------------------
 
     def config(self) -> Json:
@@ -238,6 +259,7 @@ class Control:
             "event_retry_delays": list(c.event_retry_delays),
             "rate_limits": c.rate_limits,
             "rate_window": c.rate_window,
+            "scenarios": [s.as_json() for s in self.menu.scenarios] if self.menu else [],
             "users": [u for u in self.ws.users.values() if not u["is_bot"]],
             "usergroups": [
                 {"id": g.id, "handle": g.handle, "name": g.name, "users": list(g.members)}
@@ -375,6 +397,8 @@ class Control:
             ("POST", "/views/{id}/close", lambda r: self.close_view(r.match_info["id"])),
             ("POST", "/messages", lambda r: self._then(body(r), self.message)),
             ("POST", "/home", lambda r: self._then(body(r), self.home)),
+            ("GET", "/scenarios", lambda r: {"ok": True, "scenarios": self.config()["scenarios"]}),
+            ("POST", "/scenarios/{name}/inject", lambda r: self.inject(r.match_info["name"])),
             ("GET", "/messages", lambda r: self.messages(r.query)),
             ("GET", "/ephemerals", lambda r: self.ephemerals(r.query)),
             ("GET", "/views", lambda r: self.list_views(r.query)),

@@ -16,6 +16,7 @@ from aiohttp import web
 
 from lab.slack.control import Control
 from lab.slack.delivery import Deliverer
+from lab.slack.faults import FaultMenu
 from lab.slack.methods import METHODS
 from lab.slack.responses import response_url_routes
 from lab.slack.socket_mode import SocketHub
@@ -28,7 +29,7 @@ STATIC = Path(__file__).parent / "static"
 class Playground:
     """The pieces of one playground, wired into an aiohttp application."""
 
-    def __init__(self, config: PlaygroundConfig) -> None:
+    def __init__(self, config: PlaygroundConfig, menu: FaultMenu | None = None) -> None:
         self.url = ""
         self.workspace = Workspace(config)
         self.hub = SocketHub(self.workspace)
@@ -39,7 +40,7 @@ class Playground:
             base_url=lambda: self.url,
             socket_url=lambda: self.hub.new_url(self.url),
         )
-        self.control = Control(self.workspace, self.deliverer, self.hub, lambda: self.url)
+        self.control = Control(self.workspace, self.deliverer, self.hub, lambda: self.url, menu)
         self.control.on_reset.append(self.webapi.limiter.reset)
         self.app = web.Application(client_max_size=4 * 1024 * 1024)
         self.app.add_routes(self.webapi.routes())
@@ -74,9 +75,15 @@ class PlaygroundServer:
     foreground."""
 
     def __init__(
-        self, config: PlaygroundConfig | None = None, *, host: str = "127.0.0.1", port: int = 0
+        self,
+        config: PlaygroundConfig | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        menu: FaultMenu | None = None,
     ) -> None:
         self.config = config or PlaygroundConfig()
+        self.menu = menu
         self.host = host
         self.port = port
         self.url = ""
@@ -106,7 +113,7 @@ class PlaygroundServer:
 
     async def _main(self, on_ready: Callable[[PlaygroundServer], None] | None = None) -> None:
         self._stopping = asyncio.Event()
-        self.playground = Playground(self.config)
+        self.playground = Playground(self.config, self.menu)
         runner = web.AppRunner(self.playground.app, access_log=None, shutdown_timeout=0.2)
         await runner.setup()
         site = web.TCPSite(runner, self.host, self.port, reuse_address=True)

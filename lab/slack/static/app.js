@@ -229,6 +229,8 @@ function render() {
   $("groups").replaceChildren(...cfg.usergroups.map((g) =>
     el("li", { title: g.users.map((u) => users()[u].name).join(", ") }, `@${g.handle}`)));
 
+  renderLabMenu(cfg.scenarios || []);
+
   $("channel").hidden = ui.home;
   $("home").hidden = !ui.home;
   const channel = cfg.channels.find((c) => c.id === ui.channel) || cfg.channels[0];
@@ -265,6 +267,39 @@ function render() {
     if (!d.ok && d.error && d.user === ui.user && !ui.shownErrors.has(d.id)) {
       ui.shownErrors.add(d.id);
     }
+  }
+}
+
+// The "inject a fault" menu, when the playground runs next to a lab (stratus demo).
+function renderLabMenu(scenarios) {
+  $("lab-menu").hidden = scenarios.length === 0;
+  const select = $("fault-select");
+  if (select.options.length === scenarios.length) return;
+  select.replaceChildren(...scenarios.map((s) =>
+    el("option", { value: s.name, title: s.description }, s.name)));
+  describeFault();
+}
+
+function describeFault() {
+  const chosen = (ui.state.config.scenarios || []).find((s) => s.name === $("fault-select").value);
+  $("fault-description").textContent = chosen ? chosen.description : "";
+}
+
+async function injectFault() {
+  const name = $("fault-select").value;
+  if (!name) return;
+  const button = $("inject-fault");
+  button.disabled = true;
+  try {
+    const result = await call("POST", `/scenarios/${encodeURIComponent(name)}/inject`);
+    if (result.ok) {
+      toast(`Injected ${name} in namespace ${result.namespace}. ` +
+        `Now ask: /stratus investigate ${result.namespace}`);
+      const input = $("composer-input");
+      if (!input.value) input.value = `/stratus investigate ${result.namespace}`;
+    } else if (result.detail) toast(`Injecting ${name} failed: ${result.detail}`);
+  } finally {
+    button.disabled = false;
   }
 }
 
@@ -328,6 +363,8 @@ $("thread-composer").addEventListener("submit", (e) => {
   send(input.value, ui.thread);
   input.value = "";
 });
+$("fault-select").addEventListener("change", describeFault);
+$("inject-fault").addEventListener("click", injectFault);
 $("close-thread").addEventListener("click", () => { ui.thread = null; render(); });
 $("user-switcher").addEventListener("change", (e) => {
   ui.user = e.target.value;
