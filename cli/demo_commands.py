@@ -159,6 +159,8 @@ class Child:
                 self.process.kill()
                 self.process.wait(timeout=5)
         self._reader.join(timeout=5)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
         self._log_file.close()
         return self.process.returncode
 

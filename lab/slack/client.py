@@ -102,6 +102,14 @@ class _Operations(Generic[R]):
         params = urllib.parse.urlencode(_drop_none(**query))
         return self.send("GET", f"/{kind}{'?' + params if params else ''}")
 
+    def scenarios(self) -> R:
+        """``{"scenarios": [...]}``: what the page's "inject a fault" menu offers."""
+        return self.send("GET", "/scenarios")
+
+    def inject(self, scenario: str) -> R:
+        """The page's "Inject a fault" (a playground started with a lab, as by ``stratus demo``)."""
+        return self.send("POST", f"/scenarios/{scenario}/inject")
+
     def messages(self, channel: str | None = None, thread_ts: str | None = None) -> R:
         """``{"messages": [...]}``: every stored message, oldest first, with its channel."""
         return self._listing("messages", channel=channel, thread_ts=thread_ts)

@@ -52,7 +52,7 @@ class ThreadedBot:
 @pytest.fixture(scope="module")
 def signed_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, Path]]:
     """A playground, a bot on it (HTTP mode), and the bot's store path."""
-    from tests.conftest import LabServer, write_kubeconfig
+    from lab.runner import LabServer, write_kubeconfig
 
     server = LabServer(apps=["hotel"]).start()
     config_path = write_kubeconfig(tmp_path_factory.mktemp("kube") / "config", server.url, "hotel")
