@@ -32,10 +32,10 @@ def messages(slack: PlaygroundClient) -> list[dict[str, Any]]:
 
 
 def card(slack: PlaygroundClient, *needles: str) -> dict[str, Any] | None:
-    for message in reversed(messages(slack)):
-        seen = text_of(message)
-        if all(n in seen for n in needles):
-            return message
+    listed: list[dict[str, Any]] = messages(slack)
+    for message in reversed(listed):
+        if all(n in text_of(message) for n in needles):
+            return dict(message)
     return None
 
 
