@@ -15,7 +15,8 @@ from datetime import datetime
 from agents.incident import Attempt, Incident, IncidentState, new_transaction_id
 from agents.incident_store import IncidentEventType, IncidentRepository
 from agents.model import Candidate
-from agents.verify import look
+from agents.settings import WorkflowConfig
+from agents.verify import Pause, look, wait_until_settled
 from proposals.errors import NoChange, NotExecutable
 from proposals.model import Proposal, ProposalState
 from proposals.service import ProposalService, Superseded, UndoRequest
@@ -39,9 +40,23 @@ class AttemptRunner:
     kube: KubeClient
     incidents: IncidentRepository
     clock: Clock
+    config: WorkflowConfig
+    pause: Pause
 
     def now(self) -> datetime:
         return self.clock.now()
+
+    def wait_for_settle(self, incident: Incident) -> None:
+        """Wait (bounded) until no pod of the namespace is on its way anywhere."""
+        settled = wait_until_settled(
+            self.kube,
+            incident.namespace,
+            pause=self.pause,
+            timeout=self.config.settle_timeout,
+            interval=self.config.poll_interval,
+        )
+        if not settled:
+            self._say(incident, "the cluster was still moving at the settle timeout")
 
     def move(
         self, incident: Incident, to: IncidentState, *, message: str = "", **updates: object
@@ -168,6 +183,12 @@ class AttemptRunner:
                 message=f"the undo of attempt {attempt.number} was {why}; its changes remain "
                 f"({reason})",
                 reason="undo refused",
+                attempts=[
+                    *incident.attempts[:-1],
+                    attempt.model_copy(
+                        update={"outcome": f"undo {why}", "finished_at": self.now()}
+                    ),
+                ],
             )
         incident = self.update(
             incident, rejected=[*incident.rejected, (attempt.candidate.key(), reason)]
@@ -229,12 +250,30 @@ class AttemptRunner:
         """Undo the attempt's executed steps, last first, each through the service."""
         attempt = incident.current
         assert attempt is not None
-        pending, _ = self._pending(attempt)
+        pending, undoing = self._pending(attempt)
+        if not undoing:
+            pending = None  # a forward step is not an undo to wait on
         if pending is not None and pending.state in (P.APPROVED, P.AWAITING_APPROVAL):
             state = St.UNDOING if pending.state == P.APPROVED else St.AWAITING_APPROVAL
             if state == St.UNDOING and incident.state == St.UNDOING:
                 return self._execute_undo(incident)
             return self._go(incident, state, f"undo {pending.id}: {pending.intent}")
+        if pending is not None and pending.state in _REFUSED:
+            # Never ask again behind a person's back: a refused undo ends the automation.
+            why = _REFUSED[pending.state]
+            return self.move(
+                incident,
+                St.ESCALATED,
+                message=f"the undo of attempt {attempt.number} was {why}; its changes remain "
+                f"({pending.id})",
+                reason="undo refused",
+                attempts=[
+                    *incident.attempts[:-1],
+                    attempt.model_copy(
+                        update={"outcome": f"undo {why}", "finished_at": self.now()}
+                    ),
+                ],
+            )
         for proposal_id in reversed(attempt.proposals):
             original = self.service.get(proposal_id) if proposal_id else None
             if original is None or original.state != P.EXECUTED:
@@ -277,6 +316,7 @@ class AttemptRunner:
         incident = self._with_attempt(
             incident, attempt.model_copy(update={"outcome": outcome, "finished_at": self.now()})
         )
+        self.wait_for_settle(incident)  # look again only once the undo has rolled out
         if incident.cancel_requested:
             return self.move(
                 incident,
@@ -315,8 +355,12 @@ class AttemptRunner:
         attempt = incident.current
         if incident.state == St.UNDOING:
             return self._undo(incident)
+        if attempt is not None:
+            pending, undoing = self._pending(attempt)
+            if undoing and pending is not None and pending.state == P.AWAITING_APPROVAL:
+                return None  # an undo waits for a human; the cancel completes after it
         if attempt is not None and not attempt.finished_at:
-            for proposal_id in [*attempt.proposals, *attempt.undo_proposals]:
+            for proposal_id in attempt.proposals:  # never the undos: they clean up
                 if not proposal_id:
                     continue
                 proposal = self.service.get(proposal_id)

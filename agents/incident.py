@@ -37,7 +37,10 @@ St = IncidentState
 TRANSITIONS: dict[IncidentState, frozenset[IncidentState]] = {
     St.DETECTING: frozenset({St.DIAGNOSING, St.RESOLVED, St.CANCELLED, St.ESCALATED}),
     St.DIAGNOSING: frozenset({St.PLANNING, St.RESOLVED, St.ESCALATED, St.CANCELLED}),
-    St.PLANNING: frozenset({St.AWAITING_APPROVAL, St.EXECUTING, St.ESCALATED, St.CANCELLED}),
+    # planning → resolved: a fresh look after a partial fix finds nothing left wrong.
+    St.PLANNING: frozenset(
+        {St.AWAITING_APPROVAL, St.EXECUTING, St.RESOLVED, St.ESCALATED, St.CANCELLED}
+    ),
     # awaiting → planning: rejected or denied, the next candidate is tried.
     St.AWAITING_APPROVAL: frozenset(
         {St.EXECUTING, St.PLANNING, St.UNDOING, St.ESCALATED, St.CANCELLED}

@@ -8,6 +8,7 @@ so a person sees why an attempt was kept or undone.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 
 from agents.health import HealthScore, collect, score, verdict
 from agents.incident import Verdict
+from store.errors import Remedy, StratusError
 from tools.k8s import KubeClient
 
 # How the workflow lets time pass while the cluster settles. Real clusters: sleep. The lab in
@@ -22,23 +24,31 @@ from tools.k8s import KubeClient
 Pause = Callable[[float], None]
 
 
-def settle_seconds() -> float:
-    """The bounded wait for the cluster to settle after an attempt (STRATUS_SETTLE_SECONDS)."""
-    raw = os.environ.get("STRATUS_SETTLE_SECONDS", "")
+def _seconds(name: str, default: float, low: float, high: float) -> float:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
     try:
-        value = float(raw) if raw else 60.0
+        value = float(raw)
     except ValueError:
-        value = 60.0
-    return min(max(value, 0.0), 3600.0)
+        value = math.nan
+    if not math.isfinite(value) or not low <= value <= high:
+        raise StratusError(
+            f"{name}={raw!r} is not a number of seconds between {low:g} and {high:g}",
+            remedy=Remedy.FIX_CONFIG,
+        )
+    return value
+
+
+def settle_seconds() -> float:
+    """The bounded wait for the cluster to settle after an attempt (STRATUS_SETTLE_SECONDS,
+    default 60)."""
+    return _seconds("STRATUS_SETTLE_SECONDS", 60.0, 0.0, 3600.0)
 
 
 def poll_seconds() -> float:
     """How often the settling cluster is looked at (STRATUS_POLL_SECONDS, default 2)."""
-    try:
-        value = float(os.environ.get("STRATUS_POLL_SECONDS", "") or 2.0)
-    except ValueError:
-        value = 2.0
-    return min(max(value, 0.01), 300.0)
+    return _seconds("STRATUS_POLL_SECONDS", 2.0, 0.01, 300.0)
 
 
 @dataclass(frozen=True)
@@ -86,3 +96,16 @@ def judge(
         previous = after
         after, moving = _look(kube, namespace, since)
     return Judgement(before, after, verdict(before, after), time.monotonic() - started, settled)
+
+
+def wait_until_settled(
+    kube: KubeClient, namespace: str, *, pause: Pause, timeout: float, interval: float
+) -> bool:
+    """Wait (bounded) until no pod of the namespace is on its way anywhere; False at the
+    timeout. Used after an undo, so the next look sees the rolled-back state."""
+    started = time.monotonic()
+    while collect(kube, namespace).transitional:
+        if time.monotonic() - started >= timeout:
+            return False
+        pause(interval)
+    return True

@@ -15,8 +15,8 @@ an incident at a time (a lease); at most one incident per namespace is open.
 from __future__ import annotations
 
 import time
+import unicodedata
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from agents import snapshot as snapshots
 from agents.analyzers import analyze
@@ -31,7 +31,8 @@ from agents.incident_store import IncidentEventType, IncidentRepository, StaleIn
 from agents.memory import past_outcomes
 from agents.model import PlanResult, Usage
 from agents.planner import Planner, PlanRequest
-from agents.verify import Pause, judge, look, poll_seconds, settle_seconds
+from agents.settings import WorkflowConfig
+from agents.verify import Pause, judge, look
 from proposals.model import ProposalState
 from proposals.service import ProposalService
 from store.clock import stamp
@@ -42,14 +43,6 @@ from tools.objects import ObjectRef
 
 St = IncidentState
 AGENT = "agent:stratus"  # who proposes the workflow's actions
-
-
-@dataclass
-class WorkflowConfig:
-    max_attempts: int = 3
-    settle_timeout: float = field(default_factory=settle_seconds)
-    poll_interval: float = field(default_factory=poll_seconds)
-    lease_seconds: float = 600.0
 
 
 class IncidentWorkflow(AttemptRunner):
@@ -88,7 +81,7 @@ class IncidentWorkflow(AttemptRunner):
         incident = Incident(
             id=new_incident_id(),
             namespace=namespace,
-            question=question[:500],
+            question=printable(question)[:500],
             requester=requester,
             source=source,
             state=St.DETECTING,
@@ -103,7 +96,8 @@ class IncidentWorkflow(AttemptRunner):
                 existing,
                 IncidentEventType.NOTE,
                 actor=requester,
-                message=f"{requester} joined the open incident {existing.id}",
+                message=f"{requester} joined the open incident {existing.id}"
+                + (f", asking: {printable(question)[:500]}" if question.strip() else ""),
             )
             return existing, True
         return incident, False
@@ -268,10 +262,17 @@ class IncidentWorkflow(AttemptRunner):
                     health_now=health.to_dict(),
                     usage=self.usage_after(incident, result),
                 )
+            # A look that names nothing (the cluster still moving, a symptom gone quiet) does
+            # not throw away the hypotheses not tried yet.
+            candidates = (
+                result.candidates
+                if result.diagnosis is not None
+                else [c for c in incident.candidates if c.key() not in incident.tried]
+            )
             incident = self.update(
                 incident,
                 diagnosis=result.diagnosis or incident.diagnosis,
-                candidates=result.candidates,
+                candidates=candidates,
                 usage=self.usage_after(incident, result),
             )
         refused = {key for key, _ in incident.rejected}
@@ -420,6 +421,12 @@ class IncidentWorkflow(AttemptRunner):
             completion_tokens=incident.usage.completion_tokens + usage.completion_tokens,
             context_tokens=max(incident.usage.context_tokens, usage.context_tokens),
         )
+
+
+def printable(text: str) -> str:
+    """Text a person typed, safe to show anywhere: control characters (a carriage return can
+    fake a line on a terminal) and bidirectional overrides become spaces."""
+    return "".join(" " if unicodedata.category(ch) in ("Cc", "Cf") else ch for ch in text).strip()
 
 
 def _health_line(label: str, health: HealthScore) -> str:

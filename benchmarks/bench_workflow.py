@@ -30,8 +30,9 @@ from agents.llm import budget, context
 from agents.model import PlanResult
 from agents.planner import PlanRequest
 from agents.planner.offline import OfflinePlanner
+from agents.settings import WorkflowConfig
 from agents.snapshot import take
-from agents.workflow import IncidentWorkflow, WorkflowConfig
+from agents.workflow import IncidentWorkflow
 from lab import scenarios
 from lab.client import LabClient
 from lab.cluster.resources import by_kind

@@ -26,7 +26,8 @@ import click
 from agents.incident import Incident
 from agents.planner import Planner
 from agents.planner.offline import OfflinePlanner
-from agents.workflow import IncidentWorkflow, WorkflowConfig
+from agents.settings import WorkflowConfig
+from agents.workflow import IncidentWorkflow
 from cli.context import load_policy
 from lab import evaluation
 from lab.client import LabClient
@@ -217,6 +218,13 @@ def eval_command(
     except evaluation.EvalError as error:
         raise click.ClickException(str(error)) from error
     to_stdout = json_out is not None and str(json_out) == "-"
+    if json_out is not None and not to_stdout:
+        folder = json_out.resolve().parent
+        if not folder.is_dir() or not os.access(folder, os.W_OK):
+            # Say so before the run, not after it: the report would be lost.
+            raise click.ClickException(
+                f"cannot write the report to {json_out}: {folder} is not a writable folder"
+            )
     say = functools.partial(click.echo, err=to_stdout)
     say(f"running {len(chosen)} scenario(s) with the {planner} planner")
 

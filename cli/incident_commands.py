@@ -9,6 +9,7 @@ stays in the store; ``stratus incidents resume ID`` picks it up.
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -19,7 +20,8 @@ from agents.incident_store import STREAM as INCIDENT_STREAM
 from agents.incident_store import IncidentEnvelope, IncidentEvent, IncidentRepository
 from agents.llm import planner_from_env
 from agents.planner.offline import OfflinePlanner
-from agents.workflow import IncidentWorkflow, WorkflowConfig
+from agents.settings import WorkflowConfig
+from agents.workflow import IncidentWorkflow
 from cli import render
 from cli.context import Session, cluster_options, session
 from proposals.events import STREAM as PROPOSAL_STREAM
@@ -41,6 +43,7 @@ def build_workflow(
             "--planner llm needs a model: set OPENAI_API_KEY (and OPENAI_BASE_URL, STRATUS_MODEL "
             "for another server)"
         )
+    s.service.policy()  # a policy that does not load stops here, before an incident opens
     config = WorkflowConfig(max_attempts=max_attempts)
     if settle_seconds is not None:
         config.settle_timeout = settle_seconds
@@ -92,6 +95,13 @@ def _ask(s: Session, flow: IncidentWorkflow, incident: Incident, yes: bool) -> b
             f"then stratus incidents resume {incident.id}"
         )
         return False
+    if s.actor in proposal.approvals():
+        click.echo(
+            f"{len(proposal.approvals())} of {proposal.decision.min_approvals} approvals; "
+            f"another approver runs: stratus proposals approve {proposal.id}, then "
+            f"stratus incidents resume {incident.id}"
+        )
+        return False
     if yes or click.confirm("Approve this change?", default=False):
         s.service.answer(proposal.id, user=s.actor, choice="approve")
     else:
@@ -111,7 +121,7 @@ def drive(s: Session, flow: IncidentWorkflow, incident_id: str, *, yes: bool) ->
                 break
             if incident.state != St.AWAITING_APPROVAL or not _ask(s, flow, incident, yes):
                 break
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, click.Abort):
         click.echo(f"\ninterrupted; the incident is kept: stratus incidents resume {incident_id}")
         raise SystemExit(130) from None
     return incident
@@ -132,9 +142,18 @@ _PLANNER = click.option(
     help="auto: the LLM planner when a model is configured (OPENAI_API_KEY), else offline.",
 )
 _ATTEMPTS = click.option("--max-attempts", type=click.IntRange(1, 10), default=3, show_default=True)
+
+
+def _finite(_ctx: click.Context, _param: click.Parameter, value: float | None) -> float | None:
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter("give a number of seconds")
+    return value
+
+
 _SETTLE = click.option(
     "--settle-seconds",
     type=click.FloatRange(0, 3600),
+    callback=_finite,
     default=None,
     help="How long to wait for the cluster to settle after an attempt "
     "(default: $STRATUS_SETTLE_SECONDS or 60).",

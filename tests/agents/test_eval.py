@@ -245,3 +245,16 @@ def scaling_agent_on_shop(kubeconfig: Path, namespace: str) -> dict[str, Any]:
     finally:
         kube.close()
     return {"state": "resolved", "detected": True, "proposals": 1, "actions": 1}
+
+
+def test_an_unwritable_report_path_is_refused_before_the_run(tmp_path: Path) -> None:
+    result = stratus(
+        "eval",
+        "--scenario",
+        "noop-hotel",
+        "--json",
+        str(tmp_path / "missing" / "r.json"),
+        env=dict(os.environ),
+    )
+    assert result.returncode == 1 and "not a writable folder" in result.stderr
+    assert "running" not in result.stdout  # nothing ran

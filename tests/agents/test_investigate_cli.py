@@ -83,7 +83,7 @@ def test_a_fix_that_only_changes_what_callers_see_is_verified_not_undone(
     # Nothing restarts when a Service is fixed: only the callers' newer log lines show it.
     inject(lab, scenario)
     run_env = policy(env, tmp_path, ALLOW)
-    namespace = scenario.split("-")[0]
+    namespace = scenario.split("-", maxsplit=1)[0]
     done = stratus("investigate", namespace, "--settle-seconds", "20", env=run_env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "undone" not in done.stdout and "resolved" in done.stdout, done.stdout
@@ -183,3 +183,41 @@ def test_bad_namespaces_are_refused_with_a_clear_error(
     assert incident_state(run_env["STRATUS_DB"]) == []
     unknown = stratus("incidents", "show", "inc-nope", env=run_env)
     assert unknown.returncode != 0 and "no incident inc-nope" in unknown.stderr
+
+
+QUORUM = """apiVersion: stratus/v1
+kind: ApprovalPolicy
+metadata: {name: two-people}
+defaults: {approvers: ["*"]}
+rules:
+- name: two-people
+  decision: ask
+  min_approvals: 2
+"""
+
+
+def test_yes_under_a_two_person_rule_records_one_approval_and_says_who_is_next(
+    lab: Lab, env: dict[str, str], tmp_path: Path
+) -> None:
+    inject(lab, "hotel-recommendation-scaled-to-zero")
+    run_env = policy(env, tmp_path, QUORUM)
+    done = stratus("investigate", "hotel", "--yes", env=run_env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 of 2 approvals" in done.stdout and "stratus proposals approve" in done.stdout
+    assert incident_state(run_env["STRATUS_DB"])[0][1] == "awaiting_approval"
+
+
+def test_a_policy_that_does_not_load_or_a_bad_wait_opens_no_incident(
+    lab: Lab, env: dict[str, str], tmp_path: Path
+) -> None:
+    run_env = policy(env, tmp_path, "rules: [\n")
+    broken = stratus("investigate", "hotel", env=run_env)
+    assert broken.returncode != 0 and "Traceback" not in broken.stderr
+    assert "policy.yaml" in broken.stderr
+    assert incident_state(run_env["STRATUS_DB"]) == []
+    run_env = policy(env, tmp_path, ALLOW)
+    nan = stratus("investigate", "hotel", "--settle-seconds", "nan", env=run_env)
+    assert nan.returncode == 2 and "seconds" in nan.stderr
+    bad_env = stratus("investigate", "hotel", env={**run_env, "STRATUS_SETTLE_SECONDS": "abc"})
+    assert bad_env.returncode != 0 and "STRATUS_SETTLE_SECONDS" in bad_env.stderr
+    assert incident_state(run_env["STRATUS_DB"]) == []

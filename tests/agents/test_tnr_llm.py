@@ -19,7 +19,8 @@ from agents.incident import IncidentState
 from agents.incident_store import IncidentEventType
 from agents.llm import planner_from_env
 from agents.planner.offline import OfflinePlanner
-from agents.workflow import IncidentWorkflow, WorkflowConfig
+from agents.settings import WorkflowConfig
+from agents.workflow import IncidentWorkflow
 from lab.llm import FakeChatServer
 from policies.model import Rule
 from proposals.model import ProposalState

@@ -13,7 +13,8 @@ from agents.incident import IncidentState
 from agents.incident_store import IncidentEventType
 from agents.model import Candidate, Category, Diagnosis, PlanResult, ResourceKey, Step
 from agents.planner import PlanRequest
-from agents.workflow import IncidentWorkflow, WorkflowConfig
+from agents.settings import WorkflowConfig
+from agents.workflow import IncidentWorkflow
 from policies.model import Match, Rule
 from proposals.model import ProposalState
 from proposals.service import ProposalService
@@ -256,3 +257,58 @@ def test_an_unknown_or_malformed_namespace_is_refused_before_anything_opens(
     with pytest.raises(errors.Invalid):
         flow.start("../kube-system", requester="cli:alice")
     assert flow.incidents.recent() == []
+
+
+def test_cancel_while_the_undo_waits_for_a_human_proposes_one_undo_and_ends_after_it(
+    broken: Lab, kube: KubeClient, service: ProposalService, policy: PolicyBox
+) -> None:
+    policy.set(
+        Rule(name="allow-rec", decision="allow", match=Match(names=["recommendation"])),
+        Rule(name="ask-geo", decision="ask", match=Match(names=["geo"])),
+        Rule(name="ask-undo", decision="ask", match=Match(actions=["undo"])),
+    )
+    both = Candidate(steps=[scale("recommendation", 2), scale("geo", 2)], intent="scale both")
+    flow = workflow(service, kube, ScriptedPlanner(both))
+    incident, _ = flow.start("hotel", requester="cli:alice")
+    flow.advance(incident.id)
+    waiting = flow.cancel(incident.id, actor="cli:alice")
+    assert waiting.state == St.AWAITING_APPROVAL  # the undo of the done step needs a human
+    again = flow.cancel(incident.id, actor="cli:alice")
+    assert again.state == St.AWAITING_APPROVAL
+    undos = again.attempts[0].undo_proposals
+    assert len(undos) == 1, undos  # asked once, never re-proposed behind the person's back
+    service.answer(undos[0], user="U-bob", choice="approve")
+    done = flow.advance(incident.id)
+    assert done.state == St.CANCELLED
+    assert replicas(kube, "recommendation") == 0 and replicas(kube, "geo") == 1
+
+
+def test_a_rejected_undo_escalates_instead_of_asking_again(
+    broken: Lab, kube: KubeClient, service: ProposalService, policy: PolicyBox
+) -> None:
+    policy.set(
+        Rule(name="allow-scale", decision="allow", match=Match(actions=["scale"])),
+        Rule(name="ask-undo", decision="ask", match=Match(actions=["undo"])),
+    )
+    flow = workflow(service, kube, ScriptedPlanner(HARMFUL, FIX))
+    incident, _ = flow.start("hotel", requester="cli:alice")
+    waiting = flow.advance(incident.id)  # attempt 1 is worse; its undo asks
+    assert waiting.state == St.AWAITING_APPROVAL
+    undo = waiting.attempts[0].undo_proposals[0]
+    service.answer(undo, user="U-bob", choice="reject", reason="leave it")
+    done = flow.advance(incident.id)
+    assert done.state == St.ESCALATED and done.reason == "undo refused"
+    assert len(done.attempts[0].undo_proposals) == 1
+    assert done.attempts[0].outcome == "undo rejected"
+
+
+def test_planning_may_resolve_when_a_fresh_look_finds_nothing_left() -> None:
+    from agents.incident import TRANSITIONS
+
+    assert St.RESOLVED in TRANSITIONS[St.PLANNING]
+
+
+def test_questions_are_made_safe_to_print() -> None:
+    from agents.workflow import printable
+
+    assert printable("x\x07y\r\nline2 \u202e evil") == "x y  line2   evil"

@@ -12,7 +12,8 @@ import pytest
 import pytest_asyncio
 
 from agents.planner.offline import OfflinePlanner
-from agents.workflow import IncidentWorkflow, WorkflowConfig
+from agents.settings import WorkflowConfig
+from agents.workflow import IncidentWorkflow
 from bot.app import StratusBot
 from bot.config import BotConfig
 from bot.runtime import Runtime
