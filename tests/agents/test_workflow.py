@@ -312,3 +312,23 @@ def test_questions_are_made_safe_to_print() -> None:
     from agents.workflow import printable
 
     assert printable("x\x07y\r\nline2 \u202e evil") == "x y  line2   evil"
+
+
+def test_incident_memory_reaches_the_planner_with_what_fixed_and_what_was_undone(
+    broken: Lab, kube: KubeClient, service: ProposalService
+) -> None:
+    first = ScriptedPlanner(HARMFUL, FIX)
+    flow = workflow(service, kube, first)
+    done = flow.advance(flow.start("hotel", requester="cli:alice")[0].id)
+    assert done.state == St.RESOLVED
+    broken.control.post("/lab/v1/scenarios/hotel-recommendation-scaled-to-zero/inject")
+    broken.settle()
+    second = ScriptedPlanner(FIX)
+    again = workflow(service, kube, second)
+    later = again.advance(again.start("hotel", requester="cli:bob")[0].id)
+    assert later.state == St.RESOLVED
+    past = second.requests[0].past
+    assert ("scaled-to-zero", FIX.key(), "fixed") in past
+    assert ("scaled-to-zero", HARMFUL.key(), "undone") in past
+    assert any(done.id in line and "fixed" in line for line in second.requests[0].history)
+    assert later.diagnosis is not None and later.diagnosis.history  # shown to people
