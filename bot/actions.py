@@ -122,10 +122,18 @@ class Clicks:
         proposal: Proposal = context["proposal"]
         chosen = str(body["actions"][0]["selected_option"]["value"]).partition(":")[2]
         user = str(body["user"]["id"])
-        self.rt.spawn(self._choose(body, proposal, user, chosen), name=f"choose {proposal.id}")
+        groups: tuple[str, ...] = context.get("groups", ())
+        self.rt.spawn(
+            self._choose(body, proposal, user, chosen, groups), name=f"choose {proposal.id}"
+        )
 
     async def _choose(
-        self, body: dict[str, Any], proposal: Proposal, user: str, chosen: str
+        self,
+        body: dict[str, Any],
+        proposal: Proposal,
+        user: str,
+        chosen: str,
+        groups: tuple[str, ...],
     ) -> None:
         incident_id = proposal.incident_id
         if incident_id is None:
@@ -137,14 +145,22 @@ class Clicks:
         if candidate is None:
             await self.ephemeral(body, text.OPTION_GONE)
             return
-        try:
-            await self.rt.call(
-                self.rt.workflow.choose,
-                incident_id,
-                candidate_key=candidate.key(),
-                actor=user,
-                reason=text.choosing(candidate.intent),
+        reason = text.choosing(candidate.intent)
+
+        def choose() -> None:
+            # The waiting proposal is rejected here, with the user's groups (an approver through
+            # a user group is one only if the service is told so); the workflow then records the
+            # choice and finds nothing left waiting.
+            if self.rt.service.get(proposal.id).state == P.AWAITING_APPROVAL:
+                self.rt.service.answer(
+                    proposal.id, user=user, choice="reject", groups=groups, reason=reason
+                )
+            self.rt.workflow.choose(
+                incident_id, candidate_key=candidate.key(), actor=user, reason=reason
             )
+
+        try:
+            await self.rt.call(choose)
         except StratusError as error:
             await self.ephemeral(body, text.refused(error.message))
             return

@@ -14,9 +14,10 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
+from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -119,7 +120,7 @@ class Gate:
 
 def _refusal_sender(
     client: AsyncWebClient, body: dict[str, Any]
-) -> Callable[[str], Awaitable[None]]:
+) -> Callable[[str], Coroutine[Any, Any, None]]:
     async def send(message: str) -> None:
         user = str((body.get("user") or {}).get("id", ""))
         channel = str((body.get("channel") or {}).get("id", ""))
@@ -139,24 +140,27 @@ def _refusal_sender(
     return send
 
 
-def middleware(gate: Gate) -> Callable[..., Awaitable[None]]:
-    """The bolt middleware: runs before every listener."""
+Ack = Callable[..., Awaitable[BoltResponse]]
+
+
+def middleware(gate: Gate) -> Callable[..., Awaitable[BoltResponse | None]]:
+    """The bolt middleware: runs before every listener. When it answers a request itself
+    (a refusal, a duplicate, a retry) it returns the acknowledgement — bolt answers 404 to a
+    middleware that neither calls ``next`` nor returns a response."""
 
     async def authorize(
         body: dict[str, Any],
         context: dict[str, Any],
         client: AsyncWebClient,
         next: Callable[[], Awaitable[None]],
-        ack: Callable[..., Awaitable[None]],
+        ack: Ack,
         req: Any,
-    ) -> None:
+    ) -> BoltResponse | None:
         kind = body.get("type")
         if kind == "event_callback" and req.headers.get("x-slack-retry-num"):
-            await ack()  # handled on the first delivery; a retry must not answer twice
-            return
+            return await ack()  # handled on the first delivery; a retry must not answer twice
         if kind == "block_actions":
-            await _click(gate, body, context, client, next, ack)
-            return
+            return await _click(gate, body, context, client, next, ack)
         if (
             kind == "view_submission"
             and (body.get("view") or {}).get("callback_id") == cards.REJECT_VIEW
@@ -168,10 +172,10 @@ def middleware(gate: Gate) -> Callable[..., Awaitable[None]]:
                 await gate.answer(user, proposal) if proposal else (text.UNKNOWN_ACTION, ())
             )
             if why:
-                await ack(response_action="errors", errors={"reason": why[:150]})
-                return
+                return await ack(response_action="errors", errors={"reason": why[:150]})
             context["proposal"], context["groups"] = proposal, groups
         await next()
+        return None
 
     return authorize
 
@@ -182,32 +186,30 @@ async def _click(
     context: dict[str, Any],
     client: AsyncWebClient,
     next: Callable[[], Awaitable[None]],
-    ack: Callable[..., Awaitable[None]],
-) -> None:
+    ack: Ack,
+) -> BoltResponse | None:
     action = (body.get("actions") or [{}])[0]
     action_id = str(action.get("action_id", ""))
     user = str((body.get("user") or {}).get("id", ""))
     refuse = _refusal_sender(client, body)
     if gate.duplicate(user, action_id, str(action.get("action_ts", ""))):
-        await ack()
-        return
+        return await ack()
     if action_id not in (*cards.DECISIONS, cards.UNDO):
         await next()
-        return
+        return None
     value = str(action.get("value") or (action.get("selected_option") or {}).get("value") or "")
     proposal = await gate.proposal(value.split(":", maxsplit=1)[0])
     if proposal is None:
-        await ack()
-        await refuse(text.UNKNOWN_ACTION)
-        return
+        gate.rt.spawn(refuse(text.UNKNOWN_ACTION), name="refuse")
+        return await ack()
     if action_id == cards.UNDO:
         why = await gate.undo(user, proposal)
         groups: tuple[str, ...] = ()
     else:
         why, groups = await gate.answer(user, proposal)
     if why:
-        await ack()
-        await refuse(why)
-        return
+        gate.rt.spawn(refuse(why), name="refuse")
+        return await ack()
     context["proposal"], context["groups"] = proposal, groups
     await next()
+    return None

@@ -154,3 +154,45 @@ def blocks_text(message: dict[str, Any]) -> str:
     import json
 
     return str(message.get("text", "")) + json.dumps(message.get("blocks", []))
+
+
+async def send_signed(
+    handle: BotHandle, body: str, *, content_type: str, headers: dict[str, str] | None = None
+) -> int:
+    """Post a body to the running bot signed with the playground's secret, as Slack would —
+    for what the playground does not do by itself (a resent click, a retried event)."""
+    import hashlib
+    import hmac
+    import time
+
+    import aiohttp
+
+    assert handle.bot is not None
+    timestamp = str(int(time.time()))
+    digest = hmac.new(
+        handle.playground.signing_secret.encode(),
+        f"v0:{timestamp}:{body}".encode(),
+        hashlib.sha256,
+    ).hexdigest()
+    sent = {
+        "Content-Type": content_type,
+        "X-Slack-Request-Timestamp": timestamp,
+        "X-Slack-Signature": f"v0={digest}",
+        **(headers or {}),
+    }
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(handle.bot.url, data=body.encode(), headers=sent) as response,
+    ):
+        await response.read()
+        return response.status
+
+
+async def resend_click(handle: BotHandle, payload: dict[str, Any], **headers: str) -> int:
+    import json
+    from urllib.parse import urlencode
+
+    body = urlencode({"payload": json.dumps(payload)})
+    return await send_signed(
+        handle, body, content_type="application/x-www-form-urlencoded", headers=headers
+    )
