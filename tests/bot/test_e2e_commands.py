@@ -16,7 +16,7 @@ from bot.app import StratusBot
 from bot.config import BotConfig
 from lab.slack.client import AsyncPlaygroundClient
 from lab.slack.server import PlaygroundServer
-from policies.model import Rule
+from policies.model import Match, Rule
 from tests.bot.conftest import SRE, BotHandle, inject, make_runtime, wait_for
 from tests.bot.test_e2e import SCENARIO, first_card, proposal_id
 from tests.conftest import Lab
@@ -72,7 +72,7 @@ async def test_policy_shows_the_rules_defaults_and_grants(
     slack: AsyncPlaygroundClient, stratus_bot: BotHandle, policy: PolicyBox
 ) -> None:
     policy.set(
-        Rule(name="no-prod", decision="deny", match={"namespaces": ["prod-*"]}),
+        Rule(name="no-prod", decision="deny", match=Match(namespaces=["prod-*"])),
         Rule(name="remember-hotel", decision="ask", remember=True, max_grant="4h"),
         defaults=SRE,
     )
