@@ -163,7 +163,7 @@ def test_a_process_killed_while_verifying_resumes_and_finishes(
         proc.kill()
         pytest.fail("never reached verifying: " + "".join(proc.communicate()))
     proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=10)
+    proc.communicate(timeout=10)  # reaps it and closes its pipes
     (incident_id, state), *_ = incident_state(db)
     assert state == "verifying"
     resumed = stratus("incidents", "resume", incident_id, "--settle-seconds", "60", env=run_env)

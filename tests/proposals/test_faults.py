@@ -228,7 +228,9 @@ def test_a_refused_write_is_settled_by_recovery_never_guessed(
     gateway may answer while the write is on its way), so the record stays pending; once a
     write in flight would have landed, recovery reads the object and says "not applied", the
     proposal fails, and a new proposal applies the change exactly once."""
-    env = {**env, "STRATUS_KUBE_TIMEOUT": "1"}  # recovery waits 2 s for a write in flight
+    # Recovery waits two read timeouts (6 s) for a write in flight: long enough that the
+    # next command starts inside that window even on a loaded machine.
+    env = {**env, "STRATUS_KUBE_TIMEOUT": "3"}
     refused = proxy.fail("PUT", GEO_PATH, dry_run=False, times=1)
     act = stratus(*SCALE, env=env)
     assert act.returncode == 1
@@ -241,7 +243,7 @@ def test_a_refused_write_is_settled_by_recovery_never_guessed(
 
     early = stratus("undo", "--list", env=env)
     assert "may still be on its way" in early.stderr and execution_states(db) == ["pending"]
-    time.sleep(2.5)
+    time.sleep(6.5)
     settled = stratus("undo", "--list", env=env)
     assert settled.returncode == 0, settled.stderr
     assert execution_states(db) == ["aborted"]

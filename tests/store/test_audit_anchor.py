@@ -309,7 +309,10 @@ def test_a_rolled_back_nested_append_leaves_neither_row_nor_checkpoint(
     store = Store(path)
     log = AuditLog(store)
     with pytest.raises(RuntimeError), store.immediate():
-        store.db.execute("INSERT INTO incidents VALUES ('i-1', 'ns', 'open', 'a', 't', 't', '')")
+        store.db.execute(
+            "INSERT INTO incidents (id, namespace, state, requested_by, created_at, updated_at, "
+            "data) VALUES ('i-1', 'ns', 'open', 'a', 't', 't', '')"
+        )
         with store.immediate():
             log.append(actor="a", event="write", subject="s")
             log.append(actor="a", event="write", subject="s")
@@ -327,7 +330,10 @@ def test_a_committed_transaction_gets_one_checkpoint(tmp_path: Path, keyed: bool
     _log_with_rows(path, rows=1)
     store = Store(path)
     with store.immediate():
-        store.db.execute("INSERT INTO incidents VALUES ('i-1', 'ns', 'open', 'a', 't', 't', '')")
+        store.db.execute(
+            "INSERT INTO incidents (id, namespace, state, requested_by, created_at, updated_at, "
+            "data) VALUES ('i-1', 'ns', 'open', 'a', 't', 't', '')"
+        )
         with store.immediate():
             AuditLog(store).append(actor="a", event="write", subject="s")
         AuditLog(store).append(actor="b", event="decide", subject="s")  # another object
