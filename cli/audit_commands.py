@@ -27,6 +27,14 @@ def verify() -> None:
     if problems:
         for problem in problems:
             click.echo(f"audit log tampered: {problem}", err=True)
+        if any("just before a crash" in p for p in problems) and not report.keyed:
+            # Without a key a crash between commit and anchor cannot be told from a forgery.
+            click.echo(
+                "hint: if Stratus was killed at that moment, check those rows with `stratus "
+                "audit show` and vouch for them with `stratus audit adopt`; set "
+                "STRATUS_AUDIT_KEY so a crash can be told from a forgery next time",
+                err=True,
+            )
         raise SystemExit(1)
     anchored = (
         f", anchored at row {report.anchored_seq} in {report.anchor_path}"

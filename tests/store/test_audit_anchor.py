@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from store.audit import _row_hash as row_hash
 from store.clock import ManualClock
 from store.db import Store
 from store.integrity import KEY_ENV
+from tests.conftest import stratus
 
 KEY = "correct horse battery staple"
 
@@ -564,3 +566,20 @@ def test_another_writer_committing_before_the_first_checkpoint(tmp_path: Path, k
     assert report.problems == () and report.warnings == () and report.anchored_seq == 2
     first.close()
     second.close()
+
+
+def test_an_unkeyed_log_interrupted_before_its_anchor_says_what_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    path = tmp_path / "db.sqlite"
+    _log_with_rows(path)
+    _append_without_anchor(path, rows=1)
+    env = {k: v for k, v in os.environ.items() if k != KEY_ENV}
+    env["STRATUS_DB"] = str(path)
+    broken = stratus("audit", "verify", env=env)
+    assert broken.returncode == 1
+    assert "stratus audit adopt" in broken.stderr and "STRATUS_AUDIT_KEY" in broken.stderr
+    assert stratus("audit", "adopt", env=env).returncode == 0
+    fixed = stratus("audit", "verify", env=env)
+    assert fixed.returncode == 0, fixed.stderr
