@@ -122,6 +122,11 @@ class IncidentWorkflow(AttemptRunner):
         finally:
             self.locks.release(resource, holder)
 
+    def driven_elsewhere(self, incident_id: str) -> str | None:
+        """The process advancing this incident right now, if another one is."""
+        holder = self.locks.holder_of(f"incident:{incident_id}")
+        return holder.holder if holder is not None else None
+
     def cancel(self, incident_id: str, *, actor: str, reason: str = "") -> Incident:
         """Cancel: open proposals are withdrawn; an attempt whose steps are half done is
         undone first, so no half-done action is left behind."""

@@ -119,6 +119,13 @@ def drive(s: Session, flow: IncidentWorkflow, incident_id: str, *, yes: bool) ->
             printer.flush()
             if not incident.is_open:
                 break
+            elsewhere = flow.driven_elsewhere(incident_id)
+            if elsewhere:
+                click.echo(
+                    f"another process ({elsewhere.split('/')[0]}) is working on {incident_id}; "
+                    f"follow it with: stratus incidents show {incident_id}"
+                )
+                break
             if incident.state != St.AWAITING_APPROVAL or not _ask(s, flow, incident, yes):
                 break
     except (KeyboardInterrupt, click.Abort):

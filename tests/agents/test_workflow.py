@@ -332,3 +332,20 @@ def test_incident_memory_reaches_the_planner_with_what_fixed_and_what_was_undone
     assert ("scaled-to-zero", HARMFUL.key(), "undone") in past
     assert any(done.id in line and "fixed" in line for line in second.requests[0].history)
     assert later.diagnosis is not None and later.diagnosis.history  # shown to people
+
+
+def test_only_one_process_advances_an_incident_and_the_other_is_told_who(
+    broken: Lab, kube: KubeClient, service: ProposalService, wstore: Store
+) -> None:
+    from store.locks import LeaseLocks
+
+    flow = workflow(service, kube, ScriptedPlanner(FIX))
+    incident, _ = flow.start("hotel", requester="cli:alice")
+    other = "workflow@elsewhere:4242/x"
+    assert LeaseLocks(wstore).try_acquire(f"incident:{incident.id}", other, 60) is None
+    same = flow.advance(incident.id)
+    assert same.state == St.DETECTING and same.version == incident.version
+    assert flow.driven_elsewhere(incident.id) == other
+    assert replicas(kube, "recommendation") == 0  # nothing moved under someone else's lease
+    LeaseLocks(wstore).release(f"incident:{incident.id}", other)
+    assert flow.advance(incident.id).state == St.RESOLVED
