@@ -1,41 +1,43 @@
-"""Benchmarks of the Slack bot (issue 10), against the playground and the lab:
+"""Benchmarks of the Slack bot (issue 10), deployed as in ``stratus demo``: the bot in its own
+process (``stratus serve``, HTTP mode), the lab cluster in another (``stratus lab up``, real-time
+clock, hotel and shop) and the Slack playground in the demo's process. The playground measures
+each acknowledgement from sending the signed request to reading the answer.
 
-- acknowledgement latency of slash commands and clicks, 50 concurrent requests (p50/p99);
-- slash command → first proposal card with the offline planner;
-- the bot process's RSS at rest and during 10 concurrent incidents.
+- acknowledgement latency of slash commands (help, status) and clicks (a non-approver's
+  Approve, refused), 50 concurrent requests per round (p50/p99 per round and over all);
+- slash command → first proposal card with the offline planner, several incidents;
+- the bot process's RSS at rest and its peak while investigations run concurrently.
 
-Run: ``.venv/bin/python -m benchmarks.bench_bot``. Prints one JSON object.
+Run: ``.venv/bin/python -m benchmarks.bench_bot [--rounds N] [--incidents N]``. Prints JSON.
 """
 
 from __future__ import annotations
 
-import asyncio
+import argparse
 import json
-import resource
+import statistics
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from bot.app import StratusBot
-from bot.config import BotConfig
-from lab.runner import LabServer, write_kubeconfig
-from lab.slack.client import AsyncPlaygroundClient
-from lab.slack.server import PlaygroundServer
-from lab.slack.workspace import PlaygroundConfig
-from policies.model import Defaults, Rule
-from tests.bot.conftest import make_runtime
-from tests.proposals.conftest import PolicyBox
-from tools.k8s import KubeClient
+from lab.slack.client import PlaygroundClient
+from tests.bot.demo_process import DemoProcess, text_of, wait_for
 
-HOT_METHODS = ("chat.postMessage", "chat.update", "chat.postEphemeral")
+SCENARIOS = (
+    "hotel-recommendation-scaled-to-zero",
+    "shop-catalog-target-port",
+    "hotel-geo-target-port",
+    "shop-catalog-selector",
+)
 
 
-def rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return 0.0
 
 
 def pct(values: list[float], q: float) -> float:
@@ -43,72 +45,132 @@ def pct(values: list[float], q: float) -> float:
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 1)
 
 
-async def main() -> dict[str, Any]:
-    lab = LabServer(apps=["hotel", "shop"]).start()
-    folder = Path(tempfile.mkdtemp())
-    kube = KubeClient(kubeconfig=str(write_kubeconfig(folder / "config", lab.url, "hotel")))
-    playground = PlaygroundServer(
-        PlaygroundConfig(rate_limits=dict.fromkeys(HOT_METHODS, 100_000))
-    ).start()
-    policy = PolicyBox()
-    policy.set(Rule(name="ask", decision="ask"), defaults=Defaults(approvers=["*"]))
-    bot = StratusBot(
-        make_runtime(kube, folder / "bot.db", policy),
-        BotConfig(
-            mode="http",
-            bot_token=playground.bot_token,
-            signing_secret=playground.signing_secret,
-            api_url=playground.api_url,
-            port=0,
-            follow_interval=0.05,
-        ),
-    )
-    await bot.start()
-    slack = AsyncPlaygroundClient(playground.url)
-    await slack.configure(request_url=bot.url)
-    results: dict[str, Any] = {"rss_at_rest_mb": round(rss_mb(), 1)}
+def bot_pid(demo: DemoProcess) -> int:
+    for pid in demo.children():
+        if b"serve" in Path(f"/proc/{pid}/cmdline").read_bytes():
+            return pid
+    raise RuntimeError("no bot process")
 
-    # Ack latency: 50 concurrent commands (help, status) and clicks (stale Approve).
-    async def one(i: int) -> float:
-        record = await slack.command("U0ALICE", "/stratus", "status" if i % 2 else "help")
+
+def acks(slack: PlaygroundClient, requests: list[dict[str, Any]]) -> list[float]:
+    def one(request: dict[str, Any]) -> float:
+        if "command" in request:
+            record = slack.command(request["user"], "/stratus", request["command"])
+        else:
+            record = slack.click(request["user"], "stratus.approve", value=request["value"])
+        assert record["ok"], record
         return float(record["attempts"][0]["ms"])
 
-    acks = [ms for _ in range(4) for ms in await asyncio.gather(*(one(i) for i in range(50)))]
-    results["ack_ms_p50"] = pct(acks, 0.5)
-    results["ack_ms_p99"] = pct(acks, 0.99)
+    with ThreadPoolExecutor(max_workers=len(requests)) as pool:
+        return list(pool.map(one, requests))
 
-    # Slash command → first proposal card (offline planner).
-    lab_control = __import__("lab.client", fromlist=["LabClient"]).LabClient(lab.url)
-    lab_control.post("/lab/v1/scenarios/hotel-recommendation-scaled-to-zero/inject")
-    lab_control.post("/lab/v1/settle")
+
+def newest_card(slack: PlaygroundClient, needle: str = "stratus.approve") -> dict[str, Any] | None:
+    for message in reversed(slack.messages(channel="C0INCIDENT")["messages"]):
+        if needle in text_of(message):
+            found: dict[str, Any] = message
+            return found
+    return None
+
+
+def button(message: dict[str, Any], action_id: str) -> str:
+    for block in message["blocks"]:
+        for element in block.get("elements", []):
+            if element.get("action_id") == action_id:
+                return str(element["value"])
+    raise RuntimeError(f"no {action_id}")
+
+
+def first_card(slack: PlaygroundClient, scenario: str) -> float:
+    """Inject, investigate, time the first card; approve it and wait for the summary."""
+    namespace = scenario.split("-")[0]
+    slack.inject(scenario)
+    before = {m["ts"] for m in slack.messages(channel="C0INCIDENT")["messages"]}
     started = time.perf_counter()
-    await slack.command("U0ALICE", "/stratus", "investigate hotel")
-    while True:
-        found = (await slack.messages())["messages"]
-        if any("stratus.approve" in json.dumps(m.get("blocks", [])) for m in found):
-            break
-        await asyncio.sleep(0.02)
-    results["command_to_first_card_s"] = round(time.perf_counter() - started, 2)
+    slack.command("U0ALICE", "/stratus", f"investigate {namespace}")
 
-    # RSS during 10 concurrent incidents (hotel and shop, and eight more namespaces' worth of
-    # investigations: the two apps' namespaces plus healthy ones each get an incident).
-    peak = rss_mb()
-    namespaces = ["shop", "default", "kube-system", *[f"hotel{i}" for i in range(7)]]
-    await asyncio.gather(
-        *(slack.command("U0BOB", "/stratus", f"investigate {ns}") for ns in namespaces)
+    def fresh_card() -> dict[str, Any] | None:
+        for message in slack.messages(channel="C0INCIDENT")["messages"]:
+            if message["ts"] not in before and "stratus.approve" in text_of(message):
+                return dict(message)
+        return None
+
+    card = wait_for(fresh_card, timeout=60, interval=0.01)
+    elapsed = time.perf_counter() - started
+    pid = button(card, "stratus.approve")
+    slack.click("U0ALICE", "stratus.approve", value=pid)
+    wait_for(
+        lambda: any(
+            "Incident summary" in text_of(m) and m["ts"] not in before
+            for m in slack.messages(channel="C0INCIDENT")["messages"]
+        ),
+        timeout=120,
     )
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and bot.rt.tasks:
-        peak = max(peak, rss_mb())
-        await asyncio.sleep(0.05)
-    results["rss_10_incidents_peak_mb"] = round(peak, 1)
-    results["concurrent_incident_commands"] = len(namespaces) + 1
-    await bot.stop()
-    playground.stop()
-    kube.close()
-    lab.stop()
-    return results
+    return elapsed
+
+
+def main(rounds: int, incidents: int) -> dict[str, Any]:
+    demo = DemoProcess(Path(tempfile.mkdtemp()) / "demo").start()
+    try:
+        slack = demo.slack
+        pid = bot_pid(demo)
+        time.sleep(2)  # let the bot's first follower reads settle
+        results: dict[str, Any] = {"bot_rss_at_rest_mb": round(rss_mb(pid), 1)}
+
+        commands = [
+            {"user": "U0ALICE", "command": "status" if i % 2 else "help"} for i in range(50)
+        ]
+        command_rounds = [acks(slack, commands) for _ in range(rounds)]
+
+        cards = [first_card(slack, SCENARIOS[i % len(SCENARIOS)]) for i in range(incidents)]
+
+        # Clicks: a card waiting for approval, and 50 concurrent Approves by dave (refused).
+        slack.inject(SCENARIOS[0])
+        slack.command("U0ALICE", "/stratus", "investigate hotel")
+        waiting = wait_for(lambda: _waiting_card(slack), timeout=60)
+        value = button(waiting, "stratus.approve")
+        clicks = [{"user": "U0DAVE", "value": value} for _ in range(50)]
+        click_rounds = [acks(slack, clicks) for _ in range(rounds)]
+
+        for name, per_round in (("command", command_rounds), ("click", click_rounds)):
+            flat = [ms for r in per_round for ms in r]
+            results[f"{name}_ack_ms_p50_per_round"] = [pct(r, 0.5) for r in per_round]
+            results[f"{name}_ack_ms_p99_per_round"] = [pct(r, 0.99) for r in per_round]
+            results[f"{name}_ack_ms_p50"] = pct(flat, 0.5)
+            results[f"{name}_ack_ms_p99"] = pct(flat, 0.99)
+            results[f"{name}_ack_ms_max"] = round(max(flat), 1)
+        results["command_to_first_card_s"] = [round(c, 2) for c in cards]
+        results["command_to_first_card_s_median"] = round(statistics.median(cards), 2)
+        results["command_to_first_card_s_max"] = round(max(cards), 2)
+
+        # RSS while investigations run at once (every namespace the lab has, twice over).
+        peak = rss_mb(pid)
+        with ThreadPoolExecutor(max_workers=10) as pool:
+            futures = [
+                pool.submit(slack.command, "U0BOB", "/stratus", f"investigate {ns}")
+                for ns in ("shop", "default", "kube-system", "kube-public", "hotel") * 2
+            ]
+            deadline = time.monotonic() + 15
+            while time.monotonic() < deadline:
+                peak = max(peak, rss_mb(pid))
+                time.sleep(0.05)
+            for future in futures:
+                future.result()
+        results["bot_rss_concurrent_investigations_peak_mb"] = round(peak, 1)
+        return results
+    finally:
+        code = demo.stop()
+        if code != 0:
+            print("\n".join(demo.lines[-20:]))
+
+
+def _waiting_card(slack: PlaygroundClient) -> dict[str, Any] | None:
+    return newest_card(slack)
 
 
 if __name__ == "__main__":
-    print(json.dumps(asyncio.run(main()), indent=2))
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--incidents", type=int, default=4)
+    arguments = parser.parse_args()
+    print(json.dumps(main(arguments.rounds, arguments.incidents), indent=2))

@@ -11,6 +11,7 @@ and the proposal's stored state.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections import OrderedDict
@@ -39,23 +40,40 @@ class Groups:
     def __init__(self, client: AsyncWebClient) -> None:
         self.client = client
         self._members: dict[str, tuple[float, frozenset[str]]] = {}
+        # One lookup per group at a time: fifty clicks arriving together wait for the first
+        # answer instead of asking Slack fifty times (and meeting its rate limit).
+        self._loading: dict[str, asyncio.Future[frozenset[str]]] = {}
+
+    async def members(self, group: str) -> frozenset[str]:
+        cached = self._members.get(group)
+        if cached is not None and time.monotonic() - cached[0] <= GROUP_TTL:
+            return cached[1]
+        loading = self._loading.get(group)
+        if loading is not None:
+            return await asyncio.shield(loading)
+        future: asyncio.Future[frozenset[str]] = asyncio.get_running_loop().create_future()
+        self._loading[group] = future
+        try:
+            try:
+                response = await self.client.usergroups_users_list(usergroup=group)
+                members = frozenset(str(u) for u in response.get("users") or [])
+            except SlackApiError as error:
+                log.warning("usergroups.users.list %s: %s", group, error.response.get("error"))
+                members = frozenset()
+            self._members[group] = (time.monotonic(), members)
+            future.set_result(members)
+            return members
+        except BaseException as error:
+            future.set_exception(error)
+            future.exception()  # retrieved: waiters re-raise it, nobody logs it as lost
+            raise
+        finally:
+            del self._loading[group]
 
     async def of(self, user: str, named: list[str]) -> tuple[str, ...]:
         found = []
         for group in named:
-            if not group.startswith("S"):
-                continue
-            cached = self._members.get(group)
-            if cached is None or time.monotonic() - cached[0] > GROUP_TTL:
-                try:
-                    response = await self.client.usergroups_users_list(usergroup=group)
-                    members = frozenset(str(u) for u in response.get("users") or [])
-                except SlackApiError as error:
-                    log.warning("usergroups.users.list %s: %s", group, error.response.get("error"))
-                    members = frozenset()
-                cached = (time.monotonic(), members)
-                self._members[group] = cached
-            if user in cached[1]:
+            if group.startswith("S") and user in await self.members(group):
                 found.append(group)
         return tuple(found)
 
