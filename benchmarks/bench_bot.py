@@ -83,7 +83,7 @@ def button(message: dict[str, Any], action_id: str) -> str:
 
 def first_card(slack: PlaygroundClient, scenario: str) -> float:
     """Inject, investigate, time the first card; approve it and wait for the summary."""
-    namespace = scenario.split("-")[0]
+    namespace = scenario.partition("-")[0]
     slack.inject(scenario)
     before = {m["ts"] for m in slack.messages(channel="C0INCIDENT")["messages"]}
     started = time.perf_counter()
