@@ -8,6 +8,7 @@ failure is named, and anything unexpected is written to a crash log whose path i
 from __future__ import annotations
 
 import datetime as dt
+import importlib
 import os
 import sqlite3
 import sys
@@ -17,18 +18,7 @@ from typing import Any
 
 import click
 
-from cli import (
-    audit_commands,
-    demo_commands,
-    eval_commands,
-    incident_commands,
-    lab_commands,
-    policy_commands,
-    proposal_commands,
-    render,
-    serve_commands,
-    write_commands,
-)
+from cli import render
 from cli.paths import data_dir
 from store.errors import StratusError
 
@@ -65,7 +55,35 @@ def crash_log(error: BaseException) -> str:
     return "(no writable place for a crash log)"
 
 
+# Each command's module is imported only when that command runs: `stratus undo` does not pay
+# for the LLM client, the Slack SDK or the lab.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "act": ("cli.write_commands", "act"),
+    "audit": ("cli.audit_commands", "audit"),
+    "demo": ("cli.demo_commands", "demo"),
+    "eval": ("cli.eval_commands", "eval_command"),
+    "incidents": ("cli.incident_commands", "incidents"),
+    "investigate": ("cli.incident_commands", "investigate"),
+    "lab": ("cli.lab_commands", "lab"),
+    "policy": ("cli.policy_commands", "policy"),
+    "proposals": ("cli.proposal_commands", "proposals"),
+    "serve": ("cli.serve_commands", "serve"),
+    "undo": ("cli.write_commands", "undo"),
+}
+
+
 class StratusGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        spec = COMMANDS.get(cmd_name)
+        if spec is None:
+            return None
+        command = getattr(importlib.import_module(spec[0]), spec[1])
+        assert isinstance(command, click.Command)
+        return command
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
@@ -94,19 +112,6 @@ class StratusGroup(click.Group):
 @click.version_option(package_name="stratus", prog_name="stratus")
 def stratus() -> None:
     """Stratus: a human-in-the-loop ChatOps bot for Kubernetes incidents."""
-
-
-stratus.add_command(lab_commands.lab)
-stratus.add_command(write_commands.act)
-stratus.add_command(write_commands.undo)
-stratus.add_command(proposal_commands.proposals)
-stratus.add_command(audit_commands.audit)
-stratus.add_command(policy_commands.policy)
-stratus.add_command(eval_commands.eval_command)
-stratus.add_command(incident_commands.investigate)
-stratus.add_command(incident_commands.incidents)
-stratus.add_command(serve_commands.serve)
-stratus.add_command(demo_commands.demo)
 
 
 def main() -> None:
