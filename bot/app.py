@@ -8,7 +8,9 @@ open incidents a previous run left; ``stop`` waits for background work.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Coroutine
 from typing import Any
 
 from aiohttp import web
@@ -25,6 +27,16 @@ from bot.driver import Driver
 from bot.follower import Follower
 from bot.links import MessageRef
 from bot.runtime import Runtime
+
+STOP_SECONDS = 10.0
+
+
+async def _bounded(step: Coroutine[Any, Any, Any], what: str) -> None:
+    try:
+        await asyncio.wait_for(step, timeout=STOP_SECONDS)
+    except TimeoutError:
+        log.warning("%s took longer than %.0f s; going on", what, STOP_SECONDS)
+
 
 log = logging.getLogger("stratus.bot")
 
@@ -145,9 +157,12 @@ class StratusBot:
         log.info("stratus bot started (%s mode) %s", self.config.mode, self.url)
 
     async def stop(self) -> None:
+        """Stop taking requests, let background work finish (bounded), stop following.
+        Every step is bounded: a peer that never closes its connection must not keep the
+        bot from stopping (the workflows' state is in the store; a restart resumes them)."""
         if self._socket is not None:
-            await self._socket.close_async()
+            await _bounded(self._socket.close_async(), "closing the Socket Mode connection")
         if self._runner is not None:
-            await self._runner.cleanup()
-        await self.rt.drain()
-        await self.follower.stop()
+            await _bounded(self._runner.cleanup(), "closing the HTTP server")
+        await self.rt.drain(timeout=STOP_SECONDS)
+        await _bounded(self.follower.stop(), "stopping the event follower")
