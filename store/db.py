@@ -15,6 +15,7 @@ import contextlib
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,20 @@ def default_path() -> Path:
     return Path(home) / "stratus.db"
 
 
+def _use_wal(connection: sqlite3.Connection, attempts: int = 100) -> None:
+    """Switch to write-ahead logging. Two processes opening a new database at once can see
+    "database is locked" here without SQLite's busy handler waiting (the switch needs the
+    file to itself), so it is retried for a few seconds before it counts as an error."""
+    for attempt in range(attempts):
+        try:
+            connection.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == attempts - 1:
+                raise
+            time.sleep(0.05)
+
+
 def _explain(exc: sqlite3.Error, path: str) -> StoreError:
     text = str(exc)
     if "locked" in text or "busy" in text:
@@ -92,7 +107,7 @@ class Store:
             )
             connection.execute("PRAGMA busy_timeout = 30000")
             if target != MEMORY:
-                connection.execute("PRAGMA journal_mode = WAL")
+                _use_wal(connection)
             connection.execute("PRAGMA foreign_keys = ON")
         except OSError as exc:
             raise StoreError(f"cannot open the database {target}: {exc}") from exc
