@@ -4,7 +4,7 @@ message and changes nothing (the handler never runs). Double clicks and Slack re
 dropped here too; the proposal service's compare-and-set makes a second execution impossible
 anyway.
 
-The rules themselves are the policy's (``policies.approvals.refusal``); this module only
+The rules themselves are the proposal service's (``ProposalService.refusal``); this module only
 gathers the facts a click carries (the user, their user groups from ``usergroups.users.list``)
 and the proposal's stored state.
 """
@@ -24,7 +24,6 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import cards, text
 from bot.runtime import Runtime
-from policies.approvals import ApprovalRequest, refusal
 from proposals.errors import ProposalNotFound
 from proposals.model import Proposal, ProposalState
 
@@ -114,14 +113,7 @@ class Gate:
         if now >= proposal.expires_at:
             return text.stale("expired"), ()
         groups = await self.groups.of(user, proposal.decision.approvers)
-        request = ApprovalRequest(
-            proposal_id=proposal.id,
-            facts=proposal.facts.policy_facts(),
-            decision=proposal.decision.policy_decision(),
-            digest=proposal.plan.digest,
-            created_at=proposal.created_at,
-        )
-        why = refusal(request, user, groups, now)
+        why = self.rt.service.refusal(proposal, user=user, groups=tuple(groups), now=now)
         return (text.not_approver(why) if why else None), groups
 
     async def undo(self, user: str, proposal: Proposal) -> str | None:

@@ -255,14 +255,7 @@ class ProposalService(UndoUseCases, RecoveryUseCases):
                 subject=proposal.id,
                 remedy=Remedy.PROPOSE_AGAIN,
             )
-        request = ApprovalRequest(
-            proposal_id=proposal.id,
-            facts=proposal.facts.policy_facts(),
-            decision=proposal.decision.policy_decision(),
-            digest=proposal.plan.digest,
-            created_at=proposal.created_at,
-        )
-        why_not = refusal(request, user, groups, now)
+        why_not = self.refusal(proposal, user=user, groups=groups, now=now)
         if why_not:
             raise AnswerRefused(why_not, subject=proposal.id)
         if choice == "always" and not proposal.decision.remember:
@@ -284,6 +277,21 @@ class ProposalService(UndoUseCases, RecoveryUseCases):
                 f"{proposal.decision.min_approvals} different approvers",
                 subject=proposal.id,
             )
+
+    def refusal(
+        self, proposal: Proposal, *, user: str, groups: tuple[str, ...], now: datetime
+    ) -> str | None:
+        """Why ``user`` (in ``groups``) may not answer ``proposal`` — not an approver, their
+        own request, already voted — or None. A pure check: surfaces ask it before showing
+        a refusal, and ``answer`` asks it again."""
+        request = ApprovalRequest(
+            proposal_id=proposal.id,
+            facts=proposal.facts.policy_facts(),
+            decision=proposal.decision.policy_decision(),
+            digest=proposal.plan.digest,
+            created_at=proposal.created_at,
+        )
+        return refusal(request, user, groups, now)
 
     # ------------------------------------------------------------------ execute
 
