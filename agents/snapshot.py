@@ -11,15 +11,13 @@ the last applied one) without anyone — a person or a model — seeing it.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from tools import errors
 from tools.k8s import KubeClient
+from tools.objects import redacted
 
 # What one look reads (apiVersion, kind). Optional kinds a cluster may not serve are skipped.
 NAMESPACED = (
@@ -47,11 +45,6 @@ LOG_LINES = 30
 LOG_BYTES = 8_000
 
 
-def secret_digest(value: str) -> str:
-    """A short, stable fingerprint of a secret value (never the value)."""
-    return "sha256:" + hashlib.sha256(value.encode()).hexdigest()[:12]
-
-
 @dataclass(frozen=True)
 class Snapshot:
     namespace: str
@@ -70,47 +63,6 @@ class Snapshot:
     @property
     def pods(self) -> list[dict[str, Any]]:
         return self.of("Pod")
-
-
-def _redacted_secret(secret: dict[str, Any]) -> dict[str, Any]:
-    """The Secret with each value replaced by its digest, including the copy in the
-    last-applied annotation (kubectl apply stores stringData there in clear)."""
-    values: dict[str, str] = {}
-    for key, raw in (secret.get("data") or {}).items():
-        try:
-            values[key] = base64.b64decode(str(raw)).decode(errors="replace")
-        except ValueError:
-            values[key] = str(raw)
-    for key, raw in (secret.get("stringData") or {}).items():
-        values[key] = str(raw)
-    metadata = dict(secret.get("metadata") or {})
-    annotations = dict(metadata.get("annotations") or {})
-    if LAST_APPLIED in annotations:
-        annotations[LAST_APPLIED] = json.dumps(_applied_digests(annotations[LAST_APPLIED]))
-    metadata["annotations"] = annotations
-    return {
-        **{k: v for k, v in secret.items() if k not in ("data", "stringData")},
-        "metadata": metadata,
-        "data": {key: secret_digest(value) for key, value in values.items()},
-    }
-
-
-def _applied_digests(text: str) -> dict[str, Any]:
-    try:
-        applied = json.loads(text)
-    except ValueError:
-        return {}
-    if not isinstance(applied, dict):
-        return {}
-    values: dict[str, str] = {}
-    for key, raw in (applied.get("data") or {}).items():
-        try:
-            values[key] = base64.b64decode(str(raw)).decode(errors="replace")
-        except ValueError:
-            values[key] = str(raw)
-    for key, raw in (applied.get("stringData") or {}).items():
-        values[key] = str(raw)
-    return {"data": {key: secret_digest(value) for key, value in values.items()}}
 
 
 def _needs_logs(pod: dict[str, Any]) -> bool:
@@ -171,7 +123,8 @@ def take(kube: KubeClient, namespace: str) -> Snapshot:
             cluster[kind] = kube.list(api_version, kind)
         except (errors.NotFound, errors.Forbidden):
             unavailable.append(kind)
-    objects["Secret"] = [_redacted_secret(s) for s in objects.get("Secret", [])]
+    # The tool layer's redaction, so a digest an analyzer saw is the one a card shows.
+    objects["Secret"] = [redacted(s) or s for s in objects.get("Secret", [])]
     logs: dict[str, str] = {}
     previous: dict[str, str] = {}
     for pod in log_targets(objects.get("Pod", [])):
