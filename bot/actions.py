@@ -160,7 +160,7 @@ class Clicks:
             )
 
         try:
-            await self.rt.call(choose)
+            await self.rt.work(choose)
         except StratusError as error:
             await self.ephemeral(body, text.refused(error.message))
             return
@@ -177,7 +177,7 @@ class Clicks:
 
     async def _undo(self, body: dict[str, Any], proposal: Proposal, user: str) -> None:
         try:
-            undo = await self.rt.call(
+            undo = await self.rt.work(
                 self.rt.service.propose_undo,
                 UndoRequest(entry_id=proposal.undo_id, incident_id=proposal.incident_id),
                 requester=user,

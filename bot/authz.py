@@ -34,22 +34,52 @@ SEEN_CLICKS = 2048
 
 
 class Groups:
-    """A user's Slack user groups among those a policy names (cached for a minute)."""
+    """A user's Slack user groups among those a policy names.
 
-    def __init__(self, client: AsyncWebClient) -> None:
+    Memberships are cached for ``ttl`` (``GROUP_TTL``) and refreshed behind the clicks: a
+    click on an entry past its TTL is answered from it while one background lookup refreshes
+    it, so no click waits for ``usergroups.users.list`` once a group has been seen (``warm``
+    looks up the policy's groups when the bot starts). An entry older than twice the TTL is
+    not trusted: that click waits for the fresh answer, so a removed member is refused within
+    two minutes.
+    """
+
+    def __init__(self, client: AsyncWebClient, ttl: float = GROUP_TTL) -> None:
         self.client = client
+        self.ttl = ttl
         self._members: dict[str, tuple[float, frozenset[str]]] = {}
         # One lookup per group at a time: fifty clicks arriving together wait for the first
         # answer instead of asking Slack fifty times (and meeting its rate limit).
         self._loading: dict[str, asyncio.Future[frozenset[str]]] = {}
+        self._refreshing: set[asyncio.Task[frozenset[str]]] = set()
+
+    async def warm(self, named: list[str]) -> None:
+        """Look up every user group in ``named`` now (at start), not on the first click."""
+        groups = sorted({g for g in named if g.startswith("S")})
+        await asyncio.gather(*(self.members(g) for g in groups), return_exceptions=True)
 
     async def members(self, group: str) -> frozenset[str]:
         cached = self._members.get(group)
-        if cached is not None and time.monotonic() - cached[0] <= GROUP_TTL:
+        age = time.monotonic() - cached[0] if cached is not None else None
+        if cached is not None and age is not None and age <= self.ttl:
+            return cached[1]
+        if cached is not None and age is not None and age <= 2 * self.ttl:
+            if group not in self._loading:
+                task = asyncio.get_running_loop().create_task(self._load(group))
+                self._refreshing.add(task)
+                task.add_done_callback(self._refreshed)
             return cached[1]
         loading = self._loading.get(group)
         if loading is not None:
             return await asyncio.shield(loading)
+        return await self._load(group)
+
+    def _refreshed(self, task: asyncio.Task[frozenset[str]]) -> None:
+        self._refreshing.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("refreshing a user group failed: %s", task.exception())
+
+    async def _load(self, group: str) -> frozenset[str]:
         future: asyncio.Future[frozenset[str]] = asyncio.get_running_loop().create_future()
         self._loading[group] = future
         try:

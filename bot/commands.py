@@ -106,7 +106,7 @@ class Commands:
 
     async def _investigate(self, call: Invocation, namespace: str, question: str) -> None:
         try:
-            incident, joined = await self.rt.call(
+            incident, joined = await self.rt.work(
                 self.rt.workflow.start,
                 namespace,
                 requester=call.user,
@@ -211,7 +211,7 @@ class Commands:
 
     async def _cancel(self, call: Invocation, incident_id: str, reason: str) -> None:
         try:
-            await self.rt.call(self.rt.workflow.cancel, incident_id, actor=call.user, reason=reason)
+            await self.rt.work(self.rt.workflow.cancel, incident_id, actor=call.user, reason=reason)
         except StratusError as error:
             await self._ephemeral(call, text.failed(incident_id, error.message))
         self.follower.wake()

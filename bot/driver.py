@@ -28,12 +28,12 @@ class Driver:
         self.rt = runtime
 
     async def advance(self, incident_id: str) -> Incident:
-        incident = await self.rt.call(self.rt.workflow.advance, incident_id)
+        incident = await self.rt.work(self.rt.workflow.advance, incident_id)
         for _ in range(RETRIES):
             if not await self.rt.call(self._answered_but_waiting, incident):
                 break
             await asyncio.sleep(0.1)  # another advance held the lease; it has let go now
-            incident = await self.rt.call(self.rt.workflow.advance, incident_id)
+            incident = await self.rt.work(self.rt.workflow.advance, incident_id)
         return incident
 
     def _answered_but_waiting(self, incident: Incident) -> bool:
@@ -64,7 +64,7 @@ class Driver:
 
     async def execute(self, proposal_id: str, *, actor: str) -> Proposal | None:
         try:
-            return await self.rt.call(self.rt.service.execute, proposal_id, actor=actor)
+            return await self.rt.work(self.rt.service.execute, proposal_id, actor=actor)
         except StratusError as error:
             log.info("executing %s: %s", proposal_id, error.message)
             return None

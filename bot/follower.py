@@ -232,7 +232,7 @@ class Follower:
             where = where or fallback
             if where is None:
                 return None
-            telemetry = await self.rt.call(self._telemetry, data)
+            telemetry = await self.rt.work(self._telemetry, data)
             self.telemetry[proposal_id] = telemetry
             blocks = cards.proposal_card(
                 data.proposal, incident=data.incident, telemetry=telemetry, undo=data.undo
@@ -254,7 +254,7 @@ class Follower:
         data = await self.rt.call(self._card_data, proposal_id)
         telemetry = self.telemetry.get(proposal_id)
         if telemetry is None:
-            telemetry = await self.rt.call(self._telemetry, data)
+            telemetry = await self.rt.work(self._telemetry, data)
             self.telemetry[proposal_id] = telemetry
         blocks = cards.proposal_card(
             data.proposal, incident=data.incident, telemetry=telemetry, undo=data.undo

@@ -2,18 +2,26 @@
 the one way it calls them, in worker threads.
 
 The service and the workflow are synchronous (SQLite, the Kubernetes client); the bot's event
-loop must acknowledge Slack within three seconds, so every call goes through ``call`` (a
-thread) and long work through ``spawn`` (a background task the bot keeps track of, so that
-shutting down waits for it and nothing is dropped silently).
+loop must acknowledge Slack within three seconds, so every call goes through a worker thread,
+and long work through ``spawn`` (a background task the bot keeps track of, so that shutting
+down waits for it and nothing is dropped silently).
+
+Two pools of worker threads, so that a click never waits behind an investigation: ``call`` for
+the short reads and writes an acknowledgement needs (a proposal, a link, a grant), ``work`` for
+what takes seconds (investigating, advancing a workflow that verifies, executing, reading
+telemetry). With one shared pool, six incidents verifying at once held every thread and a
+click's stale-check queued behind them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from agents.incident_store import IncidentRepository
 from agents.workflow import IncidentWorkflow
@@ -26,7 +34,12 @@ from store.db import Store
 from tools.k8s import KubeClient
 from tools.reads import ClusterReader
 
+if TYPE_CHECKING:  # the model's client stack loads only when a model is configured
+    from agents.llm.questions import QuestionAnswerer
+
 T = TypeVar("T")
+QUICK_THREADS = 8
+WORK_THREADS = 8
 log = logging.getLogger("stratus.bot")
 
 
@@ -35,6 +48,8 @@ class Runtime:
     service: ProposalService
     workflow: IncidentWorkflow
     policy: Callable[[], CompiledPolicy]
+    # Answers thread questions with the model when one is configured (rule-based otherwise).
+    answerer: QuestionAnswerer | None = None
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
@@ -43,6 +58,8 @@ class Runtime:
         self.switch = KillSwitch(self.store)
         self.grants = GrantBook(self.store)
         self.reader = ClusterReader(self.kube)
+        self._quick = ThreadPoolExecutor(QUICK_THREADS, thread_name_prefix="stratus-quick")
+        self._work = ThreadPoolExecutor(WORK_THREADS, thread_name_prefix="stratus-work")
 
     @property
     def store(self) -> Store:
@@ -53,7 +70,14 @@ class Runtime:
         return self.workflow.kube
 
     async def call(self, func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-        return await asyncio.to_thread(func, *args, **kwargs)
+        """A short call (milliseconds) in a worker thread of its own pool."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._quick, functools.partial(func, *args, **kwargs))
+
+    async def work(self, func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """A long call (seconds: reading the cluster, verifying, executing) in the other pool."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._work, functools.partial(func, *args, **kwargs))
 
     def spawn(self, work: Coroutine[Any, Any, Any], *, name: str = "") -> asyncio.Task[Any]:
         task = asyncio.get_running_loop().create_task(work, name=name or None)
@@ -77,6 +101,19 @@ class Runtime:
         for task in list(self.tasks):
             log.warning("background work %s still running at shutdown; cancelled", task.get_name())
             task.cancel()
+
+    def close(self) -> None:
+        """Let the worker threads go once nothing runs on them (after ``drain``)."""
+        self._quick.shutdown(wait=False, cancel_futures=True)
+        self._work.shutdown(wait=False, cancel_futures=True)
+
+    def approvers_named(self) -> list[str]:
+        """Everyone and every user group the policy names as an approver (for warming caches)."""
+        policy = self.policy().policy
+        named = list(policy.defaults.approvers)
+        for sourced in policy.rules:
+            named.extend(sourced.rule.approvers or [])
+        return named
 
     def admins(self) -> list[str]:
         """Who may pause and resume Stratus: the policy's default approvers."""

@@ -130,6 +130,10 @@ class _Operations(Generic[R]):
     def reset(self) -> R:
         return self.send("POST", "/reset", {})
 
+    def set_group_members(self, group: str, users: list[str]) -> R:
+        """Change a user group's membership, as a workspace admin would."""
+        return self.send("POST", f"/usergroups/{group}/users", {"users": users})
+
 
 class PlaygroundClient(_Operations[Json]):
     def __init__(self, url: str, timeout: float = 60.0) -> None:

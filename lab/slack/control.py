@@ -343,6 +343,14 @@ class Control:
             ],
         }
 
+    def set_group(self, group_id: str, body: Json) -> Json:
+        users = body.get("users")
+        if not isinstance(users, list) or not all(isinstance(u, str) for u in users):
+            raise web.HTTPBadRequest(text='{"ok": false, "error": "users must be a list of IDs"}')
+        if not self.ws.set_group_members(group_id, users):
+            raise web.HTTPNotFound(text='{"ok": false, "error": "no_such_subteam"}')
+        return {"ok": True, "id": group_id, "users": users}
+
     def reset(self) -> Json:
         self.deliverer.cancel_retries()
         self.ws.clear()
@@ -405,6 +413,11 @@ class Control:
             ("GET", "/calls", lambda r: self.calls(r.query)),
             ("GET", "/deliveries", lambda r: {"ok": True, "deliveries": self.ws.deliveries}),
             ("GET", "/state", state),
+            (
+                "POST",
+                "/usergroups/{id}/users",
+                lambda r: self._then(body(r), lambda b: self.set_group(r.match_info["id"], b)),
+            ),
             ("POST", "/reset", lambda r: self.reset()),
         ]
         return [web.route(method, p + path, wrap(handler)) for method, path, handler in routes]

@@ -331,6 +331,14 @@ class Workspace:
 
     # -- writes ---------------------------------------------------------------------------
 
+    def set_group_members(self, group_id: str, members: list[str]) -> bool:
+        """An admin changes a user group's membership (False: no such group)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return False
+        self.groups[group_id] = SeedGroup(group.id, group.handle, group.name, tuple(members))
+        return True
+
     def add_message(self, channel: str, message: Json) -> Json:
         """Store a message (``ts`` set here) and keep its thread parent's reply counters."""
         message["ts"] = self.new_ts()
