@@ -18,7 +18,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import cards, home, http, questions, text
+from bot import cards, home, http, questions
 from bot.actions import Clicks
 from bot.authz import Gate, Groups, middleware
 from bot.commands import Commands
@@ -119,17 +119,16 @@ class StratusBot:
             return
         incident = await self.rt.call(self.rt.incidents.get, incident_id)
         events = await self.rt.call(self.rt.incidents.events, incident_id=incident_id, limit=5000)
-        latest = next((e.event.message for e in reversed(events) if e.event.message), "")
-        reply = questions.answer(incident, asked, latest)
-        await self.client.chat_postMessage(
-            channel=channel, thread_ts=str(thread), text=reply + "\n" + text.ANSWER_DATA_NOTE
-        )
+        messages = [e.event.message for e in events if e.event.message]
+        reply = await questions.reply(self.rt.answerer, incident, asked, messages)
+        await self.client.chat_postMessage(channel=channel, thread_ts=str(thread), text=reply)
 
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
         await self.follower.start()
         await self.driver.resume_open()
+        self.rt.spawn(self.gate.groups.warm(self.rt.approvers_named()), name="warm user groups")
         if self.config.mode == "http":
             self._runner = web.AppRunner(
                 http.web_app(self.app, self.config.path, self.config.signing_secret),
@@ -166,3 +165,4 @@ class StratusBot:
             await _bounded(self._runner.cleanup(), "closing the HTTP server")
         await self.rt.drain(timeout=STOP_SECONDS)
         await _bounded(self.follower.stop(), "stopping the event follower")
+        self.rt.close()

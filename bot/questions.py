@@ -4,9 +4,14 @@ stored diagnosis, candidates and events — quoted as data, never followed as in
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from agents.incident import Incident
 from bot import blocks as b
 from bot import text
+
+if TYPE_CHECKING:
+    from agents.llm.questions import QuestionAnswerer
 
 ALTERNATIVES = ("else", "other", "alternative", "instead", "options")
 SUMMARY = ("summary", "summarize", "summarise", "recap")
@@ -42,3 +47,18 @@ def answer(incident: Incident, question: str, latest: str) -> str:
         return text.QUESTION_NO_DIAGNOSIS
     evidence = [text.evidence(e.source, e.ref, b.cut(e.text, 300)) for e in diagnosis.evidence[:6]]
     return text.answer_why(str(diagnosis.resource), diagnosis.summary, evidence)
+
+
+async def reply(
+    answerer: QuestionAnswerer | None, incident: Incident, question: str, events: list[str]
+) -> str:
+    """The thread's reply: the model's answer when one is configured and answers (its markup
+    escaped, labelled as a model's), else the answer from the stored facts."""
+    latest = next((m for m in reversed(events) if m), "")
+    from_facts = answer(incident, question, latest)
+    if answerer is None:
+        return from_facts + "\n" + text.ANSWER_DATA_NOTE
+    said, failure = await answerer.answer(incident, question, events)
+    if not said:
+        return from_facts + "\n" + text.model_fallback(failure)
+    return text.esc(said) + "\n" + text.ANSWER_MODEL_NOTE

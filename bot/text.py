@@ -13,6 +13,14 @@ _SLACK_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")
 # ---------------------------------------------------------------------- people and times
 
 
+def esc(value: object) -> str:
+    """Untrusted text (read from the cluster, typed by a person, written by a model) made
+    inert in mrkdwn: Slack reads ``<!channel>``, ``<@U…>`` and ``<http://x|label>`` as
+    mentions and links, so ``&``, ``<`` and ``>`` are escaped as Slack documents. Our own
+    mentions (``who``, ``approvers``) are added after escaping."""
+    return str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def who(actor: str | None) -> str:
     """A Slack mention for a Slack user, a readable name for anyone else."""
     if not actor:
@@ -85,7 +93,7 @@ In an incident thread, mention me with a question ("why geo?", "what else could 
 
 
 def unknown_command(word: str) -> str:
-    return f"I don't know `{word}`. Here is what I can do:\n{HELP}"
+    return f"I don't know `{esc(word)}`. Here is what I can do:\n{HELP}"
 
 
 USAGE = {
@@ -106,7 +114,7 @@ USAGE = {
 
 def bad_namespace(name: str) -> str:
     return (
-        f"`{name}` is not a Kubernetes namespace name (lower-case letters, digits and `-`, at "
+        f"`{esc(name)}` is not a Kubernetes namespace name (lower-case letters, digits and `-`, at "
         "most 63 characters)."
     )
 
@@ -120,7 +128,7 @@ def joined(incident_id: str, namespace: str) -> str:
 
 
 def failed(what: str, why: str) -> str:
-    return f":warning: {what}: {why}"
+    return f":warning: {esc(what)}: {esc(why)}"
 
 
 NO_INCIDENT_HERE = (
@@ -131,7 +139,7 @@ PAUSE_REFUSED = "Only Stratus admins (the policy's default approvers) may pause 
 
 
 def paused(actor: str, reason: str) -> str:
-    why = f" ({reason})" if reason else ""
+    why = f" ({esc(reason)})" if reason else ""
     return (
         f":octagonal_sign: Stratus is *paused* by {who(actor)}{why}. Nothing executes without a "
         "human until `/stratus resume`; auto-allowed work waits for an approval."
@@ -235,12 +243,12 @@ def health(total: object, healthy: object, start: object = None) -> str:
 
 
 def incident_context(incident_id: str, question: str, planner: str) -> str:
-    asked = f" · asked: “{question}”" if question else ""
+    asked = f" · asked: “{esc(question)}”" if question else ""
     return f"`{incident_id}` · planner: {planner}{asked} · reply in the thread to ask me"
 
 
 def diagnosis_line(summary: str) -> str:
-    return f"*Diagnosis:* {summary}"
+    return f"*Diagnosis:* {esc(summary)}"
 
 
 def incident_fallback(namespace: str, state: str) -> str:
@@ -249,23 +257,23 @@ def incident_fallback(namespace: str, state: str) -> str:
 
 def findings(count: int, lines: list[str]) -> str:
     head = f":mag: *{count} finding(s)*" if count else ":mag: *No findings*"
-    return head + ("\n" + "\n".join(f"• {line}" for line in lines) if lines else "")
+    return head + ("\n" + "\n".join(f"• {esc(line)}" for line in lines) if lines else "")
 
 
 def diagnosis(resource: str, category: str, summary: str) -> str:
-    return f":stethoscope: *Diagnosis* — `{resource}` ({category})\n{summary}"
+    return f":stethoscope: *Diagnosis* — `{esc(resource)}` ({category})\n{esc(summary)}"
 
 
 def evidence(source: str, ref: str, quote: str) -> str:
-    return f"• _{source}_ `{ref}`: {quote}"
+    return f"• _{esc(source)}_ `{esc(ref)}`: {esc(quote)}"
 
 
 def history(lines: list[str]) -> str:
-    return "*Seen before:*\n" + "\n".join(f"• {line}" for line in lines)
+    return "*Seen before:*\n" + "\n".join(f"• {esc(line)}" for line in lines)
 
 
 def attempt_started(number: int, intent: str) -> str:
-    return f":hammer_and_wrench: *Attempt {number}:* {intent}"
+    return f":hammer_and_wrench: *Attempt {number}:* {esc(intent)}"
 
 
 VERDICTS = {
@@ -284,7 +292,7 @@ def verified(number: int, verdict: str, before: object, after: object) -> str:
 
 
 def state_note(message: str) -> str:
-    return f"_{message}_"
+    return f"_{esc(message)}_"
 
 
 def undone_notice(intent: str, by: str, undo_id: str) -> str:
@@ -293,7 +301,7 @@ def undone_notice(intent: str, by: str, undo_id: str) -> str:
 
 def superseded_notice(old: str, new: str | None, why: str) -> str:
     then = f"; `{new}` replaces it" if new else ""
-    return f":recycle: `{old}` was not executed: {why}{then}"
+    return f":recycle: `{old}` was not executed: {esc(why)}{then}"
 
 
 # ---------------------------------------------------------------------- proposal cards
@@ -346,14 +354,14 @@ def telemetry(
 ) -> str:
     lines = [f"*Telemetry* — pods ready {pods} · restarts {restarts} · endpoints {endpoints}"]
     if errors:
-        lines.append("Error lines: " + "; ".join(f"`{e}`" for e in errors))
+        lines.append("Error lines: " + "; ".join(f"`{esc(e)}`" for e in errors))
     if events:
-        lines.append("Recent events: " + "; ".join(events))
+        lines.append("Recent events: " + "; ".join(esc(e) for e in events))
     return "\n".join(lines)
 
 
 def warning(text: str) -> str:
-    return f":warning: {text}"
+    return f":warning: {esc(text)}"
 
 
 def why_asked(reason: str, approver_names: list[str], got: list[str], needed: int) -> str:
@@ -422,7 +430,7 @@ def undone_line(by: str, undo_id: str, at: datetime | None) -> str:
 
 
 def ended(state: str, reason: str) -> str:
-    return f"{CARD_STATE.get(state, state)}" + (f": {reason}" if reason else "")
+    return f"{CARD_STATE.get(state, state)}" + (f": {esc(reason)}" if reason else "")
 
 
 def card_context(proposal_id: str, requester: str, expires: datetime) -> str:
@@ -447,7 +455,7 @@ REJECT_TOO_SHORT = "Say a little more, so the planner can use it."
 
 
 def refused(why: str) -> str:
-    return f":no_entry: Nothing changed: {why}"
+    return f":no_entry: Nothing changed: {esc(why)}"
 
 
 STALE = {
@@ -466,7 +474,7 @@ STALE = {
 
 def stale(state: str, reason: str = "") -> str:
     why = STALE.get(state, f"this change is {state.replace('_', ' ')}")
-    return f":hourglass: Nothing changed: {why}" + (f" ({reason})" if reason else "") + "."
+    return f":hourglass: Nothing changed: {why}" + (f" ({esc(reason)})" if reason else "") + "."
 
 
 NOT_UNDOABLE = ":hourglass: Nothing changed: this change has no undo (it is not executed, "
@@ -475,7 +483,7 @@ OPTION_GONE = ":hourglass: Nothing changed: that option is no longer on the tabl
 
 
 def not_approver(reason: str) -> str:
-    return f":no_entry: You can't answer this request: {reason}"
+    return f":no_entry: You can't answer this request: {esc(reason)}"
 
 
 def vote_counted(got: int, needed: int) -> str:
@@ -498,7 +506,7 @@ QUESTION_NO_DIAGNOSIS = "I have no diagnosis yet for this incident; I'll post it
 
 
 def answer_why(resource: str, summary: str, evidence_lines: list[str]) -> str:
-    lines = [f"I suspect `{resource}` because: {summary}"]
+    lines = [f"I suspect `{esc(resource)}` because: {esc(summary)}"]
     lines += evidence_lines
     return "\n".join(lines)
 
@@ -506,14 +514,22 @@ def answer_why(resource: str, summary: str, evidence_lines: list[str]) -> str:
 def answer_alternatives(lines: list[str]) -> str:
     if not lines:
         return "The planner has no other option left for this incident."
-    return "Other options the planner considered:\n" + "\n".join(f"• {line}" for line in lines)
+    return "Other options the planner considered:\n" + "\n".join(f"• {esc(line)}" for line in lines)
 
 
 def answer_state(state: str, message: str) -> str:
-    return f"The incident is {phase(state)}. Latest: {message}"
+    return f"The incident is {phase(state)}. Latest: {esc(message)}"
 
 
 ANSWER_DATA_NOTE = "_(answered from the diagnosis and the incident's events)_"
+ANSWER_MODEL_NOTE = (
+    "_(answered by the model from the diagnosis and the incident's events; it can read, not act)_"
+)
+
+
+def model_fallback(why: str) -> str:
+    return f"_(answered from the diagnosis and the incident's events: {esc(why)})_"
+
 
 # ---------------------------------------------------------------------- summary
 
@@ -521,11 +537,11 @@ SUMMARY_TITLE = "Incident summary"
 
 
 def summary_head(namespace: str, state: str, reason: str) -> str:
-    return f"*{namespace}* — {phase(state)}" + (f" ({reason})" if reason else "")
+    return f"*{esc(namespace)}* — {phase(state)}" + (f" ({esc(reason)})" if reason else "")
 
 
 def root_cause(text: str | None) -> str:
-    return f"*Root cause:* {text or 'not found'}"
+    return f"*Root cause:* {esc(text) if text else 'not found'}"
 
 
 def summary_times(detect: str, mitigate: str, health_before: object, health_after: object) -> str:
@@ -547,7 +563,7 @@ def action_line(intent: str, approved: str, outcome: str, verdict: str) -> str:
 
 
 def timeline_line(at: str, text: str) -> str:
-    return f"`{at}` {text}"
+    return f"`{at}` {esc(text)}"
 
 
 # ---------------------------------------------------------------------- App Home

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from agents.llm.questions import answerer_from_env
 from bot.app import StratusBot
 from bot.config import BotConfig
 from bot.runtime import Runtime
@@ -53,7 +54,10 @@ def serve(
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     with session(kubeconfig, context) as s:
         flow = build_workflow(s, planner=planner, max_attempts=3, settle_seconds=None)
-        runtime = Runtime(service=s.service, workflow=flow, policy=lambda: load_policy(None))
+        answerer = answerer_from_env() if planner in ("auto", "llm") else None
+        runtime = Runtime(
+            service=s.service, workflow=flow, policy=lambda: load_policy(None), answerer=answerer
+        )
         asyncio.run(_run(StratusBot(runtime, config)))
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from agents.llm.questions import QuestionAnswerer
 from agents.planner.offline import OfflinePlanner
 from agents.settings import WorkflowConfig
 from agents.workflow import IncidentWorkflow
@@ -62,7 +63,9 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "bot.db"
 
 
-def make_runtime(kube: KubeClient, path: Path, policy: PolicyBox) -> Runtime:
+def make_runtime(
+    kube: KubeClient, path: Path, policy: PolicyBox, answerer: QuestionAnswerer | None = None
+) -> Runtime:
     store = Store(path)
     service = ProposalService(
         store=store, executor=Executor(kube, store, lock_wait=0.5), policy=policy
@@ -73,7 +76,7 @@ def make_runtime(kube: KubeClient, path: Path, policy: PolicyBox) -> Runtime:
         offline=OfflinePlanner(),
         config=WorkflowConfig(settle_timeout=8, poll_interval=0.1),
     )
-    return Runtime(service=service, workflow=flow, policy=policy)
+    return Runtime(service=service, workflow=flow, policy=policy, answerer=answerer)
 
 
 class BotHandle:
@@ -87,6 +90,7 @@ class BotHandle:
         self.path = path
         self.policy = policy
         self.bot: StratusBot | None = None
+        self.answerer: QuestionAnswerer | None = None  # a model for thread questions
 
     @property
     def runtime(self) -> Runtime:
@@ -102,7 +106,9 @@ class BotHandle:
             port=0,
             follow_interval=0.1,
         )
-        self.bot = StratusBot(make_runtime(self.kube, self.path, self.policy), config)
+        self.bot = StratusBot(
+            make_runtime(self.kube, self.path, self.policy, self.answerer), config
+        )
         await self.bot.start()
         await AsyncPlaygroundClient(self.playground.url).configure(request_url=self.bot.url)
         return self.bot
