@@ -47,6 +47,8 @@ class IncidentEventType(enum.StrEnum):
     ATTEMPT = "incident.attempt"  # an attempt started, with the health before
     VERIFIED = "incident.verified"  # health after, the verdict and its parts
     NOTE = "incident.note"  # planner fallbacks, waits, joins
+    ALERT_FIRED = "incident.alert_fired"  # Alertmanager: alerts of a group fired (agents.alerts)
+    ALERT_RESOLVED = "incident.alert_resolved"  # … and cleared
 
 
 class IncidentEvent(BaseModel):

@@ -102,4 +102,16 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE INDEX incidents_created ON incidents(created_at);
         """,
     ),
+    (
+        5,
+        """
+        CREATE TABLE alert_groups (
+            group_key TEXT NOT NULL, namespace TEXT NOT NULL, incident_id TEXT,
+            firing INTEGER NOT NULL DEFAULT 0, version INTEGER NOT NULL DEFAULT 0,
+            body TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
+            PRIMARY KEY (group_key, namespace)
+        );
+        CREATE INDEX alert_groups_incident ON alert_groups(incident_id);
+        """,
+    ),
 ]
