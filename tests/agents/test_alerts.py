@@ -152,9 +152,7 @@ def test_firing_again_after_the_incident_ended_opens_a_new_one() -> None:
     first = linked(step(None, payload(alert()), incident_open=False))
     cleared = linked(step(first, payload(alert(status="resolved")), incident_open=False))
     again = step(cleared, payload(alert(starts="2026-11-20T11:00:00Z")), incident_open=False)
-    assert again.action == "open" and [a.alertname for a in again.fired] == [
-        "KubePodCrashLooping"
-    ]
+    assert again.action == "open" and [a.alertname for a in again.fired] == ["KubePodCrashLooping"]
 
 
 def test_still_firing_after_the_incident_ended_is_a_repeat_not_a_new_incident() -> None:

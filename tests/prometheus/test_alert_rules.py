@@ -52,7 +52,9 @@ def test_promtool_unit_tests_pass() -> None:
 def test_a_broken_expectation_fails(tmp_path: Path) -> None:
     """The unit tests can fail: the same file expecting the crash loop alert earlier breaks."""
     broken = TESTS.read_text().replace("eval_time: 10m", "eval_time: 1m", 1)
-    (tmp_path / "broken_test.yaml").write_text(broken.replace("../../manifests", str(ROOT / "manifests")))
+    (tmp_path / "broken_test.yaml").write_text(
+        broken.replace("../../manifests", str(ROOT / "manifests"))
+    )
     done = subprocess.run(
         [str(PROMTOOL), "test", "rules", "broken_test.yaml"],
         cwd=tmp_path,
