@@ -195,7 +195,7 @@ def test_two_receivers_posting_the_same_group_at_once_open_one_incident(
             body = AlertmanagerPayload.model_validate(payload(alert(pod="geo-1")))
             barrier.wait()
             results.append(intake.receive(body))
-        except BaseException as error:  # noqa: BLE001 - reported below
+        except BaseException as error:
             errors.append(error)
         finally:
             client.close()
