@@ -48,7 +48,12 @@ function users() {
   map[ui.state.config.bot_user_id] = { id: ui.state.config.bot_user_id, name: "stratus" };
   return map;
 }
-const md = (text) => Mrkdwn.render(text, users());
+function groups() {
+  const map = {};
+  for (const g of ui.state.config.usergroups || []) map[g.id] = g;
+  return map;
+}
+const md = (text) => Mrkdwn.render(text, users(), groups());
 const plain = (obj) => Mrkdwn.escape((obj && obj.text) || "");
 const textHtml = (obj) => (obj && obj.type === "mrkdwn" ? md(obj.text) : plain(obj));
 

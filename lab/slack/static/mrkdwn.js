@@ -1,15 +1,33 @@
 // Slack's mrkdwn, the basics: *bold*, _italic_, ~strike~, `code`, ```blocks```, > quotes,
-// <url|text>, <@U…>, <#C…|name>, <!here>. Returns HTML with everything else escaped.
+// <url|text>, <@U…>, <#C…|name>, <!here>, <!subteam^S…> and the :emoji: codes Stratus uses.
+// Returns HTML with everything else escaped.
+//
+// Markup is found in the text as sent: an app that escapes untrusted text (&lt;!channel&gt;)
+// shows it literally, as Slack does; only then are &amp;, &lt; and &gt; turned back into the
+// characters they stand for (and escaped again for HTML).
 "use strict";
 
 const Mrkdwn = (() => {
   const escape = (s) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;")
     .replace(/"/g, "&quot;");
-  // Slack escapes &, < and > in text: undo that before escaping for HTML ourselves.
+  // Slack escapes &, < and > in text: undo that (after finding the markup) before escaping
+  // for HTML ourselves.
   const unescape = (s) => s.replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
+  const text = (s) => escape(unescape(s));
+  const EMOJI = {
+    arrow_forward: "▶️", ballot_box_with_check: "☑️", boom: "💥", chart_with_downwards_trend: "📉",
+    gear: "⚙️", hammer_and_wrench: "🛠️", heavy_minus_sign: "➖", hourglass: "⌛",
+    hourglass_flowing_sand: "⏳", large_green_circle: "🟢", large_yellow_circle: "🟡",
+    leftwards_arrow_with_hook: "↩️", mag: "🔍", memo: "📝", no_entry: "⛔", no_entry_sign: "🚫",
+    octagonal_sign: "🛑", raised_hand: "✋", recycle: "♻️", red_circle: "🔴", rotating_light: "🚨",
+    stethoscope: "🩺", thinking_face: "🤔", warning: "⚠️", white_check_mark: "✅", x: "❌",
+    bell: "🔔", fire: "🔥", bar_chart: "📊",
+  };
+  const emoji = (html) => html.replace(/:([a-z0-9_+-]+):/g, (all, name) => EMOJI[name] || all);
 
-  function link(inner, users) {
-    const [target, label] = inner.split("|", 2);
+  function link(inner, users, groups) {
+    const [target, rawLabel] = inner.split("|", 2);
+    const label = rawLabel === undefined ? undefined : unescape(rawLabel);
     if (target.startsWith("@")) {
       const user = users[target.slice(1)];
       return `<span class="mention">@${escape(user ? user.name : (label || target.slice(1)))}</span>`;
@@ -17,27 +35,32 @@ const Mrkdwn = (() => {
     if (target.startsWith("#")) {
       return `<span class="mention">#${escape(label || target.slice(1))}</span>`;
     }
+    if (target.startsWith("!subteam^")) {
+      const group = groups[target.slice("!subteam^".length)];
+      return `<span class="mention">@${escape(group ? group.handle : (label || "group"))}</span>`;
+    }
     if (target.startsWith("!")) {
       return `<span class="mention">@${escape(target.slice(1).split("^")[0])}</span>`;
     }
     if (/^(https?:|mailto:)/.test(target)) {
-      return `<a href="${escape(target)}" target="_blank" rel="noopener">${escape(label || target)}</a>`;
+      const href = unescape(target);
+      return `<a href="${escape(href)}" target="_blank" rel="noopener">${escape(label || href)}</a>`;
     }
-    return escape(`<${inner}>`);
+    return text(`<${inner}>`);
   }
 
-  function inline(text, users) {
+  function inline(source, users, groups) {
     const parts = [];
     const token = /<([^<>]+)>|`([^`\n]+)`/g;
     let last = 0;
     let match;
-    while ((match = token.exec(text)) !== null) {
-      parts.push(style(escape(text.slice(last, match.index))));
-      parts.push(match[1] !== undefined ? link(match[1], users)
-        : `<code>${escape(match[2])}</code>`);
+    while ((match = token.exec(source)) !== null) {
+      parts.push(emoji(style(text(source.slice(last, match.index)))));
+      parts.push(match[1] !== undefined ? link(match[1], users, groups)
+        : `<code>${text(match[2])}</code>`);
       last = token.lastIndex;
     }
-    parts.push(style(escape(text.slice(last))));
+    parts.push(emoji(style(text(source.slice(last)))));
     return parts.join("");
   }
 
@@ -48,21 +71,22 @@ const Mrkdwn = (() => {
       .replace(/(^|[\s(])~([^~\n]+)~(?=$|[\s).,!?:;])/g, "$1<s>$2</s>");
   }
 
-  function render(source, users) {
-    const text = unescape(source || "");
+  function render(raw, users, groups) {
+    const source = raw || "";
+    const known = groups || {};
     const out = [];
     const fence = /```([\s\S]*?)```/g;
     let last = 0;
     let match;
-    const lines = (chunk) => chunk.split("\n").map((line) => line.startsWith(">")
-      ? `<blockquote>${inline(line.replace(/^>\s?/, ""), users)}</blockquote>`
-      : inline(line, users)).join("<br>");
-    while ((match = fence.exec(text)) !== null) {
-      out.push(lines(text.slice(last, match.index)));
-      out.push(`<pre>${escape(match[1].replace(/^\n/, ""))}</pre>`);
+    const lines = (chunk) => chunk.split("\n").map((line) => /^(>|&gt;)/.test(line)
+      ? `<blockquote>${inline(line.replace(/^(>|&gt;)\s?/, ""), users, known)}</blockquote>`
+      : inline(line, users, known)).join("<br>");
+    while ((match = fence.exec(source)) !== null) {
+      out.push(lines(source.slice(last, match.index)));
+      out.push(`<pre>${text(match[1].replace(/^\n/, ""))}</pre>`);
       last = fence.lastIndex;
     }
-    out.push(lines(text.slice(last)));
+    out.push(lines(source.slice(last)));
     return out.join("");
   }
 
