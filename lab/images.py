@@ -66,6 +66,9 @@ class ImageSpec(BaseModel):
     requires_one_of: list[str] = Field(default_factory=list)
     missing_env_log: list[str] = Field(default_factory=list)
     broken: dict[str, str] = Field(default_factory=dict)
+    # Tags that exist and run, but whose working set grows by this many MiB a minute until
+    # the memory limit OOMKills them (a leaky release).
+    leaks: dict[str, float] = Field(default_factory=dict)
     command: str | None = None
     listens: list[int] = Field(default_factory=list)
     # Paths the server answers with 2xx/3xx (globs); any other path is a 404. None: any path.
@@ -73,6 +76,10 @@ class ImageSpec(BaseModel):
     # False: the server speaks its own protocol (redis, postgres …): an HTTP request fails.
     http: bool = True
     memory_mi: int = 32
+    # What one request costs the server itself (before its own calls), and the CPU it uses
+    # under its load: a CPU limit below that throttles it and stretches every request.
+    latency_ms: float = 5.0
+    cpu_m: int = 50
     requires_env: list[str] = Field(default_factory=list)
     env_choices: dict[str, list[str]] = Field(default_factory=dict)
     calls: list[Call] = Field(default_factory=list)
@@ -90,7 +97,7 @@ class ImageSpec(BaseModel):
         return re.compile(pattern)
 
     def has_tag(self, tag: str) -> bool:
-        if tag in self.tags or tag in self.broken:
+        if tag in self.tags or tag in self.broken or tag in self.leaks:
             return True
         regex = self.tag_regex
         return regex is not None and regex.fullmatch(tag) is not None

@@ -22,6 +22,7 @@ from lab.cluster.clock import INSTANT, REALTIME
 from lab.cluster.server import ApiHttpServer
 from lab.cluster_sim import Cluster
 from lab.control import control_routes
+from lab.metrics.routes import metrics_routes
 
 LAB_TOKEN = "stratus-lab-token"
 CONTEXT = "stratus-lab"
@@ -130,7 +131,9 @@ class LabServer:
         self.cluster.api.access.enabled = self.rbac
         for app in self.apps:
             self.cluster.install_app(app)
-        http = ApiHttpServer(self.cluster, control_routes(self.cluster))
+        http = ApiHttpServer(
+            self.cluster, control_routes(self.cluster) + metrics_routes(self.cluster)
+        )
         runner = web.AppRunner(http.app, access_log=None, shutdown_timeout=0.2)
         await runner.setup()
         site = web.TCPSite(

@@ -2,7 +2,8 @@
 
 Every container runs according to its image's catalog entry: unknown images fail to pull and
 back off, a wrong command exits, a missing environment variable or a bad config value crashes
-with a realistic log line, memory above the limit is OOMKilled, and probes on ports the image
+with a realistic log line, memory above the limit is OOMKilled (at once, or when a leaky
+release's working set reaches it), and probes on ports the image
 does not listen on fail. Restarts back off exponentially (10 s doubling to 5 min) and every step
 emits the event a real kubelet emits.
 """
@@ -14,7 +15,7 @@ from typing import Any
 
 from lab.cluster import quantity
 from lab.cluster.clock import cancel
-from lab.controllers import pod_logs
+from lab.controllers import pod_logs, usage
 from lab.controllers.containers import (
     ContainerRun,
     PodRun,
@@ -384,6 +385,16 @@ class Kubelet:
         for port in [] if raw else container.listens:
             self._log(container, "INFO", f"listening on :{port}")
         self._schedule_probes(run, container)
+        oom_after = usage.seconds_to_oom(container)
+        if oom_after is not None:
+            # A leak is a steady state: settling does not jump to its end, passing time does.
+            self._later(
+                run,
+                container,
+                oom_after,
+                lambda: self._terminate(run, container, "OOMKilled", 137),
+                steady=True,
+            )
 
     def _exit_later(
         self, run: PodRun, container: ContainerRun, delay: float, reason: str, code: int

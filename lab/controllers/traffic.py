@@ -5,6 +5,13 @@ when the service does not exist, has no ready endpoints, points its targetPort a
 backing container does not listen on, is blocked by a NetworkPolicy, rejects the caller's
 credentials, or itself depends on something failing. Failures show up as ERROR lines in the
 *callers'* logs — symptoms cascade as in real incidents — and in per-service counters.
+
+Each answer also has a status code and a latency: a server takes its image's base latency
+(stretched by CPU throttling, ``usage.throttle_factor``) plus what its own calls take; a
+dropped packet costs the caller its timeout (504), a refused connection or a Service
+without endpoints fails fast (503), rejected credentials answer 401, and a server whose
+dependency fails answers 500. These land in per-pod request metrics (``request_metrics``),
+which ``lab/metrics`` exposes as each app's ``/metrics`` would.
 """
 
 from __future__ import annotations
@@ -12,11 +19,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from lab.cluster.resources import by_kind
+from lab.controllers import usage
 from lab.controllers.containers import ContainerRun, PodRun
 from lab.controllers.context import ControllerContext
 from lab.controllers.kubelet import Kubelet
+from lab.controllers.request_metrics import PodRequests, service_label
 from lab.controllers.services import network_policy_allows
 from lab.images import Call
+
+CLIENT_TIMEOUT = 1.0  # seconds a caller waits for an answer that never comes
+FAST_FAILURE = 0.001  # seconds to learn that nobody listens
 
 
 @dataclass
@@ -39,6 +52,21 @@ class ServiceCounters:
 class _Outcome:
     ok: float  # fraction of requests that succeed
     error: str = ""
+    code: str = "200"  # the status the failing fraction sees
+    latency: float = 0.0  # mean seconds until the caller has its answer
+
+
+@dataclass
+class _Backend:
+    """One endpoint a Service request may land on, and how it fares there."""
+
+    run: PodRun
+    outcome: _Outcome
+    served: bool  # the request reached the server process (it counts it)
+
+
+def _failed(error: str, code: str, latency: float = FAST_FAILURE) -> _Outcome:
+    return _Outcome(0.0, error, code, latency)
 
 
 ENTRY_ANNOTATION = "lab.stratus.dev/external-traffic"
@@ -70,9 +98,11 @@ class TrafficSimulator:
     ctx: ControllerContext
     kubelet: Kubelet
     counters: dict[tuple[str, str], ServiceCounters] = field(default_factory=dict)
+    pods: dict[str, PodRequests] = field(default_factory=dict)  # by pod uid
 
     def reset(self) -> None:
         self.counters.clear()
+        self.pods.clear()
 
     def _running(self, run: PodRun) -> list[ContainerRun]:
         return [
@@ -89,16 +119,18 @@ class TrafficSimulator:
         serve_memo: dict[str, _Outcome] = {}
         runs_by_ip = {run.ip: run for run in self.kubelet.runs.values()}
         window: dict[tuple[str, str], _Window] = {}
+        self._sync_pods()
         for service in self.ctx.store.iter_all("services"):
             if not (service.get("spec") or {}).get("selector") or not is_entry(service):
                 continue  # endpoints kept by hand, or nobody outside calls it
             namespace = service["metadata"]["namespace"]
             name = service["metadata"]["name"]
-            outcome, rps = self._service_outcome(
+            outcome, rps, backends = self._service_outcome(
                 None, namespace, name, None, runs_by_ip, serve_memo, set()
             )
             if rps > 0:
                 window.setdefault((namespace, name), _Window()).add(rps * seconds, outcome)
+                self._count_served(name, backends, rps * seconds)
         for run in self.kubelet.runs.values():
             for container in self._running(run):
                 self._log_calls(run, container, runs_by_ip, serve_memo, window, seconds)
@@ -124,13 +156,17 @@ class TrafficSimulator:
     ) -> None:
         assert container.behaviour is not None
         caller = self.ctx.store.get("pods", run.namespace, run.name)
+        metrics = self.pods.get(run.uid)
         for call in container.behaviour.calls:
-            outcome, _ = self._service_outcome(
+            outcome, _, backends = self._service_outcome(
                 caller, run.namespace, call.service, call, runs_by_ip, memo, {run.uid}, container
             )
-            window.setdefault((run.namespace, call.service), _Window()).add(
-                container.behaviour.rps * seconds, outcome
-            )
+            requests = container.behaviour.rps * seconds
+            window.setdefault((run.namespace, call.service), _Window()).add(requests, outcome)
+            self._count_served(call.service, backends, requests)
+            if metrics is not None:
+                metrics.called(call.service, "200", requests * outcome.ok)
+                metrics.called(call.service, outcome.code, requests * (1.0 - outcome.ok))
             if outcome.ok < 1.0:
                 self.kubelet.append_log(
                     run,
@@ -143,6 +179,49 @@ class TrafficSimulator:
                     run, container, "INFO", f"request to {call.service}:{call.port} ok"
                 )
 
+    def _sync_pods(self) -> None:
+        """One request-metrics record per pod the kubelet runs, labelled with its Service."""
+        services: dict[str, list[dict[str, Any]]] = {}
+        for service in sorted(
+            self.ctx.store.iter_all("services"), key=lambda s: s["metadata"]["name"]
+        ):
+            services.setdefault(service["metadata"]["namespace"], []).append(service)
+        owners: dict[str, dict[tuple[str, str], str]] = {}
+        for rs in self.ctx.store.iter_all(by_kind("ReplicaSet").key):
+            for ref in rs["metadata"].get("ownerReferences") or []:
+                if ref.get("controller"):
+                    owners.setdefault(rs["metadata"]["namespace"], {})[
+                        ("ReplicaSet", rs["metadata"]["name"])
+                    ] = ref.get("name", "")
+        for uid in [uid for uid in self.pods if uid not in self.kubelet.runs]:
+            del self.pods[uid]
+        for uid, run in self.kubelet.runs.items():
+            pod = self.ctx.store.get("pods", run.namespace, run.name)
+            if pod is None:
+                continue
+            label = service_label(
+                pod, services.get(run.namespace, []), owners.get(run.namespace, {})
+            )
+            metrics = self.pods.get(uid)
+            if metrics is None:
+                self.pods[uid] = PodRequests(run.namespace, run.name, label)
+            else:
+                metrics.service = label
+
+    def _count_served(self, service: str, backends: list[_Backend], requests: float) -> None:
+        """Server side: each backend that got its share of the requests counts its answers."""
+        if not backends:
+            return
+        share = requests / len(backends)
+        for backend in backends:
+            metrics = self.pods.get(backend.run.uid)
+            if not backend.served or metrics is None:
+                continue
+            series = metrics.served(service)
+            outcome = backend.outcome
+            series.observe(share * outcome.ok, "200", outcome.latency)
+            series.observe(share * (1.0 - outcome.ok), outcome.code, outcome.latency)
+
     def _service_outcome(
         self,
         caller: dict[str, Any] | None,
@@ -153,14 +232,17 @@ class TrafficSimulator:
         memo: dict[str, _Outcome],
         visiting: set[str],
         caller_container: ContainerRun | None = None,
-    ) -> tuple[_Outcome, float]:
-        """How requests to a service fare (and the load it gets when called from outside)."""
+    ) -> tuple[_Outcome, float, list[_Backend]]:
+        """How requests to a service fare, the load it gets when called from outside, and
+        how they fare on each backend."""
         service = self.ctx.store.get("services", namespace, service_name)
         port = call.port if call else None
         if service is None:
-            return _Outcome(
-                0.0, f"dial tcp: lookup {service_name} on 10.96.0.10:53: no such host"
-            ), 0.0
+            return (
+                _failed(f"dial tcp: lookup {service_name} on 10.96.0.10:53: no such host", "503"),
+                0.0,
+                [],
+            )
         # Callers speak TCP: a UDP or SCTP port in front of a TCP server answers nothing.
         ports = [p for p in service["spec"].get("ports") or [] if p.get("protocol", "TCP") == "TCP"]
         service_port = (
@@ -171,12 +253,17 @@ class TrafficSimulator:
         if service_port is None:
             declared: list[dict[str, Any]] = service["spec"].get("ports") or [{}]
             port = port or declared[0].get("port")
-            return _Outcome(
-                0.0,
-                f"dial tcp {service['spec'].get('clusterIP')}:{port}: connect: connection refused",
-            ), (10.0 if call is None and port else 0.0)  # outside clients still try it
+            return (
+                _failed(
+                    f"dial tcp {service['spec'].get('clusterIP')}:{port}: connect: "
+                    "connection refused",
+                    "503",
+                ),
+                (10.0 if call is None and port else 0.0),  # outside clients still try it
+                [],
+            )
         endpoints = self.ctx.store.get("endpoints", namespace, service_name)
-        backends: list[tuple[str, int]] = []
+        addresses: list[tuple[str, int]] = []
         for subset in (endpoints or {}).get("subsets") or []:
             subset_port = next(
                 (
@@ -188,26 +275,32 @@ class TrafficSimulator:
             )
             if subset_port is None:
                 continue
-            backends.extend((a["ip"], subset_port) for a in subset.get("addresses") or [])
-        runs = [(runs_by_ip.get(ip), target) for ip, target in backends]
+            addresses.extend((a["ip"], subset_port) for a in subset.get("addresses") or [])
+        runs = [(runs_by_ip.get(ip), target) for ip, target in addresses]
         live = [(run, target) for run, target in runs if run is not None]
         rps = max(
             (c.behaviour.rps for run, _ in live for c in self._running(run) if c.behaviour),
             default=10.0,
         )
         if not live:
-            return _Outcome(
-                0.0, f"no healthy upstream: service {service_name} has no ready endpoints"
-            ), rps
-        total = 0.0
-        error = ""
-        for run, target in live:
-            outcome = self._backend_outcome(
+            return (
+                _failed(
+                    f"no healthy upstream: service {service_name} has no ready endpoints", "503"
+                ),
+                rps,
+                [],
+            )
+        backends = [
+            self._backend_outcome(
                 caller, run, target, call, caller_container, runs_by_ip, memo, visiting
             )
-            total += outcome.ok
-            error = error or outcome.error
-        return _Outcome(total / len(live), error), rps
+            for run, target in live
+        ]
+        ok = sum(b.outcome.ok for b in backends) / len(backends)
+        error = next((b.outcome.error for b in backends if b.outcome.error), "")
+        code = next((b.outcome.code for b in backends if b.outcome.ok < 1.0), "200")
+        latency = sum(b.outcome.latency for b in backends) / len(backends)
+        return _Outcome(ok, error, code, latency), rps, backends
 
     def _backend_outcome(
         self,
@@ -219,22 +312,28 @@ class TrafficSimulator:
         runs_by_ip: dict[str, PodRun],
         memo: dict[str, _Outcome],
         visiting: set[str],
-    ) -> _Outcome:
+    ) -> _Backend:
         address = f"{run.ip}:{target_port}"
         server = next(
             (c for c in self._running(run) if c.behaviour and target_port in c.listens),
             None,
         )
         if server is None:
-            return _Outcome(0.0, f"dial tcp {address}: connect: connection refused")
+            return _Backend(
+                run, _failed(f"dial tcp {address}: connect: connection refused", "503"), False
+            )
         callee = self.ctx.store.get("pods", run.namespace, run.name)
         if (
             callee is not None
             and caller is not None
             and not network_policy_allows(self.ctx, caller, callee, target_port)
         ):
-            return _Outcome(0.0, f"dial tcp {address}: i/o timeout")
-        auth = server.behaviour.auth if server.behaviour else None
+            # The packets are dropped: the caller waits out its timeout.
+            return _Backend(
+                run, _failed(f"dial tcp {address}: i/o timeout", "504", CLIENT_TIMEOUT), False
+            )
+        assert server.behaviour is not None
+        auth = server.behaviour.auth
         if auth is not None and call is not None and caller_container is not None:
             presented = (
                 caller_container.env.get(call.user_env or ""),
@@ -242,10 +341,21 @@ class TrafficSimulator:
             )
             expected = (server.env.get(auth.user_env), server.env.get(auth.password_env))
             if presented != expected:
-                return _Outcome(
-                    0.0, "server returned error on SASL authentication step: Authentication failed."
+                return _Backend(
+                    run,
+                    _failed(
+                        "server returned error on SASL authentication step: Authentication failed.",
+                        "401",
+                        self._own_latency(server),
+                    ),
+                    True,
                 )
-        return self._serve(run, server, runs_by_ip, memo, visiting)
+        return _Backend(run, self._serve(run, server, runs_by_ip, memo, visiting), True)
+
+    @staticmethod
+    def _own_latency(server: ContainerRun) -> float:
+        base = (server.behaviour.latency_ms if server.behaviour else 0.0) / 1000.0
+        return base * usage.throttle_factor(server)
 
     def _serve(
         self,
@@ -255,7 +365,8 @@ class TrafficSimulator:
         memo: dict[str, _Outcome],
         visiting: set[str],
     ) -> _Outcome:
-        """Whether a backend can answer: all of its own dependencies must answer too."""
+        """Whether a backend can answer: all of its own dependencies must answer too; it
+        takes its own time plus theirs (it calls them one after the other)."""
         key = f"{run.uid}/{server.name}"
         if key in memo:
             return memo[key]
@@ -265,8 +376,9 @@ class TrafficSimulator:
         caller = self.ctx.store.get("pods", run.namespace, run.name)
         ok = 1.0
         error = ""
+        latency = self._own_latency(server)
         for call in server.behaviour.calls:
-            outcome, _ = self._service_outcome(
+            outcome, _, _ = self._service_outcome(
                 caller,
                 run.namespace,
                 call.service,
@@ -277,9 +389,10 @@ class TrafficSimulator:
                 server,
             )
             ok *= outcome.ok
+            latency += outcome.latency
             if outcome.ok < 1.0 and not error:
                 error = f"upstream {call.service} failed: {outcome.error}"
-        memo[key] = _Outcome(ok, error)
+        memo[key] = _Outcome(ok, error, "500" if ok < 1.0 else "200", latency)
         return memo[key]
 
     def report(self, namespace: str) -> dict[str, Any]:
