@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 from datetime import datetime
 
+from agents.health import HealthScore
 from agents.incident import Attempt, Incident, IncidentState, new_transaction_id
 from agents.incident_store import IncidentEventType, IncidentRepository
 from agents.model import Candidate
@@ -24,6 +25,7 @@ from store.clock import Clock, stamp
 from store.errors import StratusError
 from tools import errors
 from tools.k8s import KubeClient
+from tools.prometheus import PrometheusClient
 
 St = IncidentState
 P = ProposalState
@@ -42,9 +44,19 @@ class AttemptRunner:
     clock: Clock
     config: WorkflowConfig
     pause: Pause
+    prometheus: PrometheusClient | None
 
     def now(self) -> datetime:
         return self.clock.now()
+
+    def health(self, incident: Incident) -> HealthScore:
+        """The namespace's health score now (with Prometheus' parts when configured)."""
+        return look(
+            self.kube,
+            incident.namespace,
+            since=stamp(incident.created_at),
+            prometheus=self.prometheus,
+        )
 
     def wait_for_settle(self, incident: Incident) -> None:
         """Wait (bounded) until no pod of the namespace is on its way anywhere."""
@@ -80,7 +92,7 @@ class AttemptRunner:
 
     def begin_attempt(self, incident: Incident, candidate: Candidate) -> Incident:
         if incident.attempts or not incident.health_now:
-            before = look(self.kube, incident.namespace, since=stamp(incident.created_at)).to_dict()
+            before = self.health(incident).to_dict()
         else:
             before = incident.health_now  # the first attempt: the look taken moments ago
         attempt = Attempt(

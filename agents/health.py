@@ -9,6 +9,14 @@ events, so a person sees *why* an attempt was judged worse.
 What counts as unhealthy is chosen to leave normal things alone: a deployment intentionally
 at zero replicas has nothing unavailable, and a Service whose only backing workload is at zero
 is not "without endpoints"; a completed Job's pod is not unready.
+
+With Prometheus (``collect(..., prometheus=client)``) two more parts join: services answering
+more than ``ERROR_RATE_LIMIT`` of their requests with 5xx, and services whose p95 latency is
+above ``SLOW_P95_SECONDS`` (``agents.health_metrics``, over the telemetry rate window). They
+weigh into better and worse but not into "healthy": a rate looks back over its window, so right
+after a fix it still remembers the errors, and a resolution must not wait for that to drain.
+When Prometheus fails the parts are simply absent, and ``verdict`` compares only the parts both
+looks have — a Prometheus that answered before an attempt and not after cannot flip a verdict.
 """
 
 from __future__ import annotations
@@ -19,8 +27,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from agents.health_metrics import request_metrics
 from tools.errors import ToolError
 from tools.k8s import KubeClient
+from tools.prometheus import PrometheusClient
 
 # How much each part weighs: a crash loop or a service nobody can reach hurts callers more
 # than one slow pod.
@@ -31,7 +41,12 @@ WEIGHTS = {
     "unavailable_replicas": 2,
     "unready_pods": 1,
     "new_warning_events": 1,
+    # From Prometheus, when it answers: a service failing its callers, a service gone slow.
+    "erroring_services": 2,
+    "slow_services": 1,
 }
+METRIC_PARTS = ("erroring_services", "slow_services")
+
 # New warning events count, but a noisy namespace cannot outweigh real breakage.
 WARNING_CAP = 5
 _WORKLOAD_KINDS = (("apps/v1", "Deployment"), ("apps/v1", "StatefulSet"), ("apps/v1", "DaemonSet"))
@@ -96,21 +111,35 @@ class NamespaceState:
     # Pods on their way somewhere (being created, initialising, terminating, or started moments
     # ago and not ready yet): while any are, the namespace has not settled.
     transitional: tuple[str, ...] = ()
+    # From Prometheus ("service (12%)", "service (1.40 s)"); None when it was not asked or
+    # did not answer (``metrics_note`` says which).
+    erroring_services: tuple[str, ...] | None = None
+    slow_services: tuple[str, ...] | None = None
+    metrics_note: str = ""
 
 
 @dataclass(frozen=True)
 class HealthScore:
     parts: dict[str, int] = field(default_factory=dict)
     details: dict[str, list[str]] = field(default_factory=dict)
+    metrics: str = ""  # "prometheus", or why its parts are missing ("" when not configured)
 
     @property
     def total(self) -> int:
-        return sum(WEIGHTS[name] * count for name, count in self.parts.items())
+        return self.total_over(self.parts)
+
+    def total_over(self, names: Any) -> int:
+        return sum(WEIGHTS.get(name, 1) * self.parts.get(name, 0) for name in names)
 
     @property
     def healthy(self) -> bool:
-        """Nothing structural is wrong (new warnings alone do not make a namespace sick)."""
-        return all(count == 0 for name, count in self.parts.items() if name != "new_warning_events")
+        """Nothing structural is wrong (new warnings alone do not make a namespace sick, and
+        metric parts lag behind a fix by their rate window)."""
+        return all(
+            count == 0
+            for name, count in self.parts.items()
+            if name != "new_warning_events" and name not in METRIC_PARTS
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -118,7 +147,16 @@ class HealthScore:
             "healthy": self.healthy,
             "parts": dict(self.parts),
             "details": {k: list(v) for k, v in self.details.items()},
+            "metrics": self.metrics,
         }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> HealthScore:
+        return cls(
+            parts={str(k): int(v) for k, v in (data.get("parts") or {}).items()},
+            details={str(k): list(v) for k, v in (data.get("details") or {}).items()},
+            metrics=str(data.get("metrics") or ""),
+        )
 
 
 def _matches(selector: dict[str, str], labels: dict[str, str]) -> bool:
@@ -141,8 +179,11 @@ def score(state: NamespaceState, *, since: str = "") -> HealthScore:
         if s.ready_endpoints == 0 and any(_matches(s.selector, labels) for labels in active_labels)
     ]
     warnings = sorted({f"{w.reason} {w.object}" for w in state.warnings if w.last_seen > since})
+    parts, details = _metric_parts(state)
     return HealthScore(
+        metrics=state.metrics_note,
         parts={
+            **parts,
             "crash_looping_containers": sum(p.crash_looping for p in state.pods),
             "services_without_endpoints": len(dark),
             "unavailable_replicas": sum(unavailable.values()),
@@ -157,17 +198,34 @@ def score(state: NamespaceState, *, since: str = "") -> HealthScore:
             "unready_pods": sorted(unready),
             "failing_requests": sorted(state.failing_requests),
             "new_warning_events": warnings[:WARNING_CAP],
+            **details,
         },
     )
 
 
+def _metric_parts(state: NamespaceState) -> tuple[dict[str, int], dict[str, list[str]]]:
+    parts: dict[str, int] = {}
+    details: dict[str, list[str]] = {}
+    for name, found in (
+        ("erroring_services", state.erroring_services),
+        ("slow_services", state.slow_services),
+    ):
+        if found is not None:
+            parts[name] = len(found)
+            details[name] = sorted(found)
+    return parts, details
+
+
 def verdict(before: HealthScore, after: HealthScore) -> Verdict:
-    """How an attempt changed the namespace: healthy, better, the same, or worse."""
+    """How an attempt changed the namespace: healthy, better, the same, or worse — over the
+    parts both looks have (a metric part one look lacks is left out of both)."""
     if after.healthy:
         return "healthy"
-    if after.total > before.total:
+    common = [name for name in after.parts if name in before.parts]
+    then, now = before.total_over(common), after.total_over(common)
+    if now > then:
         return "worse"
-    if after.total < before.total:
+    if now < then:
         return "better"
     return "same"
 
@@ -175,8 +233,28 @@ def verdict(before: HealthScore, after: HealthScore) -> Verdict:
 # ------------------------------------------------------------------ reading the cluster
 
 
-def collect(kube: KubeClient, namespace: str) -> NamespaceState:
-    """One read of the namespace into a ``NamespaceState`` (a handful of list calls)."""
+def collect(
+    kube: KubeClient, namespace: str, *, prometheus: PrometheusClient | None = None
+) -> NamespaceState:
+    """One read of the namespace into a ``NamespaceState`` (a handful of list calls, and two
+    Prometheus queries side by side when a client is given)."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="health-metrics") as pool:
+        metrics = pool.submit(request_metrics, prometheus, namespace) if prometheus else None
+        state = _collect_cluster(kube, namespace)
+        if metrics is None:
+            return state
+        erroring, slow, note = metrics.result()
+    return NamespaceState(
+        **{
+            **state.__dict__,
+            "erroring_services": erroring,
+            "slow_services": slow,
+            "metrics_note": note,
+        }
+    )
+
+
+def _collect_cluster(kube: KubeClient, namespace: str) -> NamespaceState:
     workloads = []
     for api_version, kind in _WORKLOAD_KINDS:
         for obj in kube.list(api_version, kind, namespace=namespace):

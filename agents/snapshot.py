@@ -12,12 +12,16 @@ the last applied one) without anyone — a person or a model — seeing it.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from agents import snapshot_metrics
+from agents.snapshot_metrics import NamespaceMetrics
 from tools import errors
 from tools.k8s import KubeClient
 from tools.objects import redacted
+from tools.prometheus import PrometheusClient
 
 # What one look reads (apiVersion, kind). Optional kinds a cluster may not serve are skipped.
 NAMESPACED = (
@@ -53,6 +57,7 @@ class Snapshot:
     logs: dict[str, str] = field(default_factory=dict)  # "pod/container" → tail
     previous_logs: dict[str, str] = field(default_factory=dict)  # of the last terminated run
     unavailable: tuple[str, ...] = ()  # kinds the cluster does not serve or refused
+    metrics: NamespaceMetrics | None = None  # from Prometheus, when one is configured
 
     def of(self, kind: str) -> list[dict[str, Any]]:
         return self.objects.get(kind) or self.cluster.get(kind) or []
@@ -105,8 +110,20 @@ def _tail(kube: KubeClient, namespace: str, pod: str, container: str, previous: 
     return text[-LOG_BYTES:]
 
 
-def take(kube: KubeClient, namespace: str) -> Snapshot:
-    """Read the namespace once (raises ``tools.errors.NotFound`` if it does not exist)."""
+def take(
+    kube: KubeClient, namespace: str, *, prometheus: PrometheusClient | None = None
+) -> Snapshot:
+    """Read the namespace once (raises ``tools.errors.NotFound`` if it does not exist), and
+    Prometheus' trends for it alongside when a client is given."""
+    if prometheus is None:
+        return _take(kube, namespace)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="snapshot-metrics") as pool:
+        metrics = pool.submit(snapshot_metrics.read, prometheus, namespace)
+        snap = _take(kube, namespace)
+        return replace(snap, metrics=metrics.result())
+
+
+def _take(kube: KubeClient, namespace: str) -> Snapshot:
     from tools.objects import ObjectRef
 
     kube.get(ObjectRef("Namespace", namespace))

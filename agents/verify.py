@@ -14,10 +14,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from agents.health import HealthScore, collect, score, verdict
+from agents.health import METRIC_PARTS, HealthScore, collect, score, verdict
 from agents.incident import Verdict
 from store.errors import Remedy, StratusError
 from tools.k8s import KubeClient
+from tools.prometheus import PrometheusClient
 
 # How the workflow lets time pass while the cluster settles. Real clusters: sleep. The lab in
 # instant mode is settled by its control API; the composition root passes that in.
@@ -60,13 +61,21 @@ class Judgement:
     settled: bool  # False: the timeout ended the wait while the score still moved
 
 
-def look(kube: KubeClient, namespace: str, *, since: str = "") -> HealthScore:
-    return score(collect(kube, namespace), since=since)
+def look(
+    kube: KubeClient,
+    namespace: str,
+    *,
+    since: str = "",
+    prometheus: PrometheusClient | None = None,
+) -> HealthScore:
+    return score(collect(kube, namespace, prometheus=prometheus), since=since)
 
 
-def _look(kube: KubeClient, namespace: str, since: str) -> tuple[HealthScore, bool]:
+def _look(
+    kube: KubeClient, namespace: str, since: str, prometheus: PrometheusClient | None
+) -> tuple[HealthScore, bool]:
     """The score, and whether pods are still on their way (the cluster has not settled)."""
-    state = collect(kube, namespace)
+    state = collect(kube, namespace, prometheus=prometheus)
     return score(state, since=since), bool(state.transitional)
 
 
@@ -79,23 +88,32 @@ def judge(
     pause: Pause,
     timeout: float,
     interval: float = 2.0,
+    prometheus: PrometheusClient | None = None,
 ) -> Judgement:
     """Wait (bounded) until the namespace is healthy, or no pod is on its way anywhere and the
     score stopped moving between two looks; then compare."""
     started = time.monotonic()
     previous: HealthScore | None = None
-    after, moving = _look(kube, namespace, since)
+    after, moving = _look(kube, namespace, since, prometheus)
     settled = False
     while True:
-        if after.healthy or (not moving and previous is not None and previous.parts == after.parts):
+        if after.healthy or (not moving and previous is not None and _same(previous, after)):
             settled = True
             break
         if time.monotonic() - started >= timeout:
             break
         pause(interval)
         previous = after
-        after, moving = _look(kube, namespace, since)
+        after, moving = _look(kube, namespace, since, prometheus)
     return Judgement(before, after, verdict(before, after), time.monotonic() - started, settled)
+
+
+def _same(one: HealthScore, other: HealthScore) -> bool:
+    """Two looks agree on the cluster's parts (metric parts drift with their rate window and
+    would keep a settled cluster "moving")."""
+    return {k: v for k, v in one.parts.items() if k not in METRIC_PARTS} == {
+        k: v for k, v in other.parts.items() if k not in METRIC_PARTS
+    }
 
 
 def wait_until_settled(

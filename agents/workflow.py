@@ -32,7 +32,7 @@ from agents.memory import past_outcomes
 from agents.model import PlanResult, Usage
 from agents.planner import Planner, PlanRequest
 from agents.settings import WorkflowConfig
-from agents.verify import Pause, judge, look
+from agents.verify import Pause, judge
 from proposals.model import ProposalState
 from proposals.service import ProposalService
 from store.clock import stamp
@@ -40,6 +40,7 @@ from store.locks import LeaseLocks, holder_name
 from tools import errors
 from tools.k8s import KubeClient
 from tools.objects import ObjectRef
+from tools.prometheus import PrometheusClient
 
 St = IncidentState
 AGENT = "agent:stratus"  # who proposes the workflow's actions
@@ -55,6 +56,7 @@ class IncidentWorkflow(AttemptRunner):
         llm: Planner | None = None,
         config: WorkflowConfig | None = None,
         pause: Pause = time.sleep,
+        prometheus: PrometheusClient | None = None,
     ) -> None:
         self.service = service
         self.kube = kube
@@ -62,6 +64,8 @@ class IncidentWorkflow(AttemptRunner):
         self.llm = llm
         self.config = config or WorkflowConfig()
         self.pause = pause
+        # Metrics for the health score and the analyzers; None: cluster signals only.
+        self.prometheus = prometheus
         self.store = service.store
         self.clock = service.clock
         self.incidents = IncidentRepository(service.store)
@@ -192,7 +196,7 @@ class IncidentWorkflow(AttemptRunner):
         return handler[incident.state](incident)
 
     def _detect(self, incident: Incident) -> Incident:
-        health = look(self.kube, incident.namespace, since=stamp(incident.created_at))
+        health = self.health(incident)
         health_dict = health.to_dict()
         self.incidents.note(
             incident,
@@ -214,7 +218,7 @@ class IncidentWorkflow(AttemptRunner):
     def _diagnose(self, incident: Incident) -> Incident:
         result = self.plan_for(incident)
         if result.diagnosis is None:
-            health = look(self.kube, incident.namespace, since=stamp(incident.created_at))
+            health = self.health(incident)
             if health.healthy:
                 return self.move(
                     incident,
@@ -256,7 +260,7 @@ class IncidentWorkflow(AttemptRunner):
             )
         if incident.attempts:  # the cluster moved since the plan: look again
             result = self.plan_for(incident)
-            health = look(self.kube, incident.namespace, since=stamp(incident.created_at))
+            health = self.health(incident)
             if health.healthy and result.diagnosis is None:
                 return self.move(
                     incident,
@@ -296,10 +300,7 @@ class IncidentWorkflow(AttemptRunner):
     def _verify(self, incident: Incident) -> Incident:
         attempt = incident.current
         assert attempt is not None
-        before = HealthScore(
-            parts=dict(attempt.health_before.get("parts") or {}),
-            details={k: list(v) for k, v in (attempt.health_before.get("details") or {}).items()},
-        )
+        before = HealthScore.from_dict(attempt.health_before)
         result = judge(
             self.kube,
             incident.namespace,
@@ -308,6 +309,7 @@ class IncidentWorkflow(AttemptRunner):
             pause=self.pause,
             timeout=self.config.settle_timeout,
             interval=self.config.poll_interval,
+            prometheus=self.prometheus,
         )
         after = result.after.to_dict()
         self.incidents.note(
@@ -365,7 +367,7 @@ class IncidentWorkflow(AttemptRunner):
 
     def plan_for(self, incident: Incident) -> PlanResult:
         """A fresh look and a plan (the LLM planner when configured, else offline)."""
-        snap = snapshots.take(self.kube, incident.namespace)
+        snap = snapshots.take(self.kube, incident.namespace, prometheus=self.prometheus)
         findings = analyze(snap)
         past, history = past_outcomes(self.incidents, incident)
         base = PlanRequest(

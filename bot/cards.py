@@ -16,9 +16,10 @@ from slack_sdk.models.blocks import Block
 
 from agents.incident import Incident
 from agents.model import Candidate
+from agents.telemetry import Telemetry
 from bot import blocks as b
 from bot import text
-from bot.telemetry import Telemetry
+from bot.telemetry import telemetry_text
 from proposals.model import Proposal, ProposalState
 
 P = ProposalState
@@ -113,7 +114,7 @@ def diff_preview(diff: str) -> tuple[str, bool]:
     return block, cut
 
 
-def _verdict_for(proposal: Proposal, incident: Incident | None) -> tuple[str, Any, Any] | None:
+def verdict_for(proposal: Proposal, incident: Incident | None) -> tuple[str, Any, Any] | None:
     if incident is None:
         return None
     for attempt in incident.attempts:
@@ -153,17 +154,7 @@ def proposal_card(
         )
     )
     if telemetry is not None:
-        parts.append(
-            b.section(
-                text.telemetry(
-                    telemetry.pods,
-                    telemetry.restarts,
-                    telemetry.endpoints,
-                    telemetry.errors,
-                    telemetry.events,
-                )
-            )
-        )
+        parts.append(b.section(telemetry_text(telemetry)))
     if proposal.warnings:
         parts.append(b.context(*[text.warning(w) for w in proposal.warnings]))
     decision = proposal.decision
@@ -199,7 +190,7 @@ def _outcome(proposal: Proposal, incident: Incident | None, undo: Proposal | Non
         )
     if state in (P.EXECUTED, P.UNDONE):
         lines.append(text.ran(_ran_at(proposal)))
-        found = _verdict_for(proposal, incident)
+        found = verdict_for(proposal, incident)
         if found is not None:
             verdict, before, after = found
             lines.append(text.verification(verdict, before, after) if verdict else text.VERIFYING)

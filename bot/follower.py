@@ -22,12 +22,12 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agents.incident import Incident
 from agents.incident_store import STREAM as INCIDENTS
 from agents.incident_store import IncidentEvent, IncidentEventType
+from agents.telemetry import Telemetry, summarize
 from bot import blocks as b
 from bot import cards, text
 from bot.links import MessageRef
 from bot.runtime import Runtime
 from bot.summary import summary_blocks
-from bot.telemetry import Telemetry, summarize
 from proposals.events import STREAM as PROPOSALS
 from proposals.events import EventType, ProposalEvent
 from proposals.model import Proposal, ProposalState
@@ -52,7 +52,9 @@ class Follower:
         self.client = client
         self.interval = interval
         self.rows = EventStore(runtime.store)
-        self.telemetry: dict[str, Telemetry] = {}
+        # Per proposal: the moment the summary was read for (its state and whether it was
+        # verified) and the summary; read again when that moves (before → after execution).
+        self.telemetry: dict[str, tuple[str, Telemetry]] = {}
         self._posting: dict[str, asyncio.Lock] = {}
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
@@ -232,8 +234,7 @@ class Follower:
             where = where or fallback
             if where is None:
                 return None
-            telemetry = await self.rt.work(self._telemetry, data)
-            self.telemetry[proposal_id] = telemetry
+            telemetry = await self._summary(proposal_id, data)
             blocks = cards.proposal_card(
                 data.proposal, incident=data.incident, telemetry=telemetry, undo=data.undo
             )
@@ -252,10 +253,7 @@ class Follower:
         if card is None:
             return
         data = await self.rt.call(self._card_data, proposal_id)
-        telemetry = self.telemetry.get(proposal_id)
-        if telemetry is None:
-            telemetry = await self.rt.work(self._telemetry, data)
-            self.telemetry[proposal_id] = telemetry
+        telemetry = await self._summary(proposal_id, data)
         blocks = cards.proposal_card(
             data.proposal, incident=data.incident, telemetry=telemetry, undo=data.undo
         )
@@ -281,9 +279,24 @@ class Follower:
             return self.rt.links.thread(proposal.incident_id)
         return None
 
+    async def _summary(self, proposal_id: str, data: CardData) -> Telemetry:
+        found = cards.verdict_for(data.proposal, data.incident)
+        moment = f"{data.proposal.state.value}:{bool(found and found[0])}"
+        cached = self.telemetry.get(proposal_id)
+        if cached is not None and cached[0] == moment:
+            return cached[1]
+        telemetry = await self.rt.work(self._telemetry, data)
+        self.telemetry[proposal_id] = (moment, telemetry)
+        return telemetry
+
     def _telemetry(self, data: CardData) -> Telemetry:
         details = data.incident.health_now.get("details") if data.incident else None
-        return summarize(self.rt.reader, data.proposal, details)
+        return summarize(
+            self.rt.reader,
+            data.proposal,
+            prometheus=self.rt.workflow.prometheus,
+            health_details=details,
+        )
 
     # ------------------------------------------------------------------ Web API
 

@@ -1,75 +1,94 @@
-"""The telemetry summary on a proposal card: pods ready, restarts, endpoints, error lines and
-recent events of the object a proposal changes — read through the tool layer's read tools,
-bounded, and quoted as data."""
+"""The telemetry section of a proposal card, rendered from the summary ``agents.telemetry``
+reads: the cluster's signals, then Prometheus' figures — now, at the start of the window and
+their peak before the proposal ran; at the moment it ran → now after — or why there are none.
+Words come from ``bot.text``.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
-from proposals.model import Proposal
-from tools.errors import ToolError
-from tools.reads import ClusterReader
-
-MAX_ERRORS = 3
-MAX_EVENTS = 3
+from agents.telemetry import Telemetry
+from agents.telemetry_metrics import Figure, Metrics
+from bot import blocks as b
+from bot import text
 
 
-@dataclass(frozen=True)
-class Telemetry:
-    pods: str = "—"
-    restarts: int = 0
-    endpoints: str = "—"
-    errors: list[str] = field(default_factory=list)
-    events: list[str] = field(default_factory=list)
+def telemetry_text(telemetry: Telemetry) -> str:
+    """The card's telemetry section: the cluster's signals, then Prometheus' figures (or why
+    there are none)."""
+    lines = [
+        text.telemetry(
+            telemetry.pods,
+            telemetry.restarts,
+            telemetry.endpoints,
+            telemetry.errors,
+            telemetry.events,
+        )
+    ]
+    metrics = telemetry.metrics
+    if telemetry.metrics_source == "none":
+        lines.append(text.NO_METRICS)
+    elif telemetry.metrics_source == "not_applicable":
+        lines.append(text.METRICS_NOT_APPLICABLE)
+    elif telemetry.metrics_source == "failed" or metrics is None:
+        lines.append(text.metrics_failed(telemetry.metrics_reason))
+    else:
+        lines += _metrics_lines(metrics)
+        if metrics.failed:
+            lines.append(text.metrics_partial(b.cut(metrics.failed, 300)))
+    return "\n".join(lines)
 
 
-def _workload(health: dict[str, Any], name: str) -> dict[str, Any] | None:
-    for item in health.get("workloads", {}).get("items", []):
-        if item.get("name") == name:
-            return dict(item)
-    return None
+_FORMATS = {"error_rate": "pct", "p95": "seconds", "restarts": "count", "memory": "pct"}
 
 
-def summarize(
-    reader: ClusterReader, proposal: Proposal, health_details: dict[str, Any] | None = None
-) -> Telemetry:
-    """What a person wants to see before approving a write on this object."""
-    namespace, name = proposal.target.namespace, proposal.target.name
-    if not namespace:
-        return Telemetry()
-    try:
-        health = reader.workload_health(namespace)
-        workload = _workload(health, name)
-        pods = f"{workload['ready']}/{workload['desired']}" if workload else "—"
-        restarts = 0
-        for pod in health.get("unready_pods", {}).get("items", []):
-            if str(pod.get("name", "")).startswith(name):
-                restarts += sum(int(c.get("restarts") or 0) for c in pod.get("containers", []))
-        endpoints = "—"
-        try:
-            check = reader.service_check(namespace, name)
-            ready = check.get("ready_endpoints", check.get("endpoints"))
-            if isinstance(ready, list):
-                endpoints = str(len(ready))
-            elif ready is not None:
-                endpoints = str(ready)
-        except ToolError:
-            pass
-        events = [
-            f"{e['reason']} ({e['object']}, x{e['count']})"
-            for e in reader.events(namespace, limit=20)["events"]["items"]
-            if e.get("type") == "Warning" and name in str(e.get("object", ""))
-        ][:MAX_EVENTS]
-    except ToolError:
-        return Telemetry()
-    errors: list[str] = []
-    for lines in (health_details or {}).values():
-        errors += [str(line)[:120] for line in lines if name in str(line)]
-    return Telemetry(
-        pods=pods,
-        restarts=restarts,
-        endpoints=endpoints,
-        errors=errors[:MAX_ERRORS],
-        events=events,
+def _value(value: float | None, kind: str) -> str:
+    if value is None:
+        return "—"
+    if kind == "pct":
+        return f"{value:.1%}" if value < 0.1 else f"{value:.0%}"
+    if kind == "seconds":
+        return f"{value * 1000:.0f} ms" if value < 1 else f"{value:.2f} s"
+    return f"{value:.0f}"
+
+
+def _figure(label: str, figure: Figure, kind: str, ran: bool) -> str:
+    if ran:
+        return text.metric_before_after(
+            label, _value(figure.before, kind), _value(figure.now, kind)
+        )
+    return text.metric_now(
+        label, _value(figure.now, kind), _value(figure.earlier, kind), _value(figure.peak, kind)
     )
+
+
+def _caller(caller: str, figure: Figure, ran: bool) -> str:
+    if ran:
+        return text.caller_figure(
+            caller, f"{_value(figure.before, 'pct')} → {_value(figure.now, 'pct')}"
+        )
+    return text.caller_figure(
+        caller, f"{_value(figure.now, 'pct')} (peak {_value(figure.peak, 'pct')})"
+    )
+
+
+def _metrics_lines(metrics: Metrics) -> list[str]:
+    ran = metrics.executed_at is not None
+    window = text.duration(metrics.window)
+    lines = [text.metrics_title(window, list(metrics.services))]
+    if ran:
+        lines.append(text.BEFORE_AFTER)
+    figures = {
+        "error_rate": metrics.error_rate,
+        "p95": metrics.p95,
+        "restarts": metrics.restarts,
+        "memory": metrics.memory,
+    }
+    lines.append(
+        " · ".join(
+            _figure(text.METRIC_LABELS[name], figure, _FORMATS[name], ran)
+            for name, figure in figures.items()
+        )
+    )
+    if metrics.callers:
+        lines.append(text.callers([_caller(c.caller, c.figure, ran) for c in metrics.callers]))
+    return lines

@@ -360,6 +360,49 @@ def telemetry(
     return "\n".join(lines)
 
 
+METRIC_LABELS = {
+    "error_rate": "error rate",
+    "p95": "p95 latency",
+    "restarts": "restarts",
+    "memory": "memory / limit",
+}
+NO_METRICS = "_Metrics: no metrics source (STRATUS_PROMETHEUS_URL is not set)_"
+METRICS_NOT_APPLICABLE = "_Metrics: none for this kind of object_"
+
+
+def metrics_failed(reason: str) -> str:
+    return f":warning: Metrics unavailable — {esc(reason)}. Cluster signals only."
+
+
+def metrics_partial(reason: str) -> str:
+    return f"_Some figures are missing: {esc(reason)}_"
+
+
+def metrics_title(window: str, services: list[str]) -> str:
+    return f"*Metrics* (Prometheus, last {window}; {', '.join(esc(s) for s in services)})"
+
+
+def metric_now(label: str, now: str, earlier: str, peak: str) -> str:
+    """A figure before the proposal ran: now, at the start of the window, and its peak."""
+    return f"{label} *{now}* ({earlier} at the start · peak {peak})"
+
+
+def metric_before_after(label: str, before: str, now: str) -> str:
+    """A figure once the proposal ran: at the moment it ran → now."""
+    return f"{label} {before} → *{now}*"
+
+
+def callers(lines: list[str]) -> str:
+    return "Callers' errors: " + "; ".join(lines)
+
+
+def caller_figure(caller: str, figure: str) -> str:
+    return f"{esc(caller)} {figure}"
+
+
+BEFORE_AFTER = "_before → after the change_"
+
+
 def warning(text: str) -> str:
     return f":warning: {esc(text)}"
 

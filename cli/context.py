@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 
 import click
@@ -24,6 +24,8 @@ from store.audit import AuditLog
 from store.db import Store
 from tools.executor import Executor
 from tools.k8s import KubeClient
+from tools.prometheus import PrometheusClient
+from tools.prometheus import from_env as prometheus_from_env
 from tools.scope import WriteScope
 
 CLUSTER_OPTIONS = [
@@ -60,6 +62,11 @@ class Session:
     def actor(self) -> str:
         return self.identity.actor
 
+    @cached_property
+    def prometheus(self) -> PrometheusClient | None:
+        """The Prometheus STRATUS_PROMETHEUS_URL names (read on first use), or None."""
+        return prometheus_from_env()
+
 
 def open_store() -> Store:
     return Store()
@@ -91,7 +98,11 @@ def session(
         if recover:
             for line in service.reconcile():
                 click.echo(f"recovered an interrupted write: {line}", err=True)
-        yield Session(store, kube, service, identity)
+        opened = Session(store, kube, service, identity)
+        yield opened
     finally:
+        metrics = opened.__dict__.get("prometheus") if "opened" in locals() else None
+        if metrics is not None:
+            metrics.close()
         kube.close()
         store.close()

@@ -21,6 +21,7 @@ from agents.incident_store import IncidentEnvelope, IncidentEvent, IncidentRepos
 from agents.llm import planner_from_env
 from agents.planner.offline import OfflinePlanner
 from agents.settings import WorkflowConfig
+from agents.telemetry import summarize
 from agents.workflow import IncidentWorkflow
 from cli import render
 from cli.context import Session, cluster_options, session
@@ -48,7 +49,12 @@ def build_workflow(
     if settle_seconds is not None:
         config.settle_timeout = settle_seconds
     return IncidentWorkflow(
-        service=s.service, kube=s.kube, offline=OfflinePlanner(), llm=llm, config=config
+        service=s.service,
+        kube=s.kube,
+        offline=OfflinePlanner(),
+        llm=llm,
+        config=config,
+        prometheus=s.prometheus,
     )
 
 
@@ -88,6 +94,7 @@ def _ask(s: Session, flow: IncidentWorkflow, incident: Incident, yes: bool) -> b
     proposal = waiting[0]
     click.echo("")
     render.plan(proposal)
+    render.telemetry(summarize(ClusterReader(s.kube), proposal, prometheus=flow.prometheus))
     render.decision(proposal)
     if not yes and not sys.stdin.isatty():
         click.echo(

@@ -10,10 +10,12 @@ from typing import Any
 
 import click
 
+from agents.telemetry import summarize
 from cli import render
 from cli.context import cluster_options, session
 from cli.write_commands import approve_and_execute, print_events
 from proposals.model import ProposalState
+from tools.reads import ClusterReader
 
 S = ProposalState
 
@@ -51,7 +53,9 @@ def list_proposals(
 def show(proposal_id: str, kubeconfig: Any, context: str | None) -> None:
     """Everything about one proposal: plan, decision, votes, state."""
     with session(kubeconfig, context, recover=False) as s:
-        render.details(s.service.get(proposal_id))
+        proposal = s.service.get(proposal_id)
+        render.details(proposal)
+        render.telemetry(summarize(ClusterReader(s.kube), proposal, prometheus=s.prometheus))
 
 
 @proposals.command()

@@ -10,6 +10,8 @@ import click
 
 from agents.incident import Incident
 from agents.incident_store import IncidentEnvelope
+from agents.telemetry import Telemetry
+from agents.telemetry_metrics import Figure
 from proposals.events import Envelope, EventType
 from proposals.model import Proposal
 from store.errors import Remedy, StratusError
@@ -39,6 +41,64 @@ def plan(proposal: Proposal) -> None:
     for warning in proposal.warnings:
         click.echo(f"warning: {warning}")
     click.echo(proposal.plan.diff.rstrip() or "(no change)")
+
+
+def _value(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    if unit == "%":
+        return f"{value:.1%}"
+    if unit == "s":
+        return f"{value:.3f}s"
+    return f"{value:.0f}"
+
+
+def _figure(figure: Figure, unit: str, ran: bool) -> str:
+    if ran:
+        return f"{_value(figure.before, unit)} -> {_value(figure.now, unit)}"
+    return (
+        f"{_value(figure.now, unit)} (start {_value(figure.earlier, unit)}, "
+        f"peak {_value(figure.peak, unit)})"
+    )
+
+
+def telemetry(summary: Telemetry) -> None:
+    """The target's telemetry: the cluster's signals, then Prometheus' figures (before -> after
+    once the proposal ran), or why there are none."""
+    click.echo(
+        f"telemetry: pods ready {summary.pods}, restarts {summary.restarts}, "
+        f"endpoints {summary.endpoints}"
+    )
+    for line in summary.errors:
+        click.echo(f"  error line: {line}")
+    for line in summary.events:
+        click.echo(f"  event: {line}")
+    m = summary.metrics
+    if summary.metrics_source == "none":
+        click.echo("metrics:   no metrics source (STRATUS_PROMETHEUS_URL is not set)")
+        return
+    if summary.metrics_source == "not_applicable":
+        click.echo("metrics:   none for this kind of object")
+        return
+    if m is None:
+        click.echo(f"metrics:   unavailable ({summary.metrics_reason}); cluster signals only")
+        return
+    ran = m.executed_at is not None
+    click.echo(
+        f"metrics:   Prometheus, last {m.window:g}s, services {', '.join(m.services)}"
+        + ("; before -> after the change" if ran else "")
+    )
+    for label, figure, unit in (
+        ("error rate", m.error_rate, "%"),
+        ("p95", m.p95, "s"),
+        ("restarts", m.restarts, ""),
+        ("memory/limit", m.memory, "%"),
+    ):
+        click.echo(f"  {label:<13}{_figure(figure, unit, ran)}")
+    for caller in m.callers:
+        click.echo(f"  caller {caller.caller}: errors {_figure(caller.figure, '%', ran)}")
+    if m.failed:
+        click.echo(f"  missing: {m.failed}")
 
 
 def decision(proposal: Proposal) -> None:
