@@ -18,7 +18,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import cards, home, http, questions
+from bot import alerts, cards, home, http, questions
 from bot.actions import Clicks
 from bot.authz import Gate, Groups, middleware
 from bot.commands import Commands
@@ -61,6 +61,14 @@ class StratusBot:
         self.gate = Gate(runtime, Groups(self.client))
         self.commands = Commands(runtime, self.client, self.follower, self.driver, self.gate)
         self.clicks = Clicks(runtime, self.client, self.follower, self.driver, self.gate)
+        self.alert_threads = alerts.AlertThreads(runtime, self.follower, config.alerts)
+        self.alerts = alerts.AlertReceiver(
+            runtime, threads=self.alert_threads, driver=self.driver, config=config.alerts
+        )
+        self._alert_listener: alerts.AlertListener | None = None
+        self.alerts_url = ""
+        if config.alerts.enabled:
+            self.follower.alert_threads = self.alert_threads
         self._runner: web.AppRunner | None = None
         self._socket: Any = None
         self.url = ""
@@ -130,8 +138,10 @@ class StratusBot:
         await self.driver.resume_open()
         self.rt.spawn(self.gate.groups.warm(self.rt.approvers_named()), name="warm user groups")
         if self.config.mode == "http":
+            server_app = http.web_app(self.app, self.config.path, self.config.signing_secret)
+            self.alerts.add_to(server_app)  # off (503, says why) without STRATUS_ALERTS_TOKEN
             self._runner = web.AppRunner(
-                http.web_app(self.app, self.config.path, self.config.signing_secret),
+                server_app,
                 access_log=None,
                 # Slack keeps its connections alive; acknowledgements take milliseconds.
                 shutdown_timeout=1.0,
@@ -142,6 +152,7 @@ class StratusBot:
             server = getattr(site, "_server", None)
             port = server.sockets[0].getsockname()[1] if server and server.sockets else 0
             self.url = f"http://{self.config.host}:{port}{self.config.path}"
+            self.alerts_url = f"http://{self.config.host}:{port}{alerts.PATH}"
         else:
             from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
@@ -153,7 +164,15 @@ class StratusBot:
                 self.app, self.config.app_token, web_client=web_client
             )
             await self._socket.connect_async()
+            if self.config.alerts.enabled:  # Socket Mode has no server: the webhook's own
+                self._alert_listener = alerts.AlertListener(self.alerts, self.config.alerts)
+                await self._alert_listener.start()
+                self.alerts_url = self._alert_listener.url
         log.info("stratus bot started (%s mode) %s", self.config.mode, self.url)
+        log.info(
+            "Alertmanager webhook: %s",
+            self.alerts_url if self.config.alerts.enabled else "off (STRATUS_ALERTS_TOKEN unset)",
+        )
 
     async def stop(self) -> None:
         """Stop taking requests, let background work finish (bounded), stop following.
@@ -163,6 +182,8 @@ class StratusBot:
             await _bounded(self._socket.close_async(), "closing the Socket Mode connection")
         if self._runner is not None:
             await _bounded(self._runner.cleanup(), "closing the HTTP server")
+        if self._alert_listener is not None:
+            await _bounded(self._alert_listener.stop(), "closing the alert webhook listener")
         await self.rt.drain(timeout=STOP_SECONDS)
         await _bounded(self.follower.stop(), "stopping the event follower")
         self.rt.close()

@@ -12,16 +12,82 @@ import os
 from collections.abc import Mapping
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from store.errors import Remedy, StratusError
+from tools import names
+from tools.errors import Invalid
 
 Mode = Literal["socket", "http"]
+MIN_ALERTS_TOKEN = 16
 
 
 class ConfigError(StratusError):
     code = "bot_config"
     default_remedy = Remedy.FIX_INPUT
+
+
+class AlertsConfig(BaseModel):
+    """Where alert incidents are posted, and the webhook's token and listener."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    token: str = ""  # empty: the endpoint is off
+    channel: str = ""  # the channel alert incidents are posted in
+    channels: dict[str, str] = Field(default_factory=dict)  # namespace -> channel
+    host: str = "127.0.0.1"  # Socket Mode's own listener
+    port: int = 9095
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.token)
+
+    def channel_for(self, namespace: str) -> str:
+        return self.channels.get(namespace, self.channel)
+
+    @classmethod
+    def from_env(cls, values: Mapping[str, str]) -> AlertsConfig:
+        token = values.get("STRATUS_ALERTS_TOKEN", "")
+        channel = values.get("STRATUS_ALERT_CHANNEL", "")
+        channels = _channels(values.get("STRATUS_ALERT_CHANNELS", ""))
+        if token and len(token) < MIN_ALERTS_TOKEN:
+            raise ConfigError(
+                f"STRATUS_ALERTS_TOKEN is too short: at least {MIN_ALERTS_TOKEN} characters "
+                "(e.g. openssl rand -hex 32)"
+            )
+        if token and not channel:
+            raise ConfigError(
+                "STRATUS_ALERTS_TOKEN is set but STRATUS_ALERT_CHANNEL is not: name the channel "
+                "(its ID, e.g. C0123456789) where alert incidents are posted"
+            )
+        try:
+            port = int(values.get("STRATUS_ALERTS_PORT", "9095"))
+        except ValueError as exc:
+            raise ConfigError("STRATUS_ALERTS_PORT is not a port number") from exc
+        return cls(
+            token=token,
+            channel=channel,
+            channels=channels,
+            host=values.get("STRATUS_ALERTS_HOST", "127.0.0.1"),
+            port=port,
+        )
+
+
+def _channels(spec: str) -> dict[str, str]:
+    """``hotel=C0HOTEL,shop=C0SHOP`` → {namespace: channel}."""
+    mapping: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in spec.split(","))):
+        namespace, sep, channel = item.partition("=")
+        try:
+            names.check_namespace(namespace.strip())
+        except Invalid as exc:
+            raise ConfigError(f"STRATUS_ALERT_CHANNELS: {exc.message}") from exc
+        if not sep or not channel.strip():
+            raise ConfigError(
+                f"STRATUS_ALERT_CHANNELS: {item!r} is not NAMESPACE=CHANNEL (e.g. hotel=C0HOTEL)"
+            )
+        mapping[namespace.strip()] = channel.strip()
+    return mapping
 
 
 class BotConfig(BaseModel):
@@ -37,6 +103,7 @@ class BotConfig(BaseModel):
     path: str = "/slack/events"
     # How often the event stream is read for changes made elsewhere (CLI undo, TNR).
     follow_interval: float = 0.3
+    alerts: AlertsConfig = Field(default_factory=AlertsConfig)  # Alertmanager's webhook
 
     @classmethod
     def from_env(
@@ -74,4 +141,5 @@ class BotConfig(BaseModel):
             host=host or values.get("STRATUS_BOT_HOST", "127.0.0.1"),
             port=port if port is not None else int(values.get("STRATUS_BOT_PORT", "3000")),
             follow_interval=float(values.get("STRATUS_BOT_FOLLOW_SECONDS", "0.3")),
+            alerts=AlertsConfig.from_env(values),
         )

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.models.blocks import Block
@@ -23,8 +23,8 @@ from agents.incident import Incident
 from agents.incident_store import STREAM as INCIDENTS
 from agents.incident_store import IncidentEvent, IncidentEventType
 from agents.telemetry import Telemetry, summarize
+from bot import alert_blocks, cards, text
 from bot import blocks as b
-from bot import cards, text
 from bot.links import MessageRef
 from bot.runtime import Runtime
 from bot.summary import summary_blocks
@@ -37,6 +37,10 @@ log = logging.getLogger("stratus.bot")
 P = ProposalState
 TERMINAL = {"resolved", "escalated", "cancelled"}
 PARENT_REFRESH_SECONDS = 20.0
+
+
+class AlertThreadOpener(Protocol):
+    async def ensure(self, incident_id: str) -> MessageRef | None: ...
 
 
 @dataclass
@@ -59,6 +63,8 @@ class Follower:
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._since_refresh = 0.0
+        # Set when alerts are on: an alert's incident gets its thread on its first alert.
+        self.alert_threads: AlertThreadOpener | None = None
 
     # ------------------------------------------------------------------ the loop
 
@@ -121,6 +127,8 @@ class Follower:
         self, event: IncidentEvent, parents: set[str], dirty: set[str]
     ) -> None:
         thread = await self.rt.call(self.rt.links.thread, event.incident_id)
+        if thread is None and event.type == IncidentEventType.ALERT_FIRED and self.alert_threads:
+            thread = await self.alert_threads.ensure(event.incident_id)
         if thread is None:
             return
         parents.add(event.incident_id)
@@ -147,6 +155,14 @@ class Follower:
             incident = await self.rt.call(self.rt.incidents.get, event.incident_id)
             for attempt in incident.attempts:
                 dirty.update(p for p in attempt.proposals if p)
+        elif event.type == IncidentEventType.ALERT_FIRED:
+            body = alert_blocks.fired(event.data)
+        elif event.type == IncidentEventType.ALERT_RESOLVED:
+            body = alert_blocks.resolved(event.data)
+            if event.data.get("incident_clear") and event.state in TERMINAL:
+                await self.post(thread, body, event.message)
+                await self.post_summary(event.incident_id)  # now saying the alerts cleared
+                return
         elif event.type == IncidentEventType.NOTE and event.message:
             body = [b.context(text.state_note(event.message))]
         elif event.type == IncidentEventType.STATE_CHANGED and event.state in TERMINAL:

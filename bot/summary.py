@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from slack_sdk.models.blocks import Block
 
+from agents.alerts import outcome as alert_outcome
 from agents.incident import Incident
 from agents.incident_store import IncidentEnvelope, IncidentEventType
 from bot import blocks as b
@@ -48,6 +49,11 @@ def summary_blocks(
             + text.summary_times(text.duration(detect), text.duration(mitigate), before, after)
         ),
     ]
+    alerted = alert_outcome(events)
+    if alerted is not None:
+        parts.append(
+            b.section(text.alerts_outcome(list(alerted.fired), alerted.cleared, alerted.cleared_at))
+        )
     writes = [p for p in proposals if p.undo_entry is None]
     undos = [p for p in proposals if p.undo_entry is not None]
     lines = [
@@ -76,6 +82,8 @@ def summary_blocks(
             IncidentEventType.STATE_CHANGED,
             IncidentEventType.VERIFIED,
             IncidentEventType.ATTEMPT,
+            IncidentEventType.ALERT_FIRED,
+            IncidentEventType.ALERT_RESOLVED,
         )
     ]
     if len(steps) > TIMELINE_LINES:

@@ -33,6 +33,8 @@ def who(actor: str | None) -> str:
         return f"`{actor.removeprefix('cli:')}` (terminal)"
     if actor.startswith("stratus"):
         return "Stratus"
+    if actor.startswith("alert:"):
+        return f":rotating_light: alert `{esc(actor.removeprefix('alert:'))}`"
     return f"`{actor}`"
 
 
@@ -621,3 +623,64 @@ HOME_NO_GRANTS = "You have no active grants."
 def home_pending(proposal_id: str, intent: str, link: str | None) -> str:
     where = f" — <{link}|open the card>" if link else ""
     return f"• `{proposal_id}` {intent}{where}"
+
+
+# ---------------------------------------------------------------------- alerts (Alertmanager)
+
+
+def alerts_fired(count: int, joined: bool) -> str:
+    head = f":rotating_light: *{count} alert{'s' if count != 1 else ''} firing*"
+    return head + (" — the alert group joined this open incident" if joined else "")
+
+
+def alert_line(name: str, severity: str, where: str, summary: str) -> str:
+    """One alert; its summary is quoted as data from the alert (escaped: it cannot mention
+    anyone or disguise a link)."""
+    tag = f" ({esc(severity)})" if severity else ""
+    place = f" — {esc(where)}" if where else ""
+    said = f"\n>_from the alert:_ {esc(summary)}" if summary else ""
+    return f"• `{esc(name)}`{tag}{place}{said}"
+
+
+def alerts_more(count: int) -> str:
+    return f"… and {count} more"
+
+
+def alert_cleared_line(name: str, where: str) -> str:
+    place = f" — {esc(where)}" if where else ""
+    return f":white_check_mark: *Alert cleared:* `{esc(name)}`{place}"
+
+
+def alerts_all_clear(state: str) -> str:
+    ended = state in ("resolved", "escalated", "cancelled")
+    return "_No alert of this incident is firing any more" + (
+        " — after the incident ended._" if ended else "._"
+    )
+
+
+def alerts_still_firing(names: list[str]) -> str:
+    return "_Still firing: " + ", ".join(f"`{esc(n)}`" for n in names) + "_" if names else ""
+
+
+def alerts_outcome(fired: list[str], cleared: bool, at: str) -> str:
+    shown = ", ".join(f"`{esc(n)}`" for n in fired[:8]) + (" …" if len(fired) > 8 else "")
+    if cleared:
+        return f"*Alerts:* {shown} fired; :white_check_mark: all cleared (at {at[11:19]} UTC)"
+    return f"*Alerts:* {shown} fired; :rotating_light: not all cleared yet"
+
+
+# The webhook's answers to Alertmanager (HTTP bodies, read by whoever configures it).
+ALERTS_OFF = (
+    "the Alertmanager endpoint is off: set STRATUS_ALERTS_TOKEN (and STRATUS_ALERT_CHANNEL) "
+    "and restart stratus serve"
+)
+ALERTS_UNAUTHORIZED = "missing or wrong bearer token; nothing was opened"
+ALERTS_TOO_LARGE = "the body is larger than 1 MiB; nothing was opened"
+
+
+def alerts_malformed(problem: str) -> str:
+    return f"not an Alertmanager webhook body (version 4): {problem}; nothing was opened"
+
+
+def alerts_unavailable(why: str) -> str:
+    return f"the notification could not be stored ({why}); send it again"

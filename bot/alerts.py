@@ -1,0 +1,182 @@
+"""Alertmanager's webhook: alerts that open incidents without anyone typing.
+
+``POST /alerts/alertmanager`` takes Alertmanager's webhook body (version 4). The checks come
+in the order that spends least on a stranger: the endpoint is off (503, says how to turn it
+on) until ``STRATUS_ALERTS_TOKEN`` is set; the ``Authorization: Bearer`` token is compared in
+constant time before the body is read (401, nothing opened); a body over 1 MiB is refused
+(413); a body that is not JSON, or not Alertmanager's shape, is refused (400). An accepted
+notification is stored at once (``agents.alert_store.AlertIntake``: one incident per alert
+group, deduplicated by group key) and answered 200 with what was decided; posting the
+incident's thread and investigating run in the background. A failure to reach the cluster
+or the store answers 503, so Alertmanager sends the notification again.
+
+Served on the bot's own HTTP server in HTTP mode, and on a small listener of its own
+(``STRATUS_ALERTS_HOST``/``STRATUS_ALERTS_PORT``) in Socket Mode, where the bot has no server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+
+from aiohttp import web
+from pydantic import ValidationError
+
+from agents.alert_store import AlertIntake
+from agents.alerts import AlertmanagerPayload
+from bot import cards, text
+from bot.config import AlertsConfig
+from bot.driver import Driver
+from bot.follower import Follower
+from bot.links import MessageRef
+from bot.runtime import Runtime
+from store.errors import StratusError
+
+log = logging.getLogger("stratus.bot")
+PATH = "/alerts/alertmanager"
+MAX_BODY = 1024 * 1024
+
+
+def bearer_matches(header: str, token: str) -> bool:
+    """``Authorization: Bearer <token>``, compared in constant time."""
+    scheme, _, given = header.partition(" ")
+    if scheme.lower() != "bearer" or not token:
+        return False
+    return hmac.compare_digest(given.strip().encode("utf-8", "replace"), token.encode())
+
+
+class AlertThreads:
+    """The incident thread of an alert: posted once, in the channel the config names."""
+
+    def __init__(self, runtime: Runtime, follower: Follower, config: AlertsConfig) -> None:
+        self.rt = runtime
+        self.follower = follower
+        self.config = config
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    async def ensure(self, incident_id: str) -> MessageRef | None:
+        async with self._locks.setdefault(incident_id, asyncio.Lock()):
+            existing = await self.rt.call(self.rt.links.thread, incident_id)
+            if existing is not None:
+                return existing
+            incident = await self.rt.call(self.rt.incidents.get, incident_id)
+            parent = await self.follower.post(
+                MessageRef(self.config.channel_for(incident.namespace), ""),
+                cards.incident_parent(incident, self.rt.store.clock.now()),
+                text.incident_fallback(incident.namespace, incident.state.value),
+            )
+            if parent is None:
+                return None
+            await self.rt.call(self.rt.links.link_thread, incident_id, parent, incident.requester)
+            return parent
+
+
+class AlertReceiver:
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        threads: AlertThreads,
+        driver: Driver,
+        config: AlertsConfig,
+    ) -> None:
+        self.rt = runtime
+        self.threads = threads
+        self.driver = driver
+        self.config = config
+        self.intake = AlertIntake(runtime.workflow)
+
+    def add_to(self, server: web.Application) -> None:
+        server.router.add_post(PATH, self.handle)
+
+    async def handle(self, request: web.Request) -> web.Response:
+        if not self.config.enabled:
+            return _answer(503, text.ALERTS_OFF)
+        if not bearer_matches(request.headers.get("Authorization", ""), self.config.token):
+            return web.json_response(
+                {"error": text.ALERTS_UNAUTHORIZED},
+                status=401,
+                headers={"WWW-Authenticate": 'Bearer realm="stratus-alerts"'},
+            )
+        raw = await _read(request)
+        if raw is None:
+            return _answer(413, text.ALERTS_TOO_LARGE)
+        try:
+            payload = AlertmanagerPayload.model_validate(json.loads(raw.decode("utf-8")))
+        except (ValueError, RecursionError) as error:
+            problem = _problem(error)
+            log.info("alert webhook refused: %s", problem)
+            return _answer(400, text.alerts_malformed(problem))
+        try:
+            result = await self.rt.call(self.intake.receive, payload)
+        except StratusError as error:
+            log.warning("alert webhook could not be stored: %s", error.message)
+            return _answer(503, text.alerts_unavailable(error.message))
+        for incident_id in result.opened:
+            self.rt.spawn(self._investigate(incident_id), name=f"alert {incident_id}")
+        self.threads.follower.wake()
+        return web.json_response(result.to_json())
+
+    async def _investigate(self, incident_id: str) -> None:
+        if await self.threads.ensure(incident_id) is None:
+            log.error("no thread could be posted for %s; investigating anyway", incident_id)
+        await self.driver.advance(incident_id)
+        self.threads.follower.wake()
+
+
+async def _read(request: web.Request) -> bytes | None:
+    """The body, or None past ``MAX_BODY`` (read in pieces: a chunked body has no length)."""
+    if request.content_length is not None and request.content_length > MAX_BODY:
+        return None
+    body = bytearray()
+    while piece := await request.content.read(65536):
+        body += piece
+        if len(body) > MAX_BODY:
+            return None
+    return bytes(body)
+
+
+def _problem(error: Exception) -> str:
+    if isinstance(error, ValidationError):
+        first = error.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        return f"{where}: {first['msg']}"[:300] + (
+            f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
+        )
+    if isinstance(error, UnicodeDecodeError):
+        return "the body is not UTF-8"
+    if isinstance(error, RecursionError):
+        return "the body is nested too deeply"
+    return "the body is not JSON"
+
+
+def _answer(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message}, status=status)
+
+
+class AlertListener:
+    """Socket Mode's own small HTTP server for the webhook."""
+
+    def __init__(self, receiver: AlertReceiver, config: AlertsConfig) -> None:
+        self.receiver = receiver
+        self.config = config
+        self._runner: web.AppRunner | None = None
+        self.url = ""
+
+    async def start(self) -> None:
+        server = web.Application(client_max_size=MAX_BODY + 1)
+        self.receiver.add_to(server)
+        self._runner = web.AppRunner(server, access_log=None, shutdown_timeout=1.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.config.host, self.config.port)
+        await site.start()
+        bound = getattr(site, "_server", None)
+        port = bound.sockets[0].getsockname()[1] if bound and bound.sockets else 0
+        self.url = f"http://{self.config.host}:{port}{PATH}"
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
