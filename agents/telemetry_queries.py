@@ -93,10 +93,9 @@ def error_rate(scope: Scope, rate: str) -> str:
     """The share of the target's answers that were 5xx (0..1)."""
     base = (scope.ns(), scope.service_matcher())
     errors = _s(*base, ("code", "=~", promql.string(SERVER_ERRORS)))
-    return (
-        f"sum(rate(http_requests_total{errors}[{rate}]))"
-        f" / sum(rate(http_requests_total{_s(*base)}[{rate}]))"
-    )
+    # No 5xx series at all is a rate of zero, not "no data": hence ``or … * 0``.
+    total = f"sum(rate(http_requests_total{_s(*base)}[{rate}]))"
+    return f"(sum(rate(http_requests_total{errors}[{rate}])) or {total} * 0) / {total}"
 
 
 def p95_latency(scope: Scope, rate: str) -> str:
@@ -133,9 +132,10 @@ def caller_error_rates(scope: Scope, rate: str) -> str:
     """Per calling service: the share of its calls to the target that failed (0..1)."""
     base = (scope.ns(), scope.service_matcher("destination_service"))
     errors = _s(*base, ("code", "=~", promql.string(CALLER_ERRORS)))
+    total = f"sum by (service)(rate(http_client_requests_total{_s(*base)}[{rate}]))"
     return (
-        f"sum by (service)(rate(http_client_requests_total{errors}[{rate}]))"
-        f" / sum by (service)(rate(http_client_requests_total{_s(*base)}[{rate}]))"
+        f"(sum by (service)(rate(http_client_requests_total{errors}[{rate}])) or {total} * 0)"
+        f" / {total}"
     )
 
 
@@ -146,10 +146,8 @@ def namespace_error_rates(namespace: str, rate: str) -> str:
     """Per service of the namespace: the share of its answers that were 5xx."""
     ns = ("namespace", "=", promql.namespace(namespace))
     errors = _s(ns, ("code", "=~", promql.string(SERVER_ERRORS)))
-    return (
-        f"sum by (service)(rate(http_requests_total{errors}[{rate}]))"
-        f" / sum by (service)(rate(http_requests_total{_s(ns)}[{rate}]))"
-    )
+    total = f"sum by (service)(rate(http_requests_total{_s(ns)}[{rate}]))"
+    return f"(sum by (service)(rate(http_requests_total{errors}[{rate}])) or {total} * 0) / {total}"
 
 
 def namespace_p95(namespace: str, rate: str) -> str:
@@ -166,10 +164,8 @@ def namespace_caller_errors(namespace: str, rate: str) -> str:
     ns = ("namespace", "=", promql.namespace(namespace))
     errors = _s(ns, ("code", "=~", promql.string(CALLER_ERRORS)))
     by = "sum by (service, destination_service)"
-    return (
-        f"{by}(rate(http_client_requests_total{errors}[{rate}]))"
-        f" / {by}(rate(http_client_requests_total{_s(ns)}[{rate}]))"
-    )
+    total = f"{by}(rate(http_client_requests_total{_s(ns)}[{rate}]))"
+    return f"({by}(rate(http_client_requests_total{errors}[{rate}])) or {total} * 0) / {total}"
 
 
 def namespace_memory_ratio(namespace: str) -> str:
