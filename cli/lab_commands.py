@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +17,12 @@ from lab import scenarios
 from lab.client import LabClient, LabRequestFailed
 from lab.cluster.clock import INSTANT, REALTIME
 from lab.cluster_sim import available_apps
-from lab.runner import LabNotRunning, LabServer, server_url_from_kubeconfig
+from lab.runner import LAB_TOKEN, LabNotRunning, LabServer, server_url_from_kubeconfig
 from lab.slack.server import PlaygroundServer
 from lab.slack.workspace import PlaygroundConfig
+
+# The shipped alert rules, loaded by `lab up --prometheus` when this checkout has them.
+ALERT_RULES = Path(__file__).resolve().parent.parent / "manifests" / "prometheus" / "alerts.yaml"
 
 _KUBECONFIG = click.option(
     "--kubeconfig",
@@ -79,7 +86,29 @@ def lab() -> None:
     help="Authorize every request with RBAC (served over HTTPS); the kubeconfig written is "
     "the cluster admin's, and `kubectl create token SA` makes identities to try.",
 )
-def up(apps: tuple[str, ...], port: int, kubeconfig: Path | None, clock: str, rbac: bool) -> None:
+@click.option(
+    "--prometheus",
+    "with_prometheus",
+    is_flag=True,
+    help="Also run a real Prometheus scraping the lab (and an Alertmanager with the shipped "
+    "alert rules); needs Debian's prometheus and prometheus-alertmanager.",
+)
+@click.option(
+    "--alert-webhook",
+    metavar="URL",
+    default=None,
+    help="With --prometheus: where Alertmanager posts alerts (Bearer token from "
+    "$STRATUS_ALERTS_TOKEN when set).",
+)
+def up(
+    apps: tuple[str, ...],
+    port: int,
+    kubeconfig: Path | None,
+    clock: str,
+    rbac: bool,
+    with_prometheus: bool,
+    alert_webhook: str | None,
+) -> None:
     """Start the lab cluster and write its kubeconfig; runs until interrupted."""
     chosen = [a for a in apps if a != "none"]
     unknown = [a for a in chosen if a not in available_apps()]
@@ -87,22 +116,92 @@ def up(apps: tuple[str, ...], port: int, kubeconfig: Path | None, clock: str, rb
         raise click.ClickException(
             f"unknown app {unknown[0]!r}; available: {', '.join(available_apps())}"
         )
+    if alert_webhook and not with_prometheus:
+        raise click.ClickException("--alert-webhook needs --prometheus")
     path = kubeconfig or paths.lab_kubeconfig()
     server = LabServer(mode=clock, apps=chosen, port=port, rbac=rbac)
+    namespace = "hotel" if "hotel" in chosen else (chosen[0] if chosen else "default")
+
+    def ready_line(running: LabServer, extra: str = "") -> str:
+        return (
+            f"lab ready: {running.url} kubeconfig={path} apps={','.join(chosen) or '-'} "
+            f"clock={clock}{' rbac=on' if rbac else ''}{extra} (export KUBECONFIG={path})"
+        )
+
+    if with_prometheus:
+        _up_with_prometheus(server, path, namespace, ready_line, alert_webhook)
+        return
 
     def ready(running: LabServer) -> None:
-        namespace = "hotel" if "hotel" in chosen else (chosen[0] if chosen else "default")
         running.write_kubeconfig(path, namespace)
-        click.echo(
-            f"lab ready: {running.url} kubeconfig={path} apps={','.join(chosen) or '-'} "
-            f"clock={clock}{' rbac=on' if rbac else ''} (export KUBECONFIG={path})",
-            nl=True,
-        )
+        click.echo(ready_line(running), nl=True)
 
     try:
         server.run_forever(ready)
     except OSError as error:
         raise click.ClickException(f"cannot start the lab on port {port}: {error}") from error
+
+
+def _up_with_prometheus(
+    server: LabServer,
+    kubeconfig: Path,
+    namespace: str,
+    ready_line: Callable[[LabServer, str], str],
+    alert_webhook: str | None,
+) -> None:
+    """The lab on a background thread, Prometheus (and Alertmanager) beside it, until
+    SIGINT or SIGTERM; both stop together, whichever way this ends."""
+    from lab.prometheus import (
+        PrometheusError,
+        PrometheusStack,
+        RuleFileError,
+        WebhookTarget,
+        unavailable,
+    )
+
+    reason = unavailable()
+    if reason is not None:
+        raise click.ClickException(f"--prometheus: {reason}")
+    try:
+        server.start()
+    except RuntimeError as error:
+        raise click.ClickException(str(error)) from error
+    stack: PrometheusStack | None = None
+    stop = threading.Event()
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        for sig in previous:
+            signal.signal(sig, lambda signum, frame: stop.set())
+        ca_file = None
+        if server.ca_pem:
+            ca_file = kubeconfig.parent / "lab-ca.pem"
+            ca_file.parent.mkdir(parents=True, exist_ok=True)
+            ca_file.write_text(server.ca_pem)
+        token = os.environ.get("STRATUS_ALERTS_TOKEN") or None
+        stack = PrometheusStack(
+            lab_url=server.url,
+            token=LAB_TOKEN,
+            ca_file=ca_file,
+            rule_files=[ALERT_RULES] if ALERT_RULES.is_file() else [],
+            webhook=WebhookTarget(alert_webhook, token) if alert_webhook else None,
+        )
+        try:
+            stack.start()
+        except (PrometheusError, RuleFileError) as error:
+            raise click.ClickException(f"Prometheus did not start: {error}") from error
+        server.write_kubeconfig(kubeconfig, namespace)
+        extra = f" prometheus={stack.prometheus_url}"
+        if stack.alertmanager_url:
+            extra += f" alertmanager={stack.alertmanager_url}"
+        click.echo(ready_line(server, extra), nl=True)
+        while not stop.wait(0.5):
+            pass
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+        if stack is not None:
+            stack.stop()
+        server.stop()
 
 
 _SCENARIOS = click.option(
