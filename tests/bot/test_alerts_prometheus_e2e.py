@@ -23,6 +23,7 @@ from bot.config import AlertsConfig, BotConfig
 from bot.runtime import Runtime
 from lab.client import LabClient
 from lab.prometheus import PrometheusStack, WebhookTarget, unavailable
+from lab.prometheus.stack import free_port
 from lab.runner import LAB_TOKEN, LabServer, write_kubeconfig
 from lab.slack.client import AsyncPlaygroundClient
 from lab.slack.server import PlaygroundServer
@@ -61,49 +62,42 @@ async def world(
     store = Store(tmp_path / "bot.db")
     policy = PolicyBox()
     policy.set(ASK, defaults=SRE)
+    port = free_port()  # the bot's, known before Alertmanager is configured to post there
     config = BotConfig(
         mode="http",
         bot_token=playground.bot_token,
         signing_secret=playground.signing_secret,
         api_url=playground.api_url,
-        port=0,
+        port=port,
         follow_interval=0.1,
         alerts=AlertsConfig(token=TOKEN, channel=CHANNEL),
     )
-    # The bot listens first (Alertmanager needs its URL); Prometheus comes next.
-    holder: dict[str, PrometheusClient] = {}
-    service = ProposalService(
-        store=store, executor=Executor(kube, store, lock_wait=0.5), policy=policy
-    )
-
-    def runtime(prometheus: PrometheusClient | None) -> Runtime:
-        flow = IncidentWorkflow(
-            service=service,
-            kube=kube,
-            offline=OfflinePlanner(),
-            config=WorkflowConfig(settle_timeout=30, poll_interval=0.5),
-            prometheus=prometheus,
-        )
-        return Runtime(service=service, workflow=flow, policy=policy)
-
-    bot = StratusBot(runtime(None), config)
-    await bot.start()
-    await AsyncPlaygroundClient(playground.url).configure(request_url=bot.url)
     stack = PrometheusStack(
         lab_url=lab.url,
         token=LAB_TOKEN,
         workdir=tmp_path / "prometheus",
         rule_files=[RULES],
-        webhook=WebhookTarget(bot.alerts_url, TOKEN),
+        webhook=WebhookTarget(f"http://127.0.0.1:{port}/alerts/alertmanager", TOKEN),
+    ).start()
+    service = ProposalService(
+        store=store, executor=Executor(kube, store, lock_wait=0.5), policy=policy
     )
+    flow = IncidentWorkflow(
+        service=service,
+        kube=kube,
+        offline=OfflinePlanner(),
+        config=WorkflowConfig(settle_timeout=30, poll_interval=0.5),
+        prometheus=PrometheusClient(PrometheusConfig(url=stack.prometheus_url)),
+    )
+    bot = StratusBot(Runtime(service=service, workflow=flow, policy=policy), config)
     try:
-        stack.start()
-        holder["client"] = PrometheusClient(PrometheusConfig(url=stack.prometheus_url))
-        bot.rt.workflow.prometheus = holder["client"]  # the card's metrics come from it
+        await bot.start()
+        assert bot.alerts_url == f"http://127.0.0.1:{port}/alerts/alertmanager"
+        await AsyncPlaygroundClient(playground.url).configure(request_url=bot.url)
         yield lab, bot, stack
     finally:
-        stack.stop()
         await bot.stop()
+        stack.stop()
         store.close()
         kube.close()
 
