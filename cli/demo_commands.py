@@ -32,6 +32,7 @@ import click
 
 from lab import scenarios
 from lab.client import LabClient, LabRequestFailed
+from lab.prometheus import unavailable as prometheus_unavailable
 from lab.runner import LabNotRunning
 from lab.slack.client import PlaygroundClient
 from lab.slack.faults import FaultMenu, InjectFailed, ScenarioChoice
@@ -266,6 +267,9 @@ def demo(port: int, bot_port: int, lab_port: int, directory: Path | None, planne
     children: list[Child] = []
     playground: PlaygroundServer | None = None
     failure: DemoFailed | None = None
+    # Prometheus scrapes the lab when Debian's packages are installed; otherwise the demo
+    # runs on cluster signals alone and says why.
+    no_prometheus = prometheus_unavailable()
     with _interrupts() as stop:
         try:
             lab = Child(
@@ -280,25 +284,34 @@ def demo(port: int, bot_port: int, lab_port: int, directory: Path | None, planne
                     str(kubeconfig),
                     "--clock",
                     "realtime",
+                    *([] if no_prometheus else ["--prometheus"]),
                 ],
                 env=dict(os.environ),
                 log=folder / "lab.log",
             )
             children.append(lab)
-            lab_url = lab.wait_for(LAB_READY, START_TIMEOUT).split()[2]
+            lab_ready = lab.wait_for(LAB_READY, START_TIMEOUT)
+            lab_url = lab_ready.split()[2]
+            prometheus = next(
+                (f.split("=", 1)[1] for f in lab_ready.split() if f.startswith("prometheus=")),
+                f"not started ({no_prometheus})",
+            )
             playground = PlaygroundServer(
                 PlaygroundConfig(), port=port, menu=fault_menu(lab_url)
             ).start()
             bot = Child(
                 "bot",
                 ["serve", "--mode", "http", "--port", str(bot_port), "--planner", planner],
-                env=_bot_env(playground, kubeconfig, folder),
+                env=_bot_env(playground, kubeconfig, folder)
+                | ({} if no_prometheus else {"STRATUS_PROMETHEUS_URL": prometheus}),
                 log=folder / "bot.log",
             )
             children.append(bot)
             bot_url = bot.wait_for(BOT_READY, START_TIMEOUT).split()[-1]
             PlaygroundClient(playground.url).configure(request_url=bot_url)
             _announce(playground, kubeconfig, folder, bot_url, temporary)
+            click.echo(f"  prometheus: {prometheus}")
+            sys.stdout.flush()
             while not stop.wait(0.5):
                 ended = next((c for c in children if not c.running), None)
                 if ended is not None:
