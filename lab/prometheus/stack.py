@@ -10,8 +10,11 @@ what does not exit).
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
 import shutil
+import signal
 import socket
 import ssl
 import subprocess
@@ -33,6 +36,18 @@ PROMETHEUS = "prometheus"
 ALERTMANAGERS = ("prometheus-alertmanager", "alertmanager")  # Debian's name, upstream's
 INSTALL_HINT = "sudo apt-get install prometheus prometheus-alertmanager (or run scripts/setup)"
 LOG_TAIL = 20
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: ask Linux to send SIGTERM when the process that started us
+    dies, so a lab killed with SIGKILL does not leave Prometheus and Alertmanager running.
+    (Linux ties this to the starting *thread*: stacks are started from a main thread.)"""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 class PrometheusError(RuntimeError):
@@ -80,7 +95,11 @@ class _Process:
         self.log = log
         self._log_file: IO[bytes] = log.open("wb")
         self.popen = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=self._log_file, stderr=subprocess.STDOUT
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+            preexec_fn=_die_with_parent,  # noqa: PLW1509 - only prctl, safe after fork
         )
 
     def failure(self, what: str) -> PrometheusError:

@@ -54,16 +54,51 @@ def test_lab_up_with_prometheus_scrapes_an_rbac_lab_and_stops_with_it(tmp_path: 
         text=True,
     ) as process:
         prometheus = _check_and_stop(process)
-    # Prometheus went with the lab.
+    _gone(prometheus)  # Prometheus went with the lab.
+
+
+def _gone(url: str) -> None:
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         try:
-            urllib.request.urlopen(f"{prometheus}/-/ready", timeout=1).close()
+            urllib.request.urlopen(f"{url}/-/ready", timeout=1).close()
         except OSError:
-            break
+            return
         time.sleep(0.2)
-    else:
-        pytest.fail("Prometheus still answers after the lab stopped")
+    pytest.fail(f"{url} still answers after the lab stopped")
+
+
+@pytest.mark.skipif(unavailable() is not None, reason=unavailable() or "")
+def test_a_lab_killed_with_sigkill_takes_prometheus_and_alertmanager_with_it(
+    tmp_path: Path,
+) -> None:
+    with subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "cli",
+            "lab",
+            "up",
+            "--prometheus",
+            "--alert-webhook",
+            "http://127.0.0.1:9/alerts",
+            "--kubeconfig",
+            str(tmp_path / "kc"),
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    ) as process:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        fields = dict(f.split("=", 1) for f in line.split() if "=" in f and "://" in f)
+        assert {"prometheus", "alertmanager"} <= set(fields), line
+        process.kill()  # no handler runs: only the kernel can stop the children now
+        process.wait(timeout=10)
+    _gone(fields["prometheus"])
+    _gone(fields["alertmanager"])
 
 
 def _check_and_stop(process: subprocess.Popen[str]) -> str:
