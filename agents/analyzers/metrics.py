@@ -24,6 +24,7 @@ CALLER_ERROR_RISE = 0.1  # … that failed at least 10 points less at the start 
 MEMORY_FULL = 0.9  # a container at 90% of its memory limit
 MEMORY_CREEP = 0.2  # … or up 20 points of its limit within the window, now above MEMORY_HIGH
 MEMORY_HIGH = 0.75
+STARTUP_SHARE = 0.1  # a run's first tenth of the window is its start-up, not a creep
 LATENCY_FACTOR = 2.0  # p95 at least doubled since the rollout …
 LATENCY_FLOOR = 0.1  # … and at least 100 ms slower
 
@@ -50,6 +51,20 @@ def _service_target(snapshot: Snapshot, service: str) -> ResourceKey:
     return w.key(snapshot, "Service", service)
 
 
+def _upstream(spiking: dict[str, list[Trend]], callee: str) -> list[str]:
+    """Everyone whose failing calls lead to ``callee``: its callers, their callers when they
+    are failing callees themselves, and so on (a failure cascades up the call graph)."""
+    seen: list[str] = []
+    todo = [callee]
+    while todo:
+        for trend in spiking.get(todo.pop(), []):
+            caller = trend.labels.get("service", "?")
+            if caller not in seen and caller != callee:
+                seen.append(caller)
+                todo.append(caller)
+    return sorted(seen)
+
+
 def callers_see_callee_failing(snapshot: Snapshot) -> list[Finding]:
     metrics = snapshot.metrics
     if metrics is None:
@@ -62,21 +77,29 @@ def callers_see_callee_failing(snapshot: Snapshot) -> list[Finding]:
             continue
         if first is not None and now - first < CALLER_ERROR_RISE:
             continue  # failing all along: a steady state the window does not explain
-        spiking.setdefault(trend.labels.get("destination_service", ""), []).append(trend)
+        callee = trend.labels.get("destination_service", "")
+        if callee:
+            spiking.setdefault(callee, []).append(trend)
+    # A callee whose own calls fail answers its callers 5xx because of them: it is a link of
+    # the cascade, not where it starts. Name the callees at the end of the failing chains
+    # (all of them when the failures go round in a circle).
+    failing_callers = {t.labels.get("service", "") for ts in spiking.values() for t in ts}
+    ends = [c for c in spiking if c not in failing_callers] or list(spiking)
     findings = []
-    for callee, trends in sorted(spiking.items()):
-        if not callee:
-            continue
-        callers = sorted(t.labels.get("service", "?") for t in trends)
+    for callee in sorted(ends):
+        trends = sorted(spiking[callee], key=lambda t: t.labels.get("service", "?"))
+        callers = [t.labels.get("service", "?") for t in trends]
+        affected = _upstream(spiking, callee)
         findings.append(
             Finding(
                 analyzer=ANALYZER,
                 mechanism="callers-errors-spike",
                 category=Category.NETWORK,
                 resource=_service_target(snapshot, callee),
-                symptoms=[_service_target(snapshot, c) for c in callers],
+                symptoms=[_service_target(snapshot, c) for c in affected],
                 summary=f"{', '.join(callers)} now fail{'s' if len(callers) == 1 else ''} "
-                f"{_pct(max(t.now or 0 for t in trends))} of their calls to {callee}",
+                f"{_pct(max(t.now or 0 for t in trends))} of "
+                f"{'its' if len(callers) == 1 else 'their'} calls to {callee}",
                 evidence=[
                     _evidence(
                         reading,
@@ -87,10 +110,39 @@ def callers_see_callee_failing(snapshot: Snapshot) -> list[Finding]:
                 ],
                 severity=2,
                 confidence=CONFIDENCE,
-                facts={"callee": callee, "callers": callers},
+                facts={"callee": callee, "callers": callers, "affected": affected},
             )
         )
     return findings
+
+
+def _timestamp(stamp: object) -> float | None:
+    if not stamp:
+        return None
+    try:
+        return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _run_started(pod: w.Obj, container: str) -> float | None:
+    """When the container's current run started (None when it is not running)."""
+    for status in (pod.get("status") or {}).get("containerStatuses") or []:
+        if status.get("name") == container:
+            return _timestamp(((status.get("state") or {}).get("running") or {}).get("startedAt"))
+    return None
+
+
+def _creep(trend: Trend, started: float | None, window: float) -> tuple[float, float] | None:
+    """(baseline, peak) of the current run once its start-up is over, or None when the run is
+    too young to tell. A process filling up to its footprint after a (re)start is not a leak:
+    the baseline is the first point ``STARTUP_SHARE`` of the window after the run began."""
+    if started is None:
+        return None
+    settled = [v for t, v in trend.points if t >= started + window * STARTUP_SHARE]
+    if len(settled) < 2:
+        return None
+    return settled[0], max(settled)
 
 
 def memory_creeping_to_limit(snapshot: Snapshot) -> list[Finding]:
@@ -98,27 +150,29 @@ def memory_creeping_to_limit(snapshot: Snapshot) -> list[Finding]:
     if metrics is None:
         return []
     reading = metrics.memory
-    worst: dict[tuple[str, str], tuple[Trend, str]] = {}
+    worst: dict[tuple[str, str], tuple[Trend, str, float, float | None]] = {}
     for trend in reading.trends:
         peak = max((v for _, v in trend.points), default=None)
-        first = trend.first
-        if peak is None or first is None:
-            continue
-        full = peak >= MEMORY_FULL
-        creeping = peak >= MEMORY_HIGH and peak - first >= MEMORY_CREEP
-        if not (full or creeping):
+        if peak is None:
             continue
         pod = snapshot.get("Pod", trend.labels.get("pod", ""))
         owner = w.workload_of(snapshot, pod) if pod else None
-        if owner is None:
+        if pod is None or owner is None:
             continue
         container = trend.labels.get("container", "")
+        creep = _creep(trend, _run_started(pod, container), metrics.window)
+        full = peak >= MEMORY_FULL
+        creeping = (
+            creep is not None and creep[1] >= MEMORY_HIGH and creep[1] - creep[0] >= MEMORY_CREEP
+        )
+        if not (full or creeping):
+            continue
         known = worst.get(owner)
-        if known is None or peak > max(v for _, v in known[0].points):
-            worst[owner] = (trend, container)
+        if known is None or peak > known[2]:
+            worst[owner] = (trend, container, peak, creep[0] if creep else None)
     findings = []
-    for (kind, name), (trend, container) in sorted(worst.items()):
-        peak = max(v for _, v in trend.points)
+    for (kind, name), (trend, container, peak, baseline) in sorted(worst.items()):
+        since = trend.first if baseline is None else baseline
         findings.append(
             Finding(
                 analyzer=ANALYZER,
@@ -126,13 +180,13 @@ def memory_creeping_to_limit(snapshot: Snapshot) -> list[Finding]:
                 category=Category.RESOURCES,
                 resource=w.key(snapshot, kind, name),
                 summary=f"{kind.lower()}/{name}: container {container} used up to "
-                f"{_pct(peak)} of its memory limit ({_pct(trend.first)} at the start of the "
-                "window)",
+                f"{_pct(peak)} of its memory limit ({_pct(since)} "
+                f"{'at the start of the window' if baseline is None else 'after it started'})",
                 evidence=[
                     _evidence(
                         reading,
                         f"pod {trend.labels.get('pod')} container {container}: working set "
-                        f"{_pct(trend.first)} → peak {_pct(peak)} → now {_pct(trend.now)} "
+                        f"{_pct(since)} → peak {_pct(peak)} → now {_pct(trend.now)} "
                         "of the limit",
                     )
                 ],
@@ -146,13 +200,7 @@ def memory_creeping_to_limit(snapshot: Snapshot) -> list[Finding]:
 
 def _rollout_time(snapshot: Snapshot, deployment: w.Obj, revision: int) -> float | None:
     replica_set = w.revisions(snapshot, deployment).get(revision)
-    stamp = ((replica_set or {}).get("metadata") or {}).get("creationTimestamp")
-    if not stamp:
-        return None
-    try:
-        return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
+    return _timestamp(((replica_set or {}).get("metadata") or {}).get("creationTimestamp"))
 
 
 def latency_after_rollout(snapshot: Snapshot) -> list[Finding]:
