@@ -32,6 +32,7 @@ from cli.context import load_policy
 from lab import evaluation
 from lab.client import LabClient
 from lab.cluster.clock import INSTANT
+from lab.prometheus import unavailable as prometheus_unavailable
 from lab.runner import server_url_from_kubeconfig
 from proposals.model import ProposalState
 from proposals.service import ProposalService
@@ -164,6 +165,9 @@ def _report(incident: Incident, service: ProposalService) -> dict[str, Any]:
     }
 
 
+ALERT_RULES = Path(__file__).resolve().parent.parent / "manifests" / "prometheus" / "alerts.yaml"
+
+
 @click.command("eval")
 @click.option(
     "--scenarios",
@@ -200,12 +204,20 @@ def _report(incident: Incident, service: ProposalService) -> dict[str, Any]:
     help="Run only this scenario (repeatable); looked up in --scenarios DIR, then the "
     "bundled ones.",
 )
+@click.option(
+    "--prometheus",
+    is_flag=True,
+    help="Also run a real Prometheus with the shipped alert rules beside each (real-time) lab "
+    "and report which alerts fired after the fault and whether they cleared after the "
+    "investigation (needs Debian's prometheus and prometheus-alertmanager).",
+)
 def eval_command(
     pack: Path | None,
     planner: str,
     json_out: Path | None,
     jobs: int | None,
     names: tuple[str, ...],
+    prometheus: bool,
 ) -> None:
     """Run scenarios end to end on fresh labs and score the incident workflow.
 
@@ -213,6 +225,8 @@ def eval_command(
     end, the oracle checked. Prints a table (and --json) of detection, localization, root-cause
     category, mitigation, collateral damage, times, actions, undos, attempts and tokens."""
     _require_model(planner)
+    if prometheus and (missing := prometheus_unavailable()) is not None:
+        raise click.ClickException(f"--prometheus: {missing}")
     try:
         chosen = evaluation.select(names, pack)
     except evaluation.EvalError as error:
@@ -243,6 +257,7 @@ def eval_command(
         jobs=jobs,
         planner=planner,
         on_result=progress,
+        alert_rules=ALERT_RULES if prometheus else None,
     )
     say("")
     say(evaluation.table(report))

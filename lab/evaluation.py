@@ -18,6 +18,7 @@ module-level function, or a ``functools.partial`` of one).
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import statistics
@@ -33,7 +34,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from lab import scenarios
 from lab.client import LabClient
-from lab.cluster.clock import INSTANT
+from lab.cluster.clock import INSTANT, REALTIME
+from lab.eval_alerts import AlertProbe
 from lab.runner import LabServer, write_kubeconfig
 
 Investigate = Callable[[Path, str], dict[str, Any]]
@@ -115,6 +117,10 @@ class ScenarioResult:
     model_calls: int = 0
     context_tokens: int = 0
     seconds: float = 0.0  # the whole run: lab start, inject, investigate, oracle
+    # With --prometheus (lab.eval_alerts): the shipped alerts that fired after the fault, and
+    # whether they all cleared after the investigation. None: not measured ("n/a").
+    alerts_fired: list[str] | None = None
+    alerts_cleared: bool | None = None
     error: str = ""  # the harness could not run it (the lab, the callback)
 
     def to_dict(self) -> dict[str, Any]:
@@ -153,6 +159,7 @@ class EvalReport:
             "attempts": sum(r.attempts for r in self.results),
             "tokens": sum(r.tokens for r in self.results),
             "model_calls": sum(r.model_calls for r in self.results),
+            "alerts": _alert_totals(self.results),
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -163,6 +170,15 @@ class EvalReport:
             "totals": self.totals(),
             "scenarios": [r.to_dict() for r in self.results],
         }
+
+
+def _alert_totals(results: Sequence[ScenarioResult]) -> str:
+    """ "n/a" without --prometheus, else "cleared/fired" over the scenarios whose alerts fired."""
+    measured = [r for r in results if r.alerts_fired is not None]
+    if not measured:
+        return "n/a"
+    fired = [r for r in measured if r.alerts_fired]
+    return f"{sum(bool(r.alerts_cleared) for r in fired)}/{len(fired)} cleared"
 
 
 def _median(values: Sequence[float]) -> float | None:
@@ -248,6 +264,7 @@ def run_scenario(
     *,
     pack: Path | None = None,
     mode: str = INSTANT,
+    alert_rules: Path | None = None,
 ) -> ScenarioResult:
     """Run one scenario on a lab of its own and score it. Errors of the lab or of the
     callback are recorded on the result, not raised: one broken scenario does not stop an
@@ -259,14 +276,30 @@ def run_scenario(
     _, accepted, _, keys = _expected(request)
     server = None
     try:
-        server = LabServer(mode=mode, apps=[scenario.app]).start()
+        # Alerts need time to pass as it does for Prometheus: a real-time lab.
+        server = LabServer(mode=REALTIME if alert_rules else mode, apps=[scenario.app]).start()
         control = LabClient(server.url)
-        control.post(f"/lab/v1/scenarios/{scenario.name}/inject", request)
-        with tempfile.TemporaryDirectory(prefix="stratus-eval-") as folder:
+        with contextlib.ExitStack() as cleanup:
+            folder = cleanup.enter_context(tempfile.TemporaryDirectory(prefix="stratus-eval-"))
+            probe = None
+            if alert_rules is not None:
+                probe = cleanup.enter_context(
+                    AlertProbe(
+                        lab_url=server.url,
+                        namespace=scenario.namespace,
+                        rules=alert_rules,
+                        workdir=Path(folder) / "prometheus",
+                    )
+                )
+            control.post(f"/lab/v1/scenarios/{scenario.name}/inject", request)
+            if probe is not None:
+                result.alerts_fired = probe.fired()
             kubeconfig = write_kubeconfig(
                 Path(folder) / "kubeconfig", server.url, scenario.namespace
             )
             raw = investigate(kubeconfig, scenario.namespace)
+            if probe is not None:
+                result.alerts_cleared = probe.cleared() if result.alerts_fired else None
         verdict = control.get(f"/lab/v1/scenarios/{scenario.name}/check")
         _score(result, Investigation.model_validate(raw), accepted, keys)
         result.mitigated = bool(verdict["mitigated"])
@@ -328,6 +361,7 @@ def evaluate(
     jobs: int | None = None,
     planner: str = "",
     on_result: Callable[[ScenarioResult], None] | None = None,
+    alert_rules: Path | None = None,
 ) -> EvalReport:
     """Run the scenarios (already ``select``-ed), ``jobs`` at a time, each in its own lab;
     ``on_result`` sees each result as it finishes. Results come back in ``names`` order."""
@@ -342,13 +376,15 @@ def evaluate(
 
     if workers == 1:
         for index, name in enumerate(names):
-            done(index, run_scenario(name, investigate, pack=pack))
+            done(index, run_scenario(name, investigate, pack=pack, alert_rules=alert_rules))
     else:
         # spawn: a fresh interpreter per worker, not a fork of a process that runs threads.
         context = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
             futures: dict[Future[ScenarioResult], int] = {
-                pool.submit(run_scenario, name, investigate, pack=pack): index
+                pool.submit(
+                    run_scenario, name, investigate, pack=pack, alert_rules=alert_rules
+                ): index
                 for index, name in enumerate(names)
             }
             for future in as_completed(futures):
@@ -392,13 +428,14 @@ COLUMNS = (
     "attempts",
     "tokens",
     "calls",
+    "alerts",
     "end",
 )
 
 
 def _row(r: ScenarioResult) -> list[str]:
     if r.error:
-        return [r.scenario, "error", "", "", "", "", "", "", "", "", "", "", "", r.error[:60]]
+        return [r.scenario, "error", *[""] * (len(COLUMNS) - 3), r.error[:60]]
     detected = ("FP" if r.false_positive else "no") if not r.fault else _mark(r.detected)
     if not r.fault and not r.false_positive and r.detected:
         detected = "noted"  # saw something unhealthy but proposed nothing
@@ -416,8 +453,18 @@ def _row(r: ScenarioResult) -> list[str]:
         str(r.attempts),
         str(r.tokens),
         str(r.model_calls),
+        _alerts(r),
         f"{r.state} ({r.reason})" if r.reason else r.state,
     ]
+
+
+def _alerts(r: ScenarioResult) -> str:
+    if r.alerts_fired is None:
+        return "n/a"
+    if not r.alerts_fired:
+        return "none"
+    cleared = {True: "cleared", False: "NOT cleared", None: "?"}[r.alerts_cleared]
+    return f"{len(r.alerts_fired)} fired, {cleared}"
 
 
 def _fraction(count: int, total: int) -> str:
@@ -442,6 +489,7 @@ def table(report: EvalReport) -> str:
         str(t["attempts"]),
         str(t["tokens"]),
         str(t["model_calls"]),
+        t["alerts"],
         f"{t['errors']} error(s)" if t["errors"] else "",
     ]
     rows = [list(COLUMNS), *(_row(r) for r in report.results), total]
