@@ -81,6 +81,11 @@ def policy_blocks(runtime: Runtime, namespace: str) -> list[Block]:
             )
         ),
         *b.sections("\n".join(lines)),
+    ]
+    rejected = getattr(runtime.policy, "last_error", None)
+    if rejected is not None:  # a live policy whose latest file change did not load
+        parts.append(b.context(text.policy_change_rejected(str(rejected))))
+    parts += [
         b.section(text.GRANTS_TITLE),
     ]
     now = runtime.store.clock.now()

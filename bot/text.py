@@ -190,6 +190,13 @@ def policy_defaults(approver_names: list[str], quorum: int, own: bool, timeout: 
     )
 
 
+def policy_change_rejected(problems: str) -> str:
+    return (
+        ":warning: The latest change to the policy files was rejected; the rules above (the "
+        f"last good policy) stay in force: {esc(problems)}"
+    )
+
+
 def policy_rule(name: str, decision: str, scope: str, extra: str) -> str:
     return f"• `{name}` — *{decision}* {scope}{(' — ' + extra) if extra else ''}"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cache, cached_property
+from functools import cached_property
 from pathlib import Path
 
 import click
@@ -18,7 +18,7 @@ import click
 from cli.identity import Identity, current
 from policies.evaluate import CompiledPolicy
 from policies.loader import load
-from policies.reload import default_directory
+from policies.reload import LivePolicy, audit_reporter, default_directory
 from proposals.service import ProposalService
 from store.audit import AuditLog
 from store.db import Store
@@ -57,6 +57,7 @@ class Session:
     kube: KubeClient
     service: ProposalService
     identity: Identity
+    policy: LivePolicy
 
     @property
     def actor(self) -> str:
@@ -92,13 +93,16 @@ def session(
     kube = KubeClient(kubeconfig=str(kubeconfig) if kubeconfig else None, context=context)
     try:
         executor = Executor(kube, store, scope=WriteScope.from_env())
-        policy = cache(load_policy)
-        service = ProposalService(store=store, executor=executor, policy=lambda: policy(None))
+        # The files are read on first use and followed after that: a rule added while a
+        # long-running command (the bot, an investigation waiting for approval) runs decides
+        # the next proposal. A later bad change keeps the last good policy and is audited.
+        policy = LivePolicy(default_directory(), on_error=audit_reporter(store))
+        service = ProposalService(store=store, executor=executor, policy=policy)
         record_identity(store, identity)
         if recover:
             for line in service.reconcile():
                 click.echo(f"recovered an interrupted write: {line}", err=True)
-        opened = Session(store, kube, service, identity)
+        opened = Session(store, kube, service, identity, policy)
         yield opened
     finally:
         metrics = opened.__dict__.get("prometheus") if "opened" in locals() else None

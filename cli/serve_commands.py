@@ -19,7 +19,7 @@ from agents.llm.questions import answerer_from_env
 from bot.app import StratusBot
 from bot.config import BotConfig
 from bot.runtime import Runtime
-from cli.context import cluster_options, load_policy, session
+from cli.context import cluster_options, session
 from cli.incident_commands import build_workflow
 
 
@@ -55,9 +55,7 @@ def serve(
     with session(kubeconfig, context) as s:
         flow = build_workflow(s, planner=planner, max_attempts=3, settle_seconds=None)
         answerer = answerer_from_env() if planner in ("auto", "llm") else None
-        runtime = Runtime(
-            service=s.service, workflow=flow, policy=lambda: load_policy(None), answerer=answerer
-        )
+        runtime = Runtime(service=s.service, workflow=flow, policy=s.policy, answerer=answerer)
         asyncio.run(_run(StratusBot(runtime, config)))
 
 

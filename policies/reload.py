@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -94,3 +96,41 @@ def _stamp(path: Path) -> Stamp:
     except OSError as error:
         return (str(path), str(error))
     return (str(path), status.st_ino, status.st_mtime_ns, status.st_size)
+
+
+class LivePolicy:
+    """The policy in force for a long-running process, as a callable the proposal service and
+    the bot share: each call looks at the files at most once per ``interval`` seconds (a
+    few ``stat`` calls) and reloads them when they changed, so a rule added while the bot runs
+    decides the next proposal, and ``/stratus policy`` shows what is enforced. The first call
+    loads the directory and raises when it is invalid (fail closed); a later bad change keeps
+    the last good policy and is reported (``last_error``, ``on_error``)."""
+
+    def __init__(
+        self,
+        directory: Path | None,
+        *,
+        interval: float = 1.0,
+        on_error: Callable[[PolicyError], None] | None = None,
+    ) -> None:
+        self.directory = directory
+        self.interval = interval
+        self.on_error = on_error
+        self._watcher: PolicyWatcher | None = None
+        self._checked = 0.0
+        self._lock = threading.Lock()
+
+    def __call__(self) -> CompiledPolicy:
+        with self._lock:
+            if self._watcher is None:
+                self._watcher = PolicyWatcher(self.directory, on_error=self.on_error)
+                self._checked = time.monotonic()
+            elif time.monotonic() - self._checked >= self.interval:
+                self._watcher.refresh()
+                self._checked = time.monotonic()
+            return self._watcher.current
+
+    @property
+    def last_error(self) -> PolicyError | None:
+        """Why the latest change of the files was rejected (None: the files are in force)."""
+        return self._watcher.last_error if self._watcher is not None else None

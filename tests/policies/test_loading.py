@@ -14,7 +14,7 @@ import pytest
 
 from policies.loader import PolicyError, load
 from policies.model import schema
-from policies.reload import PolicyWatcher, audit_reporter
+from policies.reload import LivePolicy, PolicyWatcher, audit_reporter
 from store.audit import AuditLog
 from store.db import Store
 from tests.conftest import REPO
@@ -197,3 +197,29 @@ def test_invalid_directory_fails_closed_at_start_and_reload_keeps_the_last_good(
     os.utime(bad, (time.time() + 10, time.time() + 10))
     assert watcher.refresh() is True
     assert [r.rule.name for r in watcher.current.policy.rules] == ["better"]
+
+
+def test_a_live_policy_follows_its_files_and_keeps_the_last_good(tmp_path: Path) -> None:
+    policies = tmp_path / "policies"
+    policies.mkdir()
+    file = write(policies, HEADER + "rules:\n  - name: first\n    decision: ask\n")
+    live = LivePolicy(policies, interval=0.05)
+    assert [r.rule.name for r in live().policy.rules] == ["first"]
+    file.write_text(HEADER + "rules:\n  - name: freeze\n    decision: deny\n")
+    os.utime(file, (time.time() + 5, time.time() + 5))
+    assert [r.rule.name for r in live().policy.rules] == ["first"]  # within the interval
+    time.sleep(0.06)
+    assert [r.rule.name for r in live().policy.rules] == ["freeze"]
+    file.write_text(HEADER + "rules:\n  - name: broken\n    decison: allow\n")
+    os.utime(file, (time.time() + 10, time.time() + 10))
+    time.sleep(0.06)
+    assert [r.rule.name for r in live().policy.rules] == ["freeze"]
+    assert live.last_error is not None and "decison" in str(live.last_error)
+
+
+def test_a_live_policy_fails_closed_on_its_first_load(tmp_path: Path) -> None:
+    policies = tmp_path / "policies"
+    policies.mkdir()
+    write(policies, CASES[1][1])
+    with pytest.raises(PolicyError):
+        LivePolicy(policies)()
