@@ -264,7 +264,7 @@ class AlertIntake:
             incident,
             IncidentEventType.ALERT_FIRED,
             actor=requester(decision.fired),
-            message=f"alert fired: {names}"
+            message=f"{names} fired"
             + (" (the alert group joined this open incident)" if joined else ""),
             data={
                 "group_key": decision.group.group_key[:300],
@@ -287,7 +287,7 @@ class AlertIntake:
             incident,
             IncidentEventType.ALERT_RESOLVED,
             actor=requester(decision.resolved),
-            message=f"alert cleared: {_names(decision.resolved)}"
+            message=f"{_names(decision.resolved)} cleared"
             + ("; no alert of this incident is firing any more" if clear else ""),
             data={
                 "group_key": decision.group.group_key[:300],

@@ -71,9 +71,7 @@ async def channel_messages(slack: AsyncPlaygroundClient) -> list[dict[str, Any]]
 
 
 async def parents(slack: AsyncPlaygroundClient) -> list[dict[str, Any]]:
-    return [
-        m for m in await channel_messages(slack) if m.get("thread_ts", m["ts"]) == m["ts"]
-    ]
+    return [m for m in await channel_messages(slack) if m.get("thread_ts", m["ts"]) == m["ts"]]
 
 
 async def thread_text(slack: AsyncPlaygroundClient, ts: str) -> str:

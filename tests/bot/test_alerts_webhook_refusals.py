@@ -87,7 +87,8 @@ def post(
         with urllib.request.urlopen(request, timeout=30) as response:
             return response.status, json.loads(response.read() or b"{}")
     except urllib.error.HTTPError as error:
-        raw = error.read()
+        with error:
+            raw = error.read()
         return error.code, json.loads(raw) if raw.startswith(b"{") else {"raw": raw.decode()}
 
 
@@ -222,6 +223,7 @@ def test_an_oversize_body_is_refused(world: World) -> None:
     )
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(chunked, timeout=30)
+    refused.value.close()
     assert refused.value.code == 413
     nothing_opened(world)
 
