@@ -180,3 +180,33 @@ async def test_socket_mode_serves_the_webhook_on_its_own_listener(
 
     (parent,) = await wait_for(opened)
     assert "Incident in hotel" in blocks_text(parent)
+
+
+async def test_alerts_clearing_after_the_incident_ended_repost_the_summary(
+    lab: Lab, slack: AsyncPlaygroundClient, alert_bot: AlertBotHandle
+) -> None:
+    """A healthy namespace: the alert's incident ends as healthy; when the alert clears later,
+    the thread says so and the summary is posted again saying the alerts all cleared."""
+    bot = alert_bot.bot
+    assert bot is not None
+    firing = alert("KubePodCrashLooping", pod="geo-1")
+    await send(bot.alerts_url, payload(firing))
+
+    async def ended() -> bool:
+        found = await bot.rt.call(bot.rt.incidents.recent)
+        return bool(found) and not found[0].is_open
+
+    await wait_for(ended)
+    await alert_bot.settle()
+    status, _ = await send(bot.alerts_url, payload({**firing, "status": "resolved"}))
+    assert status == 200
+    (parent,) = await parents(slack)
+
+    async def reposted() -> list[str] | None:
+        replies = (await slack.messages(channel=CHANNEL, thread_ts=parent["ts"]))["messages"]
+        summaries = [blocks_text(m) for m in replies if "Incident summary" in blocks_text(m)]
+        return summaries if len(summaries) == 2 else None
+
+    first, second = await wait_for(reposted)
+    assert "not all cleared yet" in first and "all cleared (at" in second
+    assert "after the incident ended" in await thread_text(slack, parent["ts"])
