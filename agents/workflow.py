@@ -118,7 +118,13 @@ class IncidentWorkflow(AttemptRunner):
             for _ in range(budget):
                 if not incident.is_open:
                     break
-                moved = self._step(incident)
+                try:
+                    moved = self._step(incident)
+                except StaleIncident:
+                    # Someone changed it between our read and our write without the lease (a
+                    # cancel, a join, a choice): our move did not happen; look again.
+                    incident = self.incidents.get(incident_id)
+                    continue
                 if moved is None:
                     break  # waiting for a human
                 incident = moved

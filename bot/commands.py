@@ -153,6 +153,10 @@ class Commands:
         self.follower.wake()
 
     async def status(self, call: Invocation, ack: Ack) -> None:
+        if len(call.words) > 1:  # "status please" is not silently taken for "status"
+            await ack(text=text.USAGE["status"])
+            return
+
         def gather() -> str:
             switch = self.rt.switch.state()
             now = self.rt.store.clock.now()
@@ -177,17 +181,35 @@ class Commands:
 
         await ack(text=b.cut(await self.rt.call(gather), b.SECTION_TEXT))
 
-    def _incident_of(self, call: Invocation) -> str | None:
-        named = [w for w in call.words[1:] if INCIDENT_ID.match(w)]
+    def _incident_of(self, call: Invocation, *, open_only: bool) -> tuple[str | None, str]:
+        """The incident a command names (``inc-…``, which must exist), or the one of this
+        channel: the newest for ``summary``; for ``cancel`` only when exactly one is open —
+        a slash command carries no thread, and cancelling is not a guess. ``(None, why)``
+        otherwise."""
+        named = [w for w in call.words[1:] if w.startswith("inc-")]
         if named:
-            return named[0]
+            wanted = named[0]
+            if not INCIDENT_ID.match(wanted):
+                return None, text.no_such_incident(wanted)
+            try:
+                self.rt.incidents.get(wanted)
+            except StratusError:
+                return None, text.no_such_incident(wanted)
+            return wanted, ""
         here = self.rt.links.incident_in(call.channel)
-        return here[0] if here else None
+        if not open_only:
+            return (here[0], "") if here else (None, text.NO_INCIDENT_HERE)
+        still_open = [i for i in here if self.rt.incidents.get(i).is_open]
+        if len(still_open) == 1:
+            return still_open[0], ""
+        if not still_open:
+            return None, text.NO_OPEN_INCIDENT_HERE
+        return None, text.which_incident(still_open[:5])
 
     async def summary(self, call: Invocation, ack: Ack) -> None:
-        incident_id = await self.rt.call(self._incident_of, call)
+        incident_id, why = await self.rt.call(self._incident_of, call, open_only=False)
         if incident_id is None:
-            await ack(text=text.NO_INCIDENT_HERE + "\n" + text.USAGE["summary"])
+            await ack(text=why + "\n" + text.USAGE["summary"])
             return
         await ack(text=text.SUMMARY_POSTED)
         self.rt.spawn(self.follower.post_summary(incident_id), name="summary")
@@ -201,9 +223,9 @@ class Commands:
         await ack(text=text.policy_title(namespace), blocks=b.render(body))
 
     async def cancel(self, call: Invocation, ack: Ack) -> None:
-        incident_id = await self.rt.call(self._incident_of, call)
+        incident_id, why = await self.rt.call(self._incident_of, call, open_only=True)
         if incident_id is None:
-            await ack(text=text.NO_INCIDENT_HERE + "\n" + text.USAGE["cancel"])
+            await ack(text=why + "\n" + text.USAGE["cancel"])
             return
         await ack()
         reason = " ".join(w for w in call.words[1:] if w != incident_id)

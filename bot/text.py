@@ -136,6 +136,18 @@ def failed(what: str, why: str) -> str:
 NO_INCIDENT_HERE = (
     "I can't tell which incident you mean: use this in an incident thread, or name it (`inc-…`)."
 )
+NO_OPEN_INCIDENT_HERE = "No incident is open in this channel; nothing to cancel."
+
+
+def no_such_incident(word: str) -> str:
+    return f"There is no incident `{esc(word[:40])}`; nothing changed."
+
+
+def which_incident(ids: list[str]) -> str:
+    named = ", ".join(f"`{i}`" for i in ids)
+    return f"Several incidents are open here ({named}): name the one you mean; nothing changed."
+
+
 SUMMARY_POSTED = "Summary posted in the thread."
 PAUSE_REFUSED = "Only Stratus admins (the policy's default approvers) may pause or resume Stratus."
 

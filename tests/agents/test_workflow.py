@@ -349,3 +349,40 @@ def test_only_one_process_advances_an_incident_and_the_other_is_told_who(
     assert replicas(kube, "recommendation") == 0  # nothing moved under someone else's lease
     LeaseLocks(wstore).release(f"incident:{incident.id}", other)
     assert flow.advance(incident.id).state == St.RESOLVED
+
+
+def test_a_cancel_racing_the_first_moves_is_honoured_and_nothing_is_orphaned(
+    broken: Lab, kube: KubeClient, service: ProposalService, policy: PolicyBox
+) -> None:
+    """A cancel that lands while another thread advances (it writes without the lease) made
+    the advancing move fail as stale, which left the incident open in ``detecting`` with
+    nobody driving it. Tried several times: the interleavings differ from run to run."""
+    import threading
+    from collections.abc import Callable
+
+    policy.set(ASK)
+    flow = workflow(service, kube, ScriptedPlanner(FIX))
+    failures: list[BaseException] = []
+
+    def run(work: Callable[[], object]) -> None:
+        try:
+            work()
+        except BaseException as error:
+            failures.append(error)
+
+    for _ in range(6):
+        incident, joined = flow.start("hotel", requester="cli:alice")
+        assert not joined
+        iid = incident.id
+        advancing = threading.Thread(target=run, args=(lambda i=iid: flow.advance(i),))
+        cancelling = threading.Thread(
+            target=run, args=(lambda i=iid: flow.cancel(i, actor="cli:bob"),)
+        )
+        advancing.start()
+        cancelling.start()
+        advancing.join(60)
+        cancelling.join(60)
+        assert not failures, failures
+        final = flow.advance(iid)
+        assert final.state == St.CANCELLED, final.state
+    assert replicas(kube, "recommendation") == 0

@@ -50,6 +50,13 @@ async def test_help_and_unknown_or_malformed_commands_get_a_helpful_reply(
     assert "Usage:" in missing
     too_many = said(await slack.command("U0DAVE", "/stratus", "undo a b c"))
     assert "Usage:" in too_many
+    assert "Usage: `/stratus status`" in said(await slack.command("U0DAVE", "/stratus", "status x"))
+    # A wrong incident id is never taken for "the incident of this channel".
+    for words in ("cancel inc-0123456789", "cancel inc-doesnotexist", "summary inc-zzz"):
+        reply = said(await slack.command("U0ALICE", "/stratus", words))
+        assert "There is no incident `inc-" in reply and "nothing changed" in reply, words
+    nothing = said(await slack.command("U0ALICE", "/stratus", "cancel"))
+    assert "No incident is open in this channel" in nothing
     # Every one of these was an ephemeral reply: nothing was posted in the channel.
     assert (await slack.messages(channel="C0INCIDENT"))["messages"] == []
     assert not await stratus_bot.runtime.call(stratus_bot.runtime.incidents.recent, limit=5)
