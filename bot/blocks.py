@@ -49,15 +49,24 @@ def cut(text: str, limit: int) -> str:
 
 
 def code(text: str, limit: int = SECTION_TEXT) -> str:
-    """A code block of at most ``limit`` characters, whole lines kept where possible."""
+    """A code block of at most ``limit`` characters, whole lines kept where possible.
+    Its text is escaped like any untrusted text: Slack reads ``<!channel>`` and links even
+    inside a code block, and a diff carries whatever the cluster's objects say."""
     fence = "```"
     room = limit - 2 * len(fence) - 2
-    body = text.replace("```", "'''")
+    body = text.replace("```", "'''").replace("&", "&amp;").replace("<", "&lt;")
+    body = body.replace(">", "&gt;")
     if len(body) > room:
         head = body[: room - 2]  # room for "\n…"
-        head = head[: head.rfind("\n")] if "\n" in head else head
+        head = head[: head.rfind("\n")] if "\n" in head else _whole_entities(head)
         body = head + "\n" + ELLIPSIS
     return f"{fence}\n{body}\n{fence}"
+
+
+def _whole_entities(text: str) -> str:
+    """``text`` without an escape sequence cut in half at its end (``&am``)."""
+    cut = text.rfind("&")
+    return text[:cut] if cut != -1 and ";" not in text[cut:] else text
 
 
 def chunks(text: str, size: int) -> list[str]:

@@ -12,11 +12,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import time
+from typing import Any
 
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.request.internals import parse_body
 
 MAX_BODY = 1024 * 1024
 MAX_AGE = 300  # seconds: Slack's replay window
@@ -35,6 +37,36 @@ def signed(secret: str, raw: bytes, *, timestamp: str, signature: str, now: floa
     return hmac.compare_digest(expected.encode(), signature.encode("utf-8", "replace"))
 
 
+# The parts of each payload type that bolt and our listeners read, and their JSON types.
+_SHAPES: dict[str, dict[str, type]] = {
+    "block_actions": {"user": dict, "actions": list},
+    "view_submission": {"user": dict, "view": dict},
+    "view_closed": {"user": dict, "view": dict},
+    "event_callback": {"event": dict},
+    "url_verification": {"challenge": str},
+}
+
+
+def well_formed(body: Any) -> bool:
+    """Whether a signed body has the shape Slack sends: an object; a slash command's form; a
+    payload of a known type with its parts of the right JSON types (every action an object).
+    Bolt answers a signed ``[1]``, ``null`` or ``{"actions": null}`` with a 500 and a
+    traceback; those are the sender's mistakes, answered 400."""
+    if not isinstance(body, dict):
+        return False
+    kind = body.get("type")
+    if kind is None:
+        return "command" in body or "ssl_check" in body  # a slash command's form fields
+    if not isinstance(kind, str):
+        return False
+    for part, expected in _SHAPES.get(kind, {}).items():
+        if not isinstance(body.get(part), expected):
+            return False
+    if kind == "block_actions":
+        return bool(body["actions"]) and all(isinstance(a, dict) for a in body["actions"])
+    return True
+
+
 def web_app(app: AsyncApp, path: str, signing_secret: str) -> web.Application:
     async def handle(request: web.Request) -> web.Response:
         raw = await request.read()
@@ -50,12 +82,17 @@ def web_app(app: AsyncApp, path: str, signing_secret: str) -> web.Application:
         ):
             return web.Response(status=401, text="invalid request")
         try:
+            body = raw.decode("utf-8")
+            # Parsed as bolt parses it, and checked before bolt builds its request (whose
+            # constructor already fails on a payload that is not an object).
+            if not well_formed(parse_body(body, headers.get("content-type"))):
+                return web.Response(status=400, text="malformed request")
             bolt_request = AsyncBoltRequest(
-                body=raw.decode("utf-8"),
+                body=body,
                 query=request.query_string,
                 headers={k: [v] for k, v in headers.items()},
             )
-        except (UnicodeDecodeError, ValueError):
+        except (UnicodeDecodeError, ValueError, RecursionError):
             return web.Response(status=400, text="malformed request")
         return await to_aiohttp_response(await app.async_dispatch(bolt_request))
 

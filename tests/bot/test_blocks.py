@@ -36,3 +36,15 @@ def test_buttons_headers_and_values_are_cut() -> None:
     assert len(button["text"]["text"]) <= b.BUTTON_TEXT
     assert len(button["value"]) <= b.BUTTON_VALUE
     assert len(b.header("h" * 1000).to_dict()["text"]["text"]) <= b.HEADER_TEXT
+
+
+def test_code_blocks_escape_what_slack_would_read_as_mentions_or_links() -> None:
+    shown = b.code("env: <!channel> <@U0BOB> <http://evil|ok> a && b")
+    assert "<!channel>" not in shown and "<@U0BOB>" not in shown and "<http" not in shown
+    assert "&lt;!channel&gt;" in shown and "a &amp;&amp; b" in shown
+
+
+def test_a_cut_code_block_never_ends_in_half_an_escape() -> None:
+    shown = b.code("<" * 200, 60)
+    body = shown.split("\n")[1]
+    assert len(shown) <= 60 and body and body.count("&") == body.count(";")

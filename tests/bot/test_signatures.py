@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import json
 import threading
 import time
 import urllib.error
@@ -189,3 +190,55 @@ def test_a_signed_but_malformed_payload_is_refused(
 def test_missing_headers_are_refused(signed_world: tuple[str, str, Path]) -> None:
     url = signed_world[0]
     assert post(url, command_body("pause"), FORM) == 401
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+wrong_shapes = st.one_of(
+    json_values.filter(lambda v: not isinstance(v, dict)),
+    st.builds(
+        lambda kind, part, value: {"type": kind, part: value},
+        st.sampled_from(["block_actions", "view_submission", "event_callback"]),
+        st.sampled_from(["actions", "view", "event", "user"]),
+        json_values.filter(lambda v: not isinstance(v, dict) and v != []),
+    ),
+    st.just({"type": "block_actions", "user": {"id": "U0ALICE"}, "actions": [{}, 1]}),
+    st.just({"type": "block_actions", "user": {"id": "U0ALICE"}, "actions": []}),
+    st.just({"type": 7}),
+)
+
+
+def signed_post(url: str, secret: str, body: bytes, content_type: str) -> int:
+    stamp = str(int(time.time()))
+    headers = {
+        "Content-Type": content_type,
+        "X-Slack-Request-Timestamp": stamp,
+        "X-Slack-Signature": sign(secret, stamp, body),
+    }
+    return post(url, body, headers)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(value=wrong_shapes)
+def test_a_signed_payload_of_the_wrong_shape_is_refused_not_crashed_on(
+    signed_world: tuple[str, str, Path], value: object
+) -> None:
+    url, secret, db = signed_world
+    before = events_after(db)
+    form = urllib.parse.urlencode({"payload": json.dumps(value)}).encode()
+    assert signed_post(url, secret, form, FORM["Content-Type"]) == 400
+    assert signed_post(url, secret, json.dumps(value).encode(), "application/json") == 400
+    assert events_after(db) == before
+
+
+def test_a_signed_but_absurdly_nested_payload_is_refused(
+    signed_world: tuple[str, str, Path],
+) -> None:
+    url, secret, _db = signed_world
+    deep = ("[" * 50_000 + "]" * 50_000).encode()
+    assert signed_post(url, secret, deep, "application/json") == 400
