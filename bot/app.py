@@ -100,17 +100,15 @@ class StratusBot:
     async def _mention(self, event: dict[str, Any]) -> None:
         await self._question(event)
 
-    async def _message(self, event: dict[str, Any]) -> None:
+    async def _message(self, event: dict[str, Any], context: dict[str, Any]) -> None:
         if event.get("subtype") or event.get("bot_id"):
             return
-        text_ = str(event.get("text", ""))
-        if f"<@{self._bot_user}>" in text_:
-            return  # answered as an app_mention
+        # Bolt's context carries our user id (from auth.test); a message that mentions us
+        # also arrives as an app_mention, which answers it.
+        me = str(context.get("bot_user_id") or "")
+        if me and f"<@{me}>" in str(event.get("text", "")):
+            return
         await self._question(event)
-
-    @property
-    def _bot_user(self) -> str:
-        return str(getattr(self.app, "_bot_user_id", "") or "")
 
     async def _question(self, event: dict[str, Any]) -> None:
         thread = event.get("thread_ts")

@@ -117,3 +117,28 @@ async def test_a_failing_model_falls_back_to_the_facts_with_the_reason(
     fake_llm.load([{"content": {"answer": "late"}, "delay": 5}] * 2)
     late = await ask(slack, "why is it broken?")
     assert "did not answer within 2s" in late and "late" not in late.split("\n")[0]
+
+
+async def test_a_mention_in_the_thread_is_answered_once(
+    lab: Lab, slack: AsyncPlaygroundClient, stratus_bot: BotHandle
+) -> None:
+    inject(lab, SCENARIO)
+    await slack.command("U0DAVE", "/stratus", "investigate hotel")
+    card = await first_card(slack)
+    thread = str(card.get("thread_ts") or card["ts"])
+    me = (await slack.config())["bot_user_id"]
+    posted = await slack.post_message(
+        "U0ALICE", f"<@{me}> why recommendation?", channel=CHANNEL, thread_ts=thread
+    )
+
+    async def replies() -> list[dict[str, Any]]:
+        listed = (await slack.messages(channel=CHANNEL, thread_ts=thread))["messages"]
+        return [
+            m
+            for m in listed
+            if float(m["ts"]) > float(posted["ts"]) and m.get("bot_id") and not m.get("blocks")
+        ]
+
+    await wait_for(replies, timeout=30)
+    await stratus_bot.settle()
+    assert len(await replies()) == 1
