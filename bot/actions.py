@@ -112,6 +112,9 @@ class Clicks:
         if len(reason) < MIN_REASON:
             await ack(response_action="errors", errors={"reason": text.REJECT_TOO_SHORT})
             return
+        if len(reason) > cards.REASON_MAX:  # the modal says so too; a forged submission may not
+            await ack(response_action="errors", errors={"reason": text.REJECT_TOO_LONG})
+            return
         await ack()
         channel = str(view.get("private_metadata", "")).partition("|")[2]
         body = {**body, "channel": {"id": channel}}

@@ -32,6 +32,7 @@ REJECT = "stratus.reject"
 OTHER = "stratus.other"
 UNDO = "stratus.undo"
 DIFF = "stratus.diff"
+REASON_MAX = 500  # the Reject modal's limit, enforced again when the submission arrives
 REVOKE = "stratus.revoke"
 REJECT_VIEW = "stratus.reject_reason"
 # The clicks that answer a proposal (checked by the authorization middleware).
@@ -320,7 +321,7 @@ def reject_view(proposal: Proposal, channel: str) -> dict[str, Any]:
                     "type": "plain_text_input",
                     "action_id": "text",
                     "multiline": True,
-                    "max_length": 500,
+                    "max_length": REASON_MAX,
                     "placeholder": {"type": "plain_text", "text": text.REJECT_PLACEHOLDER},
                 },
             },

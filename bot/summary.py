@@ -17,6 +17,9 @@ P = ProposalState
 TIMELINE_LINES = 25
 
 
+TIMELINE_ENTRY = 300  # one long reason must not fill the summary
+
+
 def _approved(proposal: Proposal) -> str:
     approvals = proposal.approvals()
     if approvals:
@@ -73,7 +76,7 @@ def summary_blocks(
         ]
         parts += b.sections(text.UNDOS + "\n" + "\n".join(undo_lines))
     steps = [
-        text.timeline_line(e.at[11:19], e.event.message)
+        text.timeline_line(e.at[11:19], b.cut(e.event.message, TIMELINE_ENTRY))
         for e in events
         if e.event.message
         and e.event.type

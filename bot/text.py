@@ -516,6 +516,7 @@ REJECT_LABEL = "Why not? (the planner gets your reason)"
 REJECT_PLACEHOLDER = "e.g. geo is fine, look at the recommendation service"
 REJECT_SUBMIT = "Reject"
 REJECT_TOO_SHORT = "Say a little more, so the planner can use it."
+REJECT_TOO_LONG = "Keep it under 500 characters."
 
 
 def refused(why: str) -> str:

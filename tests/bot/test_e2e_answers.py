@@ -121,6 +121,10 @@ async def test_the_reject_modal_sends_the_reason_to_the_planner_which_proposes_t
     # Too short a reason keeps the modal open with the error.
     short = await slack.submit(modal["id"], {"reason.text": "no"}, user="U0ALICE")
     assert short["open"] and "reason" in short["view"].get("errors", {}), short
+    # So does one past the modal's max_length (a forged submission is not held to it).
+    long = await slack.submit(modal["id"], {"reason.text": "x" * 600}, user="U0ALICE")
+    assert long["open"] and "500" in long["view"]["errors"]["reason"], long
+    assert (await rt.call(rt.service.get, pid)).state == ProposalState.AWAITING_APPROVAL
     await slack.submit(modal["id"], {"reason.text": "a rollback is safer than that"})
 
     async def rejected() -> bool:
