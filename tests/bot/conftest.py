@@ -28,6 +28,7 @@ from tests.conftest import Lab
 from tests.proposals.conftest import PolicyBox
 from tools.executor import Executor
 from tools.k8s import KubeClient
+from tools.prometheus import PrometheusClient
 
 ASK = Rule(name="ask-everything", decision="ask")
 ALLOW = Rule(name="allow-everything", decision="allow", allow_irreversible=True)
@@ -64,7 +65,11 @@ def db_path(tmp_path: Path) -> Path:
 
 
 def make_runtime(
-    kube: KubeClient, path: Path, policy: PolicyBox, answerer: QuestionAnswerer | None = None
+    kube: KubeClient,
+    path: Path,
+    policy: PolicyBox,
+    answerer: QuestionAnswerer | None = None,
+    prometheus: PrometheusClient | None = None,
 ) -> Runtime:
     store = Store(path)
     service = ProposalService(
@@ -75,6 +80,7 @@ def make_runtime(
         kube=kube,
         offline=OfflinePlanner(),
         config=WorkflowConfig(settle_timeout=8, poll_interval=0.1),
+        prometheus=prometheus,
     )
     return Runtime(service=service, workflow=flow, policy=policy, answerer=answerer)
 
@@ -91,6 +97,7 @@ class BotHandle:
         self.policy = policy
         self.bot: StratusBot | None = None
         self.answerer: QuestionAnswerer | None = None  # a model for thread questions
+        self.prometheus: PrometheusClient | None = None  # the metrics source (none by default)
 
     @property
     def runtime(self) -> Runtime:
@@ -107,7 +114,8 @@ class BotHandle:
             follow_interval=0.1,
         )
         self.bot = StratusBot(
-            make_runtime(self.kube, self.path, self.policy, self.answerer), config
+            make_runtime(self.kube, self.path, self.policy, self.answerer, self.prometheus),
+            config,
         )
         await self.bot.start()
         await AsyncPlaygroundClient(self.playground.url).configure(request_url=self.bot.url)
