@@ -16,8 +16,10 @@ import contextlib
 import ctypes
 import os
 import queue
+import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -204,6 +206,16 @@ def _interrupts() -> Iterator[threading.Event]:
             signal.signal(sig, old)
 
 
+ALERTS_PATH = "/alerts/alertmanager"  # where `stratus serve` takes Alertmanager's webhook
+ALERT_CHANNEL = "C0INCIDENT"  # the playground's #incidents
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 def _bot_env(playground: PlaygroundServer, kubeconfig: Path, directory: Path) -> dict[str, str]:
     env = {
         k: v
@@ -270,6 +282,11 @@ def demo(port: int, bot_port: int, lab_port: int, directory: Path | None, planne
     # Prometheus scrapes the lab when Debian's packages are installed; otherwise the demo
     # runs on cluster signals alone and says why.
     no_prometheus = prometheus_unavailable()
+    # Alertmanager posts to the bot, so the bot's port is chosen before the lab starts; the
+    # webhook's token is made up for this run.
+    bot_port = bot_port or _free_port()
+    alerts_token = secrets.token_urlsafe(24)
+    webhook = f"http://127.0.0.1:{bot_port}{ALERTS_PATH}"
     with _interrupts() as stop:
         try:
             lab = Child(
@@ -284,9 +301,9 @@ def demo(port: int, bot_port: int, lab_port: int, directory: Path | None, planne
                     str(kubeconfig),
                     "--clock",
                     "realtime",
-                    *([] if no_prometheus else ["--prometheus"]),
+                    *([] if no_prometheus else ["--prometheus", "--alert-webhook", webhook]),
                 ],
-                env=dict(os.environ),
+                env=dict(os.environ) | {"STRATUS_ALERTS_TOKEN": alerts_token},
                 log=folder / "lab.log",
             )
             children.append(lab)
@@ -303,6 +320,7 @@ def demo(port: int, bot_port: int, lab_port: int, directory: Path | None, planne
                 "bot",
                 ["serve", "--mode", "http", "--port", str(bot_port), "--planner", planner],
                 env=_bot_env(playground, kubeconfig, folder)
+                | {"STRATUS_ALERTS_TOKEN": alerts_token, "STRATUS_ALERT_CHANNEL": ALERT_CHANNEL}
                 | ({} if no_prometheus else {"STRATUS_PROMETHEUS_URL": prometheus}),
                 log=folder / "bot.log",
             )
@@ -311,6 +329,18 @@ def demo(port: int, bot_port: int, lab_port: int, directory: Path | None, planne
             PlaygroundClient(playground.url).configure(request_url=bot_url)
             _announce(playground, kubeconfig, folder, bot_url, temporary)
             click.echo(f"  prometheus: {prometheus}")
+            if not no_prometheus:
+                alertmanager = next(
+                    (
+                        f.split("=", 1)[1]
+                        for f in lab_ready.split()
+                        if f.startswith("alertmanager=")
+                    ),
+                    "not started",
+                )
+                click.echo(
+                    f"  alerts:     {alertmanager} posts to {webhook} (thread in #incidents)"
+                )
             sys.stdout.flush()
             while not stop.wait(0.5):
                 ended = next((c for c in children if not c.running), None)
