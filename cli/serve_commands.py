@@ -67,5 +67,7 @@ async def _run(bot: StratusBot) -> None:
             loop.add_signal_handler(sig, stop.set)
     await bot.start()
     click.echo(f"stratus bot running ({bot.config.mode} mode) {bot.url}".rstrip())
+    alerts = bot.alerts_url if bot.config.alerts.enabled else "off (STRATUS_ALERTS_TOKEN unset)"
+    click.echo(f"  alertmanager webhook: {alerts}")
     await stop.wait()
     await bot.stop()
