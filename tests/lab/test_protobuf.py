@@ -66,7 +66,8 @@ def _post(lab: Lab, path: str, body: bytes) -> tuple[int, dict[str, Any]]:
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
+        with error:
+            return error.code, json.loads(error.read())
 
 
 def test_the_envelope_kubectl_sends_decodes_to_the_json_object() -> None:

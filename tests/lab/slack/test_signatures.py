@@ -78,7 +78,8 @@ def post(url: str, body: bytes, headers: dict[str, str]) -> int:
         with urllib.request.urlopen(request, timeout=10) as response:
             return int(response.status)
     except urllib.error.HTTPError as error:
-        return int(error.code)
+        with error:  # an error response holds its connection until closed
+            return int(error.code)
 
 
 def signed_headers(
