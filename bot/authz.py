@@ -117,6 +117,7 @@ class Gate:
         self.rt = runtime
         self.groups = groups
         self._seen: OrderedDict[tuple[str, str, str], None] = OrderedDict()
+        self._reading: dict[str, asyncio.Future[Proposal | None]] = {}
 
     def duplicate(self, user: str, action_id: str, action_ts: str) -> bool:
         key = (user, action_id, action_ts)
@@ -130,10 +131,24 @@ class Gate:
         return False
 
     async def proposal(self, proposal_id: str) -> Proposal | None:
+        """The proposal a click names. Clicks that arrive together on one card share one read
+        (the one in flight, started milliseconds before) instead of fifty; nothing is kept
+        after it, since a stale copy could refuse a click that is legitimate now (an Undo
+        right after the execution). The proposal service checks everything again, atomically,
+        when an answer is stored."""
+        loading = self._reading.get(proposal_id)
+        if loading is None:
+            loading = asyncio.ensure_future(self._read(proposal_id))
+            self._reading[proposal_id] = loading
+            loading.add_done_callback(lambda _: self._reading.pop(proposal_id, None))
+        return await asyncio.shield(loading)
+
+    async def _read(self, proposal_id: str) -> Proposal | None:
         try:
-            return await self.rt.call(self.rt.service.get, proposal_id)
+            found: Proposal | None = await self.rt.call(self.rt.service.get, proposal_id)
         except ProposalNotFound:
-            return None
+            found = None
+        return found
 
     async def answer(self, user: str, proposal: Proposal) -> tuple[str | None, tuple[str, ...]]:
         """Why this user may not answer this proposal now (None: they may), and their groups."""
