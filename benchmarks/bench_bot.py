@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -158,6 +159,10 @@ def main(rounds: int, incidents: int) -> dict[str, Any]:
                 future.result()
         results["bot_rss_concurrent_investigations_peak_mb"] = round(peak, 1)
         return results
+    except TimeoutError:
+        print("the demo did not answer in time; the bot's log ends:", file=sys.stderr)
+        print(demo.log("bot")[-4000:], file=sys.stderr)
+        raise
     finally:
         code = demo.stop()
         if code != 0:
