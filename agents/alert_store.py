@@ -71,7 +71,7 @@ class AlertGroupRepository:
         saved = group.model_copy(update={"version": (expected_version or 0) + 1})
         columns = [
             saved.incident_id,
-            1 if saved.firing else 0,
+            1 if saved.any_firing else 0,
             saved.version,
             saved.model_dump_json(),
             saved.last_at.isoformat(),
@@ -281,8 +281,9 @@ class AlertIntake:
             for g in self.groups.for_incident(incident.id)
             if (g.group_key, g.namespace) != (decision.group.group_key, decision.group.namespace)
         ]
-        still = [a.alertname for g in [decision.group, *others] for a in g.firing]
-        clear = not still
+        groups = [decision.group, *others]
+        still = [a.alertname for g in groups for a in g.firing]
+        clear = not any(g.any_firing for g in groups)
         self.incidents.note(
             incident,
             IncidentEventType.ALERT_RESOLVED,

@@ -31,11 +31,15 @@ from tools import names
 from tools.errors import Invalid
 
 MAX_ALERTS = 1000  # per notification (Alertmanager's max_alerts cuts below this)
-MAX_LABELS = 64  # per label set; more are dropped (sorted by name)
+MAX_LABELS = 64  # per label set; more are dropped (the ones read below first, then by name)
 LABEL_VALUE = 256  # characters per label value
 ANNOTATION = 2000  # characters per annotation
 GROUP_KEY = 1024
-KEPT_ALERTS = 200  # alerts remembered per group; the oldest cleared ones go first
+KEPT_ALERTS = 200  # alerts remembered in full per group; the oldest cleared ones go first
+# Alerts remembered per group as (status, startsAt) only — about 100 bytes each — so that a
+# group re-sent whole (every repeat_interval) is a repeat however large it is: twice the most
+# one notification carries. Past it, the oldest cleared ones go first.
+KEPT_SEEN = 2 * MAX_ALERTS
 ELLIPSIS = "…"
 _ALERT_NAME = re.compile(r"^[A-Za-z_:][A-Za-z0-9_:]{0,127}$")
 _LABEL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
@@ -50,10 +54,39 @@ def clean(text: str, limit: int) -> str:
     return printable if len(printable) <= limit else printable[: limit - 1] + ELLIPSIS
 
 
+# Labels and annotations the intake reads: kept first when a set has more than MAX_LABELS.
+READ_KEYS = (
+    "namespace",
+    "alertname",
+    "severity",
+    "pod",
+    "container",
+    "deployment",
+    "service",
+    "node",
+    "job",
+    "summary",
+    "description",
+    "runbook_url",
+)
+
+
+def _value(key: str, value: str, limit: int) -> str:
+    """A label value, cleaned — except ``namespace``, which names where Stratus acts: one that
+    cleaning would change (a bidirectional override, a space, a control character) is kept
+    escaped, so it is validated as sent and refused, never read as the namespace it imitates."""
+    cleaned = clean(value, limit)
+    if key != "namespace" or cleaned == value:
+        return cleaned
+    return value.encode("unicode_escape").decode("ascii")[:limit]
+
+
 def _bounded(limit: int) -> Any:
     def check(value: dict[str, str]) -> dict[str, str]:
-        kept = sorted(k for k in value if _LABEL_NAME.match(k))[:MAX_LABELS]
-        return {k: clean(value[k], limit) for k in kept}
+        names = [k for k in value if _LABEL_NAME.match(k)]
+        read = [k for k in READ_KEYS if k in value]
+        kept = (read + sorted(k for k in names if k not in READ_KEYS))[:MAX_LABELS]
+        return {k: _value(k, value[k], limit) for k in sorted(kept)}
 
     return AfterValidator(check)
 
@@ -141,6 +174,9 @@ class AlertGroup(_Stored):
     receiver: str = ""
     incident_id: str | None = None
     alerts: dict[str, AlertRecord] = Field(default_factory=dict)  # by fingerprint
+    # Every alert of the group heard of, by fingerprint (bounded by KEPT_SEEN): whether a
+    # notification brings anything new is decided on these, not on the records kept in full.
+    seen: dict[str, tuple[AlertStatus, datetime]] = Field(default_factory=dict)
     notifications: int = 0
     first_at: datetime
     last_at: datetime
@@ -148,7 +184,18 @@ class AlertGroup(_Stored):
 
     @property
     def firing(self) -> list[AlertRecord]:
+        """The firing alerts kept in full (at most KEPT_ALERTS of them)."""
         return [a for a in self.alerts.values() if a.status == AlertStatus.FIRING]
+
+    @property
+    def any_firing(self) -> bool:
+        """Whether any alert of the group is firing, also among those not kept in full."""
+        return bool(self.firing) or any(s == AlertStatus.FIRING for s, _ in self.seen.values())
+
+    def states(self) -> dict[str, tuple[AlertStatus, datetime]]:
+        """What is known of each alert: the full records, and the compact ``seen`` (newer)."""
+        known = {k: (a.status, a.starts_at) for k, a in self.alerts.items()}
+        return {**known, **self.seen}
 
 
 WHERE_LABELS = ("namespace", "pod", "container", "deployment", "service", "node", "job")
@@ -224,7 +271,8 @@ def partition(payload: AlertmanagerPayload) -> Partition:
     for namespace, alertnames in invalid.items():
         refused.append(
             Refusal(
-                f"the namespace label {clean(namespace, 80)!r} is not a valid namespace name",
+                # The label as read: cleaned, or escaped when cleaning changed it (``_value``).
+                f"the namespace label {namespace[:80]!r} is not a valid namespace name",
                 tuple(alertnames),
             )
         )
@@ -264,42 +312,46 @@ def decide(
     namespace_exists: bool,
     now: datetime,
 ) -> GroupDecision:
-    previous = stored.alerts if stored else {}
+    known = stored.states() if stored else {}
     fired: list[AlertRecord] = []
     resolved: list[AlertRecord] = []
-    merged = dict(previous)
+    merged = dict(stored.alerts) if stored else {}
+    states = dict(known)
     for alert in alerts:
         seen = record(alert)
-        before = previous.get(seen.fingerprint)
+        before = known.get(seen.fingerprint)
         if seen.status == AlertStatus.FIRING:
-            if (
-                before is None
-                or before.status == AlertStatus.RESOLVED
-                or before.starts_at != seen.starts_at
-            ):
+            if before is not None and before[1] == seen.starts_at:
+                if before[0] == AlertStatus.RESOLVED:
+                    # A late or replayed firing of an alert already heard cleared (the same
+                    # alert: firing again, Prometheus gives it a new startsAt): not news.
+                    continue
+            else:
                 fired.append(seen)
-        elif before is not None and before.status == AlertStatus.FIRING:
+        elif before is not None and before[0] == AlertStatus.FIRING:
             resolved.append(seen)
         merged[seen.fingerprint] = seen
+        states[seen.fingerprint] = (seen.status, seen.starts_at)
     group = AlertGroup(
         group_key=payload.group_key,
         namespace=namespace,
         receiver=clean(payload.receiver, 120),
         incident_id=stored.incident_id if stored else None,
         alerts=_keep(merged),
+        seen=_keep_seen(states),
         notifications=(stored.notifications if stored else 0) + 1,
         first_at=stored.first_at if stored else now,
         last_at=now,
         version=stored.version if stored else 0,
     )
-    all_resolved = bool(resolved) and not group.firing
-    known = stored is not None and stored.incident_id is not None
-    if fired and not (known and incident_open):
+    all_resolved = bool(resolved) and not group.any_firing
+    linked = stored is not None and stored.incident_id is not None
+    if fired and not (linked and incident_open):
         if not namespace_exists:
             reason = f"namespace {namespace!r} does not exist in the cluster"
             return GroupDecision("refuse", group, fired, resolved, all_resolved, reason)
         return GroupDecision("open", group, fired, resolved, all_resolved)
-    if known and (fired or resolved):
+    if linked and (fired or resolved):
         return GroupDecision("update", group, fired, resolved, all_resolved)
     if stored is not None and not fired and not resolved:
         return GroupDecision("repeat", group, [], [], False)
@@ -316,6 +368,20 @@ def _keep(alerts: dict[str, AlertRecord]) -> dict[str, AlertRecord]:
     )
     kept = (firing + cleared[-max(KEPT_ALERTS - len(firing), 0) :])[:KEPT_ALERTS]
     return {a.fingerprint: a for a in kept}
+
+
+def _keep_seen(
+    states: dict[str, tuple[AlertStatus, datetime]],
+) -> dict[str, tuple[AlertStatus, datetime]]:
+    if len(states) <= KEPT_SEEN:
+        return states
+    # Firing ones first, then the most recently started; the oldest cleared ones drop out.
+    order = sorted(
+        states.items(),
+        key=lambda kv: (kv[1][0] == AlertStatus.FIRING, kv[1][1].timestamp()),
+        reverse=True,
+    )
+    return dict(order[:KEPT_SEEN])
 
 
 def requester(fired: list[AlertRecord]) -> str:

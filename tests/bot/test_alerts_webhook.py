@@ -210,3 +210,28 @@ async def test_alerts_clearing_after_the_incident_ended_repost_the_summary(
     first, second = await wait_for(reposted)
     assert "not all cleared yet" in first and "all cleared (at" in second
     assert "after the incident ended" in await thread_text(slack, parent["ts"])
+
+
+async def test_a_large_group_sent_again_adds_nothing_to_the_thread(
+    lab: Lab, slack: AsyncPlaygroundClient, alert_bot: AlertBotHandle
+) -> None:
+    """1,000 alerts (more than are kept in full) re-sent whole, or in part, every
+    repeat_interval: a repeat each time, and the thread says once that they fired."""
+    bot = alert_bot.bot
+    assert bot is not None
+    every = [alert(pod=f"geo-{i}", summary="") for i in range(1000)]
+    status, answer = await send(bot.alerts_url, payload(*every))
+    assert status == 200 and answer["groups"][0]["opened"], answer
+    for body in (payload(*every), payload(*every[:250]), payload(*every)):
+        status, answer = await send(bot.alerts_url, body)
+        assert status == 200 and answer["groups"][0]["action"] == "repeat", answer["groups"]
+    (parent,) = await wait_for(lambda: parents(slack))
+
+    async def posted() -> str | None:
+        seen = await thread_text(slack, parent["ts"])
+        return seen if "1000 alerts firing" in seen else None
+
+    await wait_for(posted)
+    await alert_bot.settle()
+    seen = await thread_text(slack, parent["ts"])
+    assert seen.count("alerts firing") == 1 and "800 alerts" not in seen, seen

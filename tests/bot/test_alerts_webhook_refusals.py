@@ -235,3 +235,13 @@ def test_alerts_without_a_valid_namespace_are_refused_with_a_reason(world: World
     reasons = " ".join(r["reason"] for r in answer["refused"])
     assert "no namespace label" in reasons and "not a valid namespace" in reasons
     nothing_opened(world)
+
+
+def test_a_namespace_label_that_only_cleans_to_a_namespace_is_refused(world: World) -> None:
+    body = payload(alert(namespace="hotel\u202e"), alert("KubePodNotReady", namespace=" hotel"))
+    status, answer = post(world.url, json.dumps(body).encode(), bearer(TOKEN))
+    assert status == 200 and answer["groups"] == [], answer
+    reasons = [r["reason"] for r in answer["refused"]]
+    assert len(reasons) == 2 and all("not a valid namespace" in r for r in reasons), reasons
+    assert "\\u202e" in " ".join(reasons) and "\u202e" not in " ".join(reasons)
+    nothing_opened(world)
