@@ -3,8 +3,9 @@
 ``real_prometheus`` runs Debian's ``/usr/bin/prometheus`` on a free port with a configuration
 that scrapes itself (so real series exist before the lab serves its own metrics).
 ``BadPrometheus`` is a tiny aiohttp server (in its own thread) that answers the way a broken
-Prometheus does: it hangs, answers 500, answers the API's error JSON, answers HTML, answers an
-endless body, or answers a valid result — and records the headers it was sent.
+Prometheus does: it hangs, trickles its body or its headers a byte at a time, answers 500,
+answers the API's error JSON, answers HTML, answers an endless body, or answers a valid result —
+and records the headers it was sent.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from typing import Any, Literal
 import requests
 from aiohttp import web
 
-Mode = Literal["hang", "http500", "error_json", "garbage", "huge", "ok"]
+Mode = Literal[
+    "hang", "trickle", "trickle_headers", "http500", "error_json", "garbage", "huge", "ok"
+]
 PROMETHEUS = "/usr/bin/prometheus"
 
 
@@ -100,6 +103,7 @@ class BadPrometheus:
     tls: tuple[Path, Path] | None = None  # (certificate, key)
     seen: list[dict[str, str]] = field(default_factory=list)
     url: str = ""
+    dripping: int = 0  # requests still being trickled (the client has not hung up)
 
     def __post_init__(self) -> None:
         self._loop = asyncio.new_event_loop()
@@ -112,6 +116,23 @@ class BadPrometheus:
         if self.mode == "hang":
             # Hangs until the test ends (it releases every waiting request when stopping).
             await self._release.wait()
+            return web.Response(status=503)
+        if self.mode == "trickle":
+            # Headers at once, then a promised 100 kB body one byte every 0.2 s: no single read
+            # ever waits long, so only a deadline over the whole request stops it.
+            response = web.StreamResponse(headers={"Content-Length": "100000"})
+            await response.prepare(request)
+            await self._drip(request, lambda: response.write(b" "))
+            return response
+        if self.mode == "trickle_headers":
+            transport = request.transport
+            assert transport is not None
+            transport.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+
+            async def one_byte() -> None:
+                transport.write(b"a")
+
+            await self._drip(request, one_byte)
             return web.Response(status=503)
         if self.mode == "http500":
             return web.Response(status=500, text="internal error")
@@ -129,6 +150,22 @@ class BadPrometheus:
                 await response.write(b" " * 65536)
             return response
         return web.json_response(VECTOR)
+
+    async def _drip(self, request: web.Request, write: Any) -> None:
+        """Calls ``write`` every 0.2 s until the client goes away or the test ends."""
+        self.dripping += 1
+        try:
+            while not self._release.is_set():
+                transport = request.transport
+                if transport is None or transport.is_closing():
+                    return
+                try:
+                    await write()
+                except (ConnectionError, RuntimeError):
+                    return
+                await asyncio.sleep(0.2)
+        finally:
+            self.dripping -= 1
 
     async def _start(self) -> str:
         app = web.Application()

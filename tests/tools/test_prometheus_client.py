@@ -5,6 +5,9 @@ inside the configured time."""
 from __future__ import annotations
 
 import base64
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -102,6 +105,60 @@ def test_a_hanging_prometheus_times_out_within_the_timeout() -> None:
         took = time.monotonic() - started
     assert caught.value.reason == "timeout" and "did not answer within 0.3 s" in str(caught.value)
     assert took < 1.5
+
+
+@pytest.mark.parametrize("mode", ["trickle", "trickle_headers"])
+def test_a_trickling_prometheus_is_cut_at_the_deadline(mode: str) -> None:
+    # One byte every 0.2 s: no single read waits long enough to time out. The request is still
+    # cut at its deadline, its socket is shut (the server sees the client go), and no thread is
+    # left reading after the call returns.
+    with BadPrometheus(mode) as bad:  # type: ignore[arg-type]
+        baseline = threading.active_count()
+        client = client_for(bad.url, timeout=0.6)
+        started = time.monotonic()
+        with pytest.raises(PrometheusError) as caught:
+            client.query("up")
+        took = time.monotonic() - started
+        assert threading.active_count() == baseline
+        hung_up = time.monotonic() + 2
+        while bad.dripping and time.monotonic() < hung_up:
+            time.sleep(0.05)
+        assert bad.dripping == 0, "the client kept the trickling connection open"
+        client.close()
+    assert caught.value.reason == "timeout" and "did not answer within 0.6 s" in str(caught.value)
+    assert 0.5 < took < 1.1
+
+
+TRICKLED_READ = """
+import sys, time
+from agents import telemetry_metrics, telemetry_queries as q
+from tools.prometheus import PrometheusClient, PrometheusConfig
+client = PrometheusClient(PrometheusConfig(url=sys.argv[1], timeout=1.0))
+scope = q.Scope("hotel", ("geo",), "geo-.*")
+started = time.monotonic()
+try:
+    telemetry_metrics.read(client, scope)
+except telemetry_metrics.MetricsUnavailable as error:
+    print(f"{time.monotonic() - started:.2f}", error.reason)
+"""
+
+
+def test_a_process_reading_figures_from_a_trickler_exits_right_after() -> None:
+    # The tester's finding: the figures' reader gave up at its budget, but its worker threads
+    # kept reading the trickle and the process only exited minutes later.
+    with BadPrometheus("trickle") as bad:
+        started = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-c", TRICKLED_READ, bad.url],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+        took = time.monotonic() - started
+    assert "did not answer within 1 s" in done.stdout, done.stdout + done.stderr
+    assert float(done.stdout.split()[0]) < 1.6
+    assert took < 8, f"the process took {took:.1f} s to exit after the read gave up"
 
 
 @pytest.mark.parametrize(

@@ -1,10 +1,12 @@
 """A read-only client of the Prometheus HTTP API: ``/api/v1/query`` and ``/api/v1/query_range``.
 
 Bounded everywhere, because it sits on the path of an incident: each request has one deadline
-(connect, every read and the whole body together), Prometheus is asked to stop the query at the
-same deadline, an answer larger than ``MAX_BYTES`` is refused, at most ``max_series`` series are
-kept, and a range query's step follows from the window so it returns at most ``max_points``
-points per series. Nothing is retried: the caller degrades to what the cluster says instead.
+(connect, headers and the whole body together; when it passes the socket is shut down, so a
+server trickling bytes cannot hold the caller, see ``deadline``), Prometheus is asked to stop
+the query at the same deadline, an answer larger than ``MAX_BYTES`` is refused, at most
+``max_series`` series are kept, and a range query's step follows from the window so it returns
+at most ``max_points`` points per series. Nothing is retried: the caller degrades to what the
+cluster says instead.
 
 Every failure — a timeout, a refused connection, an HTTP error, Prometheus' own error answer
 (``status: error`` with its ``errorType``), a body that is not the API's JSON — is one
@@ -26,6 +28,7 @@ import urllib3
 
 from tools.errors import ToolError
 from tools.prometheus.config import MAX_BYTES, PrometheusConfig
+from tools.prometheus.deadline import Cutoff, DeadlineAdapter
 
 log = logging.getLogger("stratus.prometheus")
 Reason = Literal["timeout", "unreachable", "http", "query", "bad_response", "too_large"]
@@ -95,6 +98,8 @@ class PrometheusClient:
     def __init__(self, config: PrometheusConfig) -> None:
         self.config = config
         self._session = requests.Session()
+        for scheme in ("http://", "https://"):  # each request can be cut at its deadline
+            self._session.mount(scheme, DeadlineAdapter())
         self._session.headers.update(config.headers)
         self._session.headers["Accept"] = "application/json"
         if config.username:
@@ -188,26 +193,32 @@ class PrometheusClient:
             headers["Authorization"] = f"Bearer {token}"
         where = f"Prometheus at {self.config.base}"
         deadline = time.monotonic() + timeout
+        cutoff = Cutoff(timeout)
         try:
-            with self._session.get(
-                self.config.base + path,
-                params=params,
-                headers=headers,
-                timeout=(timeout, timeout),
-                stream=True,
-                allow_redirects=False,
-                verify=self._verify,
-            ) as response:
+            with (
+                cutoff.armed(),
+                self._session.get(
+                    self.config.base + path,
+                    params=params,
+                    headers=headers,
+                    timeout=(timeout, timeout),
+                    stream=True,
+                    allow_redirects=False,
+                    verify=self._verify,
+                ) as response,
+            ):
                 body = _read(response, deadline, where)
                 status = response.status_code
         except requests.Timeout as error:
-            raise PrometheusError(
-                f"{where} did not answer within {timeout:g} s", reason="timeout"
-            ) from error
-        except requests.RequestException as error:
+            raise _late(where, timeout) from error
+        except (requests.RequestException, urllib3.exceptions.HTTPError, OSError) as error:
+            if cutoff.fired:  # the deadline shut the socket: whatever broke, it was late
+                raise _late(where, timeout) from error
             raise PrometheusError(
                 f"{where} cannot be reached: {_short(error)}", reason="unreachable"
             ) from error
+        if cutoff.fired:  # a cut during the headers can read as a short, empty answer
+            raise _late(where, timeout)
         try:
             answer = json.loads(body)
         except ValueError:
@@ -234,9 +245,14 @@ class PrometheusClient:
         return data
 
 
+def _late(where: str, timeout: float) -> PrometheusError:
+    return PrometheusError(f"{where} did not answer within {timeout:g} s", reason="timeout")
+
+
 def _read(response: requests.Response, deadline: float, where: str) -> bytes:
-    """The body, within the request's deadline and ``MAX_BYTES`` (a server trickling bytes
-    cannot hold a request longer than its timeout)."""
+    """The body, within the request's deadline and ``MAX_BYTES``. A server trickling bytes is
+    cut by the request's ``Cutoff``, which shuts the socket; the check here catches the body
+    that arrives whole just after the deadline."""
     chunks: list[bytes] = []
     size = 0
     for chunk in response.iter_content(chunk_size=65536):
