@@ -11,15 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from agents.alert_text import ANNOTATION, LABEL_VALUE, alert_name, clean
 from agents.alerts import (
-    ANNOTATION,
-    LABEL_VALUE,
     AlertGroup,
     AlertmanagerPayload,
     AlertStatus,
     GroupDecision,
-    alert_name,
-    clean,
     decide,
     partition,
     question,

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from agents.alert_text import MAX_LABELS
 from agents.alerts import (
     KEPT_ALERTS,
     KEPT_SEEN,
     MAX_ALERTS,
-    MAX_LABELS,
     AlertGroup,
     AlertStatus,
     partition,
