@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from agents import telemetry_metrics as tm
+from agents import telemetry_queries as q
 from agents.telemetry_metrics import Metrics
 from proposals.model import Proposal, ProposalState
 from store.errors import StratusError
@@ -30,6 +31,10 @@ from tools.reads import ClusterReader
 
 MAX_ERRORS = 3
 MAX_EVENTS = 3
+# Rates are averages over the rate window and Prometheus scrapes every few seconds: figures read
+# right after a write still mostly show the time before it. The "after" figures say what the
+# write did once a whole rate window (and a couple of scrapes) has passed since it.
+SCRAPES_MARGIN = 10.0
 # none: no Prometheus configured; prometheus: figures read; failed: Prometheus did not answer
 # (``metrics_reason`` says why); not_applicable: the target serves no requests (a ConfigMap).
 MetricsSource = Literal["none", "prometheus", "failed", "not_applicable"]
@@ -104,6 +109,15 @@ def executed_at(proposal: Proposal) -> datetime | None:
     if proposal.state == ProposalState.EXECUTED:
         return proposal.updated_at
     return None
+
+
+def settled_at(proposal: Proposal) -> float | None:
+    """Unix seconds from which an executed proposal's "after" figures reflect the write alone
+    (``None``: it has not run, or was undone since)."""
+    ran = executed_at(proposal)
+    if ran is None:
+        return None
+    return ran.timestamp() + q.rate_seconds() + SCRAPES_MARGIN
 
 
 def summarize(

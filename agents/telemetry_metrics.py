@@ -57,6 +57,7 @@ class Metrics:
     queries: tuple[str, ...]
     executed_at: float | None = None
     failed: str = ""  # figures that could not be read, and why (the others stand)
+    read_at: float | None = None  # Unix seconds: the end of the window (the "now" figures)
 
 
 class MetricsUnavailable(Exception):
@@ -183,6 +184,7 @@ def read(
         queries=tuple(queries.values()),
         executed_at=ran,
         failed="; ".join(sorted({f"{k}: {v}" for k, v in failures.items()})),
+        read_at=end,
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -22,7 +23,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from agents.incident import Incident
 from agents.incident_store import STREAM as INCIDENTS
 from agents.incident_store import IncidentEvent, IncidentEventType
-from agents.telemetry import Telemetry, summarize
+from agents.telemetry import Telemetry, settled_at, summarize
 from bot import alert_blocks, cards, text
 from bot import blocks as b
 from bot.links import MessageRef
@@ -56,9 +57,13 @@ class Follower:
         self.client = client
         self.interval = interval
         self.rows = EventStore(runtime.store)
-        # Per proposal: the moment the summary was read for (its state and whether it was
-        # verified) and the summary; read again when that moves (before → after execution).
+        # Per proposal: the moment the summary was read for (its state, whether it was
+        # verified, whether its write has settled) and the summary; read again when that moves
+        # (before → after execution → after a rate window, once the figures show the write).
         self.telemetry: dict[str, tuple[str, Telemetry]] = {}
+        # Executed proposals whose card shows "after" figures read too soon: when (Unix
+        # seconds) to read them again.
+        self.settling: dict[str, float] = {}
         self._posting: dict[str, asyncio.Lock] = {}
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
@@ -88,6 +93,7 @@ class Follower:
         while True:
             try:
                 await self.poll()
+                await self._refresh_settled()
                 self._since_refresh += self.interval
                 if self._since_refresh >= PARENT_REFRESH_SECONDS:
                     self._since_refresh = 0.0
@@ -277,6 +283,14 @@ class Follower:
             card, blocks, text.card_fallback(data.proposal.intent, data.proposal.state.value)
         )
 
+    async def _refresh_settled(self) -> None:
+        """Render once more the cards whose "after" figures were read before the write could
+        show in them, now that it can."""
+        now = time.time()
+        for proposal_id in [p for p, due in self.settling.items() if due <= now]:
+            self.settling.pop(proposal_id, None)
+            await self.refresh_card(proposal_id)
+
     def _card_data(self, proposal_id: str) -> CardData:
         proposal = self.rt.service.get(proposal_id)
         incident = self.rt.incidents.get(proposal.incident_id) if proposal.incident_id else None
@@ -297,12 +311,18 @@ class Follower:
 
     async def _summary(self, proposal_id: str, data: CardData) -> Telemetry:
         found = cards.verdict_for(data.proposal, data.incident)
-        moment = f"{data.proposal.state.value}:{bool(found and found[0])}"
+        settles = settled_at(data.proposal) if self.rt.workflow.prometheus else None
+        settled = settles is not None and time.time() >= settles
+        moment = f"{data.proposal.state.value}:{bool(found and found[0])}:{settled}"
         cached = self.telemetry.get(proposal_id)
         if cached is not None and cached[0] == moment:
             return cached[1]
         telemetry = await self.rt.work(self._telemetry, data)
         self.telemetry[proposal_id] = (moment, telemetry)
+        if settles is not None and not settled:
+            self.settling[proposal_id] = settles
+        else:
+            self.settling.pop(proposal_id, None)
         return telemetry
 
     def _telemetry(self, data: CardData) -> Telemetry:

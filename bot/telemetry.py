@@ -76,7 +76,12 @@ def _metrics_lines(metrics: Metrics) -> list[str]:
     window = text.duration(metrics.window)
     lines = [text.metrics_title(window, list(metrics.services))]
     if ran:
-        lines.append(text.BEFORE_AFTER)
+        since = (
+            metrics.read_at - metrics.executed_at
+            if metrics.read_at is not None and metrics.executed_at is not None
+            else None
+        )
+        lines.append(text.before_after(since))
     figures = {
         "error_rate": metrics.error_rate,
         "p95": metrics.p95,

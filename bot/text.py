@@ -424,6 +424,14 @@ def caller_figure(caller: str, figure: str) -> str:
 BEFORE_AFTER = "_before → after the change_"
 
 
+def before_after(read_after: float | None) -> str:
+    """The before → after heading, saying how long after the change the "after" was read (read
+    too soon, rates still mostly show the time before it)."""
+    if read_after is None:
+        return BEFORE_AFTER
+    return f"_before → after the change (after: read {duration(max(read_after, 0))} after it)_"
+
+
 def warning(text: str) -> str:
     return f":warning: {esc(text)}"
 

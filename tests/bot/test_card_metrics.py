@@ -5,7 +5,9 @@ card), with and without a metrics source:
   restarts, memory against its limit and its callers' errors — the figures Prometheus gives;
 - without one, the card says "no metrics source";
 - with one configured but down (refusing connections) or hanging, the card still posts in
-  about the usual time and says why the figures are missing (the degradation promise)."""
+  about the usual time and says why the figures are missing (the degradation promise);
+- once a proposal ran, its card's "after" figures are read again when the write can show in them
+  (a rate window and a margin later) and say how long after the change they were read."""
 
 from __future__ import annotations
 
@@ -206,3 +208,81 @@ async def test_a_prometheus_that_is_down_or_hangs_still_lets_the_card_post_with_
     assert "*Telemetry* — pods ready" in shown  # the cluster's signals stand
     if failure == "hanging":
         assert hanging.seen, "the bot asked the hanging Prometheus"
+
+
+# ---------------------------------------------------------------- after the change, settled
+
+CALLER = re.compile(r"Callers' errors: .*?search (\S+) → (\S+)")
+READ_AFTER = re.compile(r"after: read (\d+)s after it")
+
+
+async def card_by_ts(slack: AsyncPlaygroundClient, ts: str) -> str:
+    for message in (await slack.messages(channel=CHANNEL))["messages"]:
+        if message["ts"] == ts:
+            return readable(message)
+    for parent in (await slack.messages(channel=CHANNEL))["messages"]:
+        replies = await slack.messages(channel=CHANNEL, thread_ts=parent["ts"])
+        for message in replies["messages"]:
+            if message["ts"] == ts:
+                return readable(message)
+    raise AssertionError(f"no message {ts}")
+
+
+def geo_restarted(prometheus: PrometheusClient) -> None:
+    deadline = time.monotonic() + 60
+    restarts = 'sum(kube_pod_container_status_restarts_total{namespace="hotel",pod=~"geo-.*"})'
+    while time.monotonic() < deadline:
+        found = prometheus.query(restarts).samples
+        if found and found[0].value >= 1:
+            return
+        time.sleep(1)
+    raise AssertionError("Prometheus never saw geo restart")
+
+
+async def test_the_after_figures_are_read_again_once_the_change_can_show_in_them(
+    metrics_bot: tuple[BotHandle, LabServer, PrometheusClient], slack: AsyncPlaygroundClient
+) -> None:
+    # The tester's finding: the "after" figures were read at verification, two seconds after
+    # the write, while rates still averaged the time before it (search 100% → 100%), and never
+    # again. The card must be read again once a rate window (5 s here) and a couple of scrapes
+    # have passed, and then show the fix: geo's callers stop failing.
+    handle, lab, prometheus = metrics_bot
+    LabClient(lab.url).post("/lab/v1/scenarios/hotel-geo-oom/inject")
+    geo_restarted(prometheus)  # an OOM loop, and search failing because of it
+    delivery = await slack.command("U0DAVE", "/stratus", "investigate hotel")
+    assert delivery["ok"], delivery
+
+    async def waiting() -> dict[str, Any] | None:
+        for parent in (await slack.messages(channel=CHANNEL))["messages"]:
+            replies = await slack.messages(channel=CHANNEL, thread_ts=parent["ts"])
+            for message in replies["messages"]:
+                for block in message.get("blocks", []):
+                    for element in block.get("elements", []):
+                        if element.get("action_id") == "stratus.approve" and "geo" in str(message):
+                            return {"ts": message["ts"], "pid": element["value"]}
+        return None
+
+    found = await wait_for(waiting, timeout=60)
+    await slack.click("U0ALICE", "stratus.approve", value=found["pid"])
+    runtime = handle.runtime
+
+    async def resolved() -> bool:
+        incidents = await runtime.call(runtime.incidents.recent)
+        return bool(incidents) and incidents[0].state.value == "resolved"
+
+    await wait_for(resolved, timeout=60)
+    resolved_at = time.monotonic()
+
+    async def settled() -> str | None:
+        shown = await card_by_ts(slack, found["ts"])
+        late = READ_AFTER.search(shown)
+        return shown if late and int(late.group(1)) >= 15 else None
+
+    shown = await wait_for(settled, timeout=40)
+    assert time.monotonic() - resolved_at < 30  # once, one rate window and a margin later
+    callers = CALLER.search(shown)
+    assert callers is not None, shown
+    before, after = callers.groups()
+    assert before == "100%", shown  # search failed on every call before the fix…
+    assert after.endswith("%") and float(after.removesuffix("%")) < 5, shown  # …and not after
+    assert "memory / limit 100% → " in shown and "→ *100%*" not in shown, shown
