@@ -14,11 +14,15 @@ Run: ``.venv/bin/python -m benchmarks.bench_bot [--rounds N] [--incidents N]``. 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import hashlib
+import hmac
 import json
 import statistics
 import sys
 import tempfile
 import time
+import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -64,6 +68,39 @@ def acks(slack: PlaygroundClient, requests: list[dict[str, Any]]) -> list[float]
 
     with ThreadPoolExecutor(max_workers=len(requests)) as pool:
         return list(pool.map(one, requests))
+
+
+async def direct_clicks(
+    demo: DemoProcess, slack: PlaygroundClient, payload: dict[str, Any], count: int
+) -> list[float]:
+    """``count`` signed clicks posted to the bot at once (each its own ``action_ts``, so none
+    is dropped as a duplicate); milliseconds from sending to the acknowledgement."""
+    import aiohttp
+
+    config = slack.config()
+    secret = str(config["signing_secret"])
+    url = str(config["request_url"])
+
+    async def one(session: aiohttp.ClientSession, n: int) -> float:
+        body = dict(payload)
+        body["actions"] = [{**payload["actions"][0], "action_ts": f"{time.time():.6f}{n}"}]
+        raw = urllib.parse.urlencode({"payload": json.dumps(body)}).encode()
+        stamp = str(int(time.time()))
+        base = b"v0:" + stamp.encode() + b":" + raw
+        signature = "v0=" + hmac.new(secret.encode(), base, hashlib.sha256).hexdigest()
+        headers = {
+            "Content-Type": "application/x-www-form-urlencoded",
+            "X-Slack-Request-Timestamp": stamp,
+            "X-Slack-Signature": signature,
+        }
+        started = time.perf_counter()
+        async with session.post(url, data=raw, headers=headers) as response:
+            await response.read()
+            assert response.status == 200, response.status
+        return (time.perf_counter() - started) * 1000
+
+    async with aiohttp.ClientSession() as session:
+        return list(await asyncio.gather(*(one(session, n) for n in range(count))))
 
 
 def newest_card(slack: PlaygroundClient, needle: str = "stratus.approve") -> dict[str, Any] | None:
@@ -132,6 +169,18 @@ def main(rounds: int, incidents: int) -> dict[str, Any]:
         value = button(waiting, "stratus.approve")
         clicks = [{"user": "U0DAVE", "value": value} for _ in range(50)]
         click_rounds = [acks(slack, clicks) for _ in range(rounds)]
+        # The same clicks sent straight to the bot, signed as Slack signs them, from this
+        # process: the latency Slack would see, without the playground's own delivery work.
+        delivered = [d for d in slack.deliveries()["deliveries"] if d["label"] == "block_actions"]
+        direct_rounds = [
+            asyncio.run(direct_clicks(demo, slack, delivered[-1]["payload"], 50))
+            for _ in range(rounds)
+        ]
+        per_round_direct = [pct(r, 0.99) for r in direct_rounds]
+        flat_direct = [ms for r in direct_rounds for ms in r]
+        results["click_direct_ms_p99_per_round"] = per_round_direct
+        results["click_direct_ms_p50"] = pct(flat_direct, 0.5)
+        results["click_direct_ms_p99"] = pct(flat_direct, 0.99)
 
         for name, per_round in (("command", command_rounds), ("click", click_rounds)):
             flat = [ms for r in per_round for ms in r]
