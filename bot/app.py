@@ -13,6 +13,7 @@ import logging
 from collections.abc import Coroutine
 from typing import Any
 
+import aiohttp
 from aiohttp import web
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
@@ -132,6 +133,10 @@ class StratusBot:
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
+        # One HTTP session (a pool of kept-alive connections) for every Web API call: without
+        # it slack_sdk opens a session and a TCP connection per call, and fifty refusals at
+        # once each paid a connect on the event loop that acknowledges the next clicks.
+        self.client.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30))
         await self.follower.start()
         await self.driver.resume_open()
         self.rt.spawn(self.gate.groups.warm(self.rt.approvers_named()), name="warm user groups")
@@ -185,3 +190,5 @@ class StratusBot:
         await self.rt.drain(timeout=STOP_SECONDS)
         await _bounded(self.follower.stop(), "stopping the event follower")
         self.rt.close()
+        if self.client.session is not None:
+            await self.client.session.close()
