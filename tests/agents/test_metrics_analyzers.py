@@ -28,9 +28,8 @@ from agents.analyzers import metrics as analyzers
 from agents.model import Finding
 from agents.snapshot import Snapshot, take
 from lab.client import LabClient
-from lab.cluster.clock import REALTIME
-from lab.prometheus import PrometheusStack, unavailable
-from lab.runner import LAB_TOKEN, LabServer, write_kubeconfig
+from lab.runner import LabServer
+from tests.prometheus_lab import scraped_lab
 from tools.k8s import KubeClient
 from tools.objects import ObjectRef
 from tools.prometheus import PrometheusClient, PrometheusConfig
@@ -41,17 +40,8 @@ NAMESPACE = "hotel"
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LabServer, str, Path]]:
-    reason = unavailable()
-    if reason:
-        pytest.skip(reason)
-    lab = LabServer(mode=REALTIME, apps=["hotel"]).start()
-    folder = tmp_path_factory.mktemp("metrics-analyzers")
-    kubeconfig = write_kubeconfig(folder / "config", lab.url, NAMESPACE)
-    try:
-        with PrometheusStack(lab_url=lab.url, token=LAB_TOKEN, workdir=folder / "prom") as prom:
-            yield lab, prom.prometheus_url, kubeconfig
-    finally:
-        lab.stop()
+    with scraped_lab(tmp_path_factory.mktemp("metrics-analyzers"), NAMESPACE) as world:
+        yield world.lab, world.prometheus_url, world.kubeconfig
 
 
 @pytest.fixture(autouse=True)

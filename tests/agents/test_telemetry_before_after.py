@@ -23,13 +23,12 @@ from agents.workflow import IncidentWorkflow
 from bot.telemetry import telemetry_text
 from cli import render
 from lab.client import LabClient
-from lab.cluster.clock import REALTIME
-from lab.prometheus import PrometheusStack, unavailable
-from lab.runner import LAB_TOKEN, LabServer, write_kubeconfig
+from lab.runner import LabServer
 from policies.model import Rule
 from proposals.model import ProposalState
 from proposals.service import ProposalService
 from store.db import Store
+from tests.prometheus_lab import scraped_lab
 from tests.proposals.conftest import PolicyBox
 from tools.executor import Executor
 from tools.k8s import KubeClient
@@ -41,17 +40,12 @@ SCENARIO = "hotel-reservation-env-changed"  # reservation's database rejects it:
 
 @pytest.fixture
 def world(tmp_path: Path) -> Iterator[tuple[LabServer, KubeClient, PrometheusClient]]:
-    reason = unavailable()
-    if reason:
-        pytest.skip(reason)
-    lab = LabServer(mode=REALTIME, apps=["hotel"]).start()
-    kube = KubeClient(kubeconfig=str(write_kubeconfig(tmp_path / "config", lab.url, "hotel")))
-    try:
-        with PrometheusStack(lab_url=lab.url, token=LAB_TOKEN, workdir=tmp_path / "prom") as prom:
-            yield lab, kube, PrometheusClient(PrometheusConfig(url=prom.prometheus_url))
-    finally:
-        kube.close()
-        lab.stop()
+    with scraped_lab(tmp_path) as world:
+        kube = KubeClient(kubeconfig=str(world.kubeconfig))
+        try:
+            yield world.lab, kube, PrometheusClient(PrometheusConfig(url=world.prometheus_url))
+        finally:
+            kube.close()
 
 
 @pytest.fixture(autouse=True)

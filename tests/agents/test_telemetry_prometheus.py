@@ -15,12 +15,11 @@ from agents.health import collect, score
 from agents.telemetry import summarize
 from bot.telemetry import telemetry_text
 from lab.client import LabClient
-from lab.cluster.clock import REALTIME
-from lab.prometheus import PrometheusStack, unavailable
-from lab.runner import LAB_TOKEN, LabServer, write_kubeconfig
+from lab.runner import LabServer
 from proposals.model import Proposal
 from proposals.service import ProposalService
 from store.db import Store
+from tests.prometheus_lab import scraped_lab
 from tests.proposals.conftest import PolicyBox
 from tools.executor import Executor
 from tools.k8s import KubeClient
@@ -33,17 +32,8 @@ T = TypeVar("T")
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LabServer, str, Path]]:
-    reason = unavailable()
-    if reason:
-        pytest.skip(reason)
-    lab = LabServer(mode=REALTIME, apps=["hotel"]).start()
-    folder = tmp_path_factory.mktemp("telemetry")
-    kubeconfig = write_kubeconfig(folder / "config", lab.url, "hotel")
-    try:
-        with PrometheusStack(lab_url=lab.url, token=LAB_TOKEN, workdir=folder / "prom") as prom:
-            yield lab, prom.prometheus_url, kubeconfig
-    finally:
-        lab.stop()
+    with scraped_lab(tmp_path_factory.mktemp("telemetry")) as world:
+        yield world.lab, world.prometheus_url, world.kubeconfig
 
 
 @pytest.fixture(autouse=True)

@@ -22,13 +22,12 @@ import pytest_asyncio
 
 from agents import snapshot_metrics
 from lab.client import LabClient
-from lab.cluster.clock import REALTIME
-from lab.prometheus import PrometheusStack, unavailable
-from lab.runner import LAB_TOKEN, LabServer, write_kubeconfig
+from lab.runner import LabServer
 from lab.slack.client import AsyncPlaygroundClient
 from lab.slack.server import PlaygroundServer
 from tests.bot.conftest import BotHandle, inject, wait_for
 from tests.conftest import Lab
+from tests.prometheus_lab import scraped_lab
 from tests.proposals.conftest import PolicyBox
 from tests.tools.promservers import BadPrometheus, free_port
 from tools.k8s import KubeClient
@@ -90,17 +89,12 @@ async def investigate(slack: AsyncPlaygroundClient) -> tuple[str, float]:
 
 @pytest.fixture
 def realtime(tmp_path: Path) -> Iterator[tuple[LabServer, KubeClient, PrometheusClient]]:
-    reason = unavailable()
-    if reason:
-        pytest.skip(reason)
-    lab = LabServer(mode=REALTIME, apps=["hotel"]).start()
-    kube = KubeClient(kubeconfig=str(write_kubeconfig(tmp_path / "config", lab.url, "hotel")))
-    try:
-        with PrometheusStack(lab_url=lab.url, token=LAB_TOKEN, workdir=tmp_path / "prom") as prom:
-            yield lab, kube, PrometheusClient(PrometheusConfig(url=prom.prometheus_url))
-    finally:
-        kube.close()
-        lab.stop()
+    with scraped_lab(tmp_path) as world:
+        kube = KubeClient(kubeconfig=str(world.kubeconfig))
+        try:
+            yield world.lab, kube, PrometheusClient(PrometheusConfig(url=world.prometheus_url))
+        finally:
+            kube.close()
 
 
 @pytest.fixture
