@@ -277,6 +277,8 @@ async def test_the_after_figures_are_read_again_once_the_change_can_show_in_them
     callers = CALLER.search(shown)
     assert callers is not None, shown
     before, after = callers.groups()
-    assert before == "100%", shown  # search failed on every call before the fix…
+    # search failed on (nearly) every call before the fix — a loaded machine may let the
+    # last scrape before the write fall a call or two short of 100%…
+    assert float(before.removesuffix("%")) >= 90, shown
     assert after.endswith("%") and float(after.removesuffix("%")) < 5, shown  # …and not after
     assert "memory / limit 100% → " in shown and "→ *100%*" not in shown, shown
