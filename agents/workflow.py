@@ -389,7 +389,7 @@ class IncidentWorkflow(AttemptRunner):
         offline = self.offline.plan(base)
         result = offline
         if self.llm is not None:
-            result = self.llm.plan(PlanRequest(**{**base.__dict__, "offline": offline}))
+            result = self._llm_plan(self.llm, PlanRequest(**{**base.__dict__, "offline": offline}))
         if result.diagnosis is not None and history:
             result = result.model_copy(
                 update={"diagnosis": result.diagnosis.model_copy(update={"history": history})}
@@ -424,6 +424,24 @@ class IncidentWorkflow(AttemptRunner):
         for note in result.notes:
             self.incidents.note(incident, IncidentEventType.NOTE, actor=AGENT, message=note)
         return result
+
+    @staticmethod
+    def _llm_plan(llm: Planner, request: PlanRequest) -> PlanResult:
+        """The model planner's answer; whatever escapes it is the offline plan with a note —
+        an incident must never stay in ``diagnosing`` because a model misbehaved."""
+        try:
+            return llm.plan(request)
+        except Exception as exc:  # a failing planner is a fallback, never a stop
+            why = " ".join(str(exc).split())[:200] or type(exc).__name__
+            return request.offline.model_copy(
+                update={
+                    "notes": [
+                        *request.offline.notes,
+                        f"the {llm.name} planner failed ({type(exc).__name__}: {why}); the "
+                        "offline plan is used",
+                    ]
+                }
+            )
 
     @staticmethod
     def usage_after(incident: Incident, result: PlanResult) -> Usage:

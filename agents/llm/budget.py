@@ -22,6 +22,10 @@ import tiktoken.model
 CONTEXT_TOKENS = 2_000
 # One read-tool answer given back to the model.
 TOOL_RESULT_TOKENS = 600
+# One answer of the model (its text, or its tool calls' names and arguments), in characters.
+# A diagnosis or five ranked candidates fit in a few thousand; an answer far larger is a model
+# gone wrong (or a hostile server), and is refused as unusable rather than parsed and kept.
+ANSWER_CHARS = 32_000
 DEFAULT_ENCODING = "o200k_base"
 
 

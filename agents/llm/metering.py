@@ -1,5 +1,6 @@
 """Counting what the model costs: calls and tokens, including calls whose answers were thrown
-away (garbage, timeouts), so the usage recorded per incident is what was really spent."""
+away (garbage, timeouts), so the usage recorded per incident is what was really spent — and
+refusing an answer larger than ``budget.ANSWER_CHARS`` before anything parses or keeps it."""
 
 from __future__ import annotations
 
@@ -17,6 +18,22 @@ from autogen_core.models import (
 )
 from autogen_core.tools import Tool, ToolSchema
 from pydantic import BaseModel
+
+from agents.llm.budget import ANSWER_CHARS
+
+
+class AnswerTooLarge(ValueError):
+    """The model answered more than ``budget.ANSWER_CHARS`` characters (an unusable answer)."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(f"the answer was {size} characters, more than the {ANSWER_CHARS} allowed")
+        self.size = size
+
+
+def _size(result: CreateResult) -> int:
+    if isinstance(result.content, str):
+        return len(result.content)
+    return sum(len(call.name) + len(call.arguments) for call in result.content)
 
 
 class MeteredClient(ChatCompletionClient):
@@ -53,6 +70,8 @@ class MeteredClient(ChatCompletionClient):
             cancellation_token=cancellation_token,
         )
         self._count(result.usage)
+        if _size(result) > ANSWER_CHARS:
+            raise AnswerTooLarge(_size(result))
         return result
 
     async def create_stream(
@@ -76,6 +95,8 @@ class MeteredClient(ChatCompletionClient):
         ):
             if isinstance(chunk, CreateResult):
                 self._count(chunk.usage)
+                if _size(chunk) > ANSWER_CHARS:
+                    raise AnswerTooLarge(_size(chunk))
             yield chunk
 
     async def close(self) -> None:

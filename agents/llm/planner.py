@@ -13,7 +13,10 @@ returns a ``PlanResult`` and the workflow proposes its candidates through the pr
 
 Failure is cheap: no model configured → ``planner_from_env`` returns None; a timeout, or an
 error or unusable answer twice in a phase → the offline planner's result, with a note saying
-why. Model calls and tokens (including thrown-away answers) are in ``PlanResult.usage``.
+why. "Unusable" is anything the client or the agent could not turn into the answer's schema —
+no choices, no message, a body that is not JSON or was cut off, a refusal, a call to a tool
+that does not exist, an answer over ``budget.ANSWER_CHARS`` — whatever exception it raises.
+Model calls and tokens (including thrown-away answers) are in ``PlanResult.usage``.
 """
 
 from __future__ import annotations
@@ -108,6 +111,12 @@ class LLMPlanner:
             )
         except ModelFailed as failed:
             return self._fallback(run, failed.reason)
+        except Exception as exc:  # any failure of a planning is the fallback's
+            return self._fallback(
+                run,
+                f"the model planner failed ({type(exc).__name__}: {_first_line(exc)}); the "
+                "offline plan is used",
+            )
         finally:
             await run.client.close()
 
@@ -209,6 +218,11 @@ class LLMPlanner:
                     warnings.filterwarnings(
                         "ignore", message="Pydantic serializer warnings", category=UserWarning
                     )
+                    # A server that names another model (or none) in its answer is no reason
+                    # to warn on every call; the answer is judged on its content.
+                    warnings.filterwarnings(
+                        "ignore", message="Resolved model mismatch", category=UserWarning
+                    )
                     result = await agent.run(task=task(reason))
                 message = result.messages[-1] if result.messages else None
                 if not isinstance(message, StructuredMessage) or not isinstance(
@@ -224,6 +238,12 @@ class LLMPlanner:
             except (openai.APIError, ConnectionError) as exc:
                 reason = "the request failed"
                 failures.append(f"error ({_first_line(exc)})")
+            except Exception as exc:
+                # The client and the agent assume a well-formed answer (``choices[0]``, a
+                # message, a dict): an answer that is not one surfaces as any exception at
+                # all. Whatever it is, it is the model's failure, never a stuck incident.
+                reason = "the answer could not be read"
+                failures.append(f"unreadable answer ({type(exc).__name__}: {_first_line(exc)})")
         raise ModelFailed(
             f"the {phase} agent failed {TRIES} times: {'; '.join(failures)}; the offline plan "
             "is used"

@@ -12,7 +12,12 @@ A script entry (a dict) is one of:
 - ``{"tool_calls": [{"name": "logs", "arguments": {...}}, ...]}`` — the model calls tools;
 - ``{"malformed": true}`` — text that is neither JSON nor a tool call;
 - ``{"status": 500, "error": "..."}`` — the server fails the request;
-- any entry may carry ``"delay": seconds`` (answer late: a timeout for a short client timeout).
+- ``{"refusal": "text"}`` — the model refuses (``content`` null, ``refusal`` set);
+- ``{"raw": <any JSON>}`` — that JSON is the whole 200 answer (``{"choices": []}``, ``{}``, …);
+- ``{"body": "text"}`` — that text is the whole 200 answer, sent as JSON (which it is not);
+- any entry may carry ``"delay": seconds`` (answer late: a timeout for a short client timeout),
+  ``"finish_reason": "length"`` (the answer was cut at the token limit), or
+  ``"truncate": true`` (the connection closes half-way through the body it announced).
 
 Modes apply when the script is empty (or to every request, for ``malformed`` and
 ``timeout``): ``script`` (the default: an exhausted script answers 500), ``malformed``,
@@ -185,7 +190,12 @@ class FakeChatServer:
             await asyncio.sleep(float(entry["delay"]))
         if "status" in entry:
             return _error(int(entry["status"]), str(entry.get("error", "fake failure")))
-        return web.json_response(_completion(body, entry))
+        if "body" in entry:
+            return web.Response(text=str(entry["body"]), content_type="application/json")
+        answer = entry["raw"] if "raw" in entry else _completion(body, entry)
+        if entry.get("truncate"):
+            return await _truncated(request, json.dumps(answer).encode())
+        return web.json_response(answer)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -241,13 +251,27 @@ def _error(status: int, message: str) -> web.Response:
     )
 
 
+async def _truncated(request: web.Request, data: bytes) -> web.StreamResponse:
+    """Announce the whole body, send half of it, and drop the connection (a proxy or a server
+    that died mid-answer)."""
+    response = web.StreamResponse(headers={"Content-Type": "application/json"})
+    response.content_length = len(data)
+    await response.prepare(request)
+    await response.write(data[: len(data) // 2])
+    if request.transport is not None:
+        request.transport.close()
+    return response
+
+
 def _completion(body: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": None}
-    finish = "stop"
-    if entry.get("malformed"):
+    finish = str(entry.get("finish_reason") or "stop")
+    if "refusal" in entry:
+        message["refusal"] = str(entry["refusal"])
+    elif entry.get("malformed"):
         message["content"] = MALFORMED
     elif "tool_calls" in entry:
-        finish = "tool_calls"
+        finish = str(entry.get("finish_reason") or "tool_calls")
         message["tool_calls"] = [
             {
                 "id": call.get("id") or f"call_{index}_{call['name']}",

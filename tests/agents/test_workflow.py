@@ -386,3 +386,35 @@ def test_a_cancel_racing_the_first_moves_is_honoured_and_nothing_is_orphaned(
         final = flow.advance(iid)
         assert final.state == St.CANCELLED, final.state
     assert replicas(kube, "recommendation") == 0
+
+
+class BrokenPlanner:
+    """A model planner that raises (issue 16 item 21: an exception the LLM planner did not
+    catch left the incident in ``diagnosing`` for ever)."""
+
+    name = "llm"
+
+    def plan(self, request: PlanRequest) -> PlanResult:
+        raise IndexError("list index out of range")
+
+
+def test_a_planner_that_raises_falls_back_to_the_offline_plan_and_the_incident_moves_on(
+    broken: Lab, kube: KubeClient, service: ProposalService, policy: PolicyBox
+) -> None:
+    policy.set(ASK)
+    flow = IncidentWorkflow(
+        service=service,
+        kube=kube,
+        offline=ScriptedPlanner(FIX),
+        llm=BrokenPlanner(),
+        config=WorkflowConfig(settle_timeout=5, poll_interval=0.05),
+    )
+    incident, _ = flow.start("hotel", requester="cli:alice")
+    waiting = flow.advance(incident.id)
+    assert waiting.state == St.AWAITING_APPROVAL and waiting.planner == "scripted"
+    notes = [e.event.message for e in flow.incidents.events(incident_id=incident.id)]
+    assert any(
+        "the llm planner failed (IndexError: list index out of range); the offline plan is used"
+        in n
+        for n in notes
+    ), notes
