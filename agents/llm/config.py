@@ -19,6 +19,8 @@ from autogen_ext.models.openai import (
 from autogen_ext.models.openai.config import OpenAIClientConfiguration
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
+from agents.llm import logbounds
+
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_TIMEOUT = 60.0
 # What a model we do not know by name is assumed to do: it must call tools and follow a JSON
@@ -73,7 +75,9 @@ class LLMConfig(BaseModel):
 
 def make_client(config: LLMConfig) -> ChatCompletionClient:
     """A chat completion client for ``config``. The client itself does not retry: the planner
-    decides what a failure costs (one more try, then the offline planner)."""
+    decides what a failure costs (one more try, then the offline planner). What the client
+    logs is bounded from here on (``agents.llm.logbounds``)."""
+    logbounds.install()
     # A local server needs no key, but the client insists on one.
     key = config.api_key.get_secret_value() if config.api_key else "not-needed"
     if config.is_azure:

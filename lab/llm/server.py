@@ -178,7 +178,7 @@ class FakeChatServer:
         with self._lock:
             return web.json_response(list(self.requests))
 
-    async def _completions(self, request: web.Request) -> web.Response:
+    async def _completions(self, request: web.Request) -> web.StreamResponse:
         try:
             body = await request.json()
         except ValueError:
