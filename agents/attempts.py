@@ -14,7 +14,7 @@ from datetime import datetime
 
 from agents.health import HealthScore
 from agents.incident import Attempt, Incident, IncidentState, new_transaction_id
-from agents.incident_store import IncidentEventType, IncidentRepository
+from agents.incident_store import IncidentEventType, IncidentRepository, StaleIncident
 from agents.model import Candidate
 from agents.settings import WorkflowConfig
 from agents.verify import Pause, look, wait_until_settled
@@ -75,6 +75,8 @@ class AttemptRunner:
     ) -> Incident:
         if not incident.can_move(to):
             raise RuntimeError(f"incident {incident.id}: {incident.state} → {to} is not a move")
+        if to == St.CANCELLED:
+            self._withdraw_open(incident)
         changed = incident.model_copy(update={**updates, "state": to, "updated_at": self.now()})
         return self.incidents.save(
             changed,
@@ -145,7 +147,16 @@ class AttemptRunner:
             except StratusError as error:
                 return self.end_attempt(incident, f"failed: {error.message}")
             attempt = attempt.model_copy(update={"proposals": [*attempt.proposals, proposal.id]})
-            incident = self._with_attempt(incident, attempt)
+            try:
+                incident = self._with_attempt(incident, attempt)
+            except StaleIncident:
+                # A cancel (or a choice) landed while the step was proposed: the proposal is
+                # recorded nowhere, so withdraw it; the next look proposes again if needed.
+                with contextlib.suppress(StratusError):
+                    self.service.cancel(
+                        proposal.id, actor=_AGENT, reason="the incident changed meanwhile"
+                    )
+                raise
             return self._after_proposal(incident, proposal)
         if not _executed_steps(self, attempt):
             return self.end_attempt(incident, "no change: every object already looked as wanted")
@@ -393,6 +404,16 @@ class AttemptRunner:
         )
 
     # ------------------------------------------------------------------ helpers
+
+    def _withdraw_open(self, incident: Incident) -> None:
+        """Nothing of a cancelled incident stays open: every proposal of it still waiting or
+        approved (one an answer approved while the cancel ran, one proposed by a move the
+        cancel made stale) is withdrawn before the incident is stored as cancelled — before,
+        so that no surface ever sees a cancelled incident with an approved proposal to run."""
+        for proposal in self.service.by_incident(incident.id):
+            if proposal.state in (P.AWAITING_APPROVAL, P.APPROVED):
+                with contextlib.suppress(StratusError):  # it moved on; judged by what it is
+                    self.service.cancel(proposal.id, actor=_AGENT, reason="incident cancelled")
 
     def _pending(self, attempt: Attempt) -> tuple[Proposal | None, bool]:
         """The proposal the attempt waits on, and whether it is an undo."""

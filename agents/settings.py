@@ -13,3 +13,6 @@ class WorkflowConfig:
     settle_timeout: float = field(default_factory=settle_seconds)
     poll_interval: float = field(default_factory=poll_seconds)
     lease_seconds: float = 600.0
+    # How long a cancel waits for another process to let go of the incident before it leaves
+    # the cancel to that process (which sees the flag at its next move).
+    cancel_wait: float = 5.0

@@ -44,6 +44,7 @@ from tools.prometheus import PrometheusClient
 
 St = IncidentState
 AGENT = "agent:stratus"  # who proposes the workflow's actions
+RECHECKS = 3  # rounds of ``advance`` when the incident was changed while we held its lease
 
 
 class IncidentWorkflow(AttemptRunner):
@@ -106,31 +107,42 @@ class IncidentWorkflow(AttemptRunner):
             return existing, True
         return incident, False
 
-    def advance(self, incident_id: str, *, budget: int = 100) -> Incident:
+    def advance(self, incident_id: str, *, budget: int = 100, wait: float = 0.0) -> Incident:
         """Make moves until the incident waits for a human or ends (or another process is
-        advancing it, in which case it is returned as it is)."""
-        holder = holder_name("workflow")
+        advancing it, in which case it is returned as it is). ``wait``: how long to wait for
+        that other process to let go first."""
         resource = f"incident:{incident_id}"
-        if self.locks.acquire(resource, holder, ttl=self.config.lease_seconds) is not None:
-            return self.incidents.get(incident_id)
-        try:
-            incident = self.incidents.get(incident_id)
-            for _ in range(budget):
-                if not incident.is_open:
-                    break
-                try:
-                    moved = self._step(incident)
-                except StaleIncident:
-                    # Someone changed it between our read and our write without the lease (a
-                    # cancel, a join, a choice): our move did not happen; look again.
-                    incident = self.incidents.get(incident_id)
-                    continue
-                if moved is None:
-                    break  # waiting for a human
-                incident = moved
-            return incident
-        finally:
-            self.locks.release(resource, holder)
+        for _ in range(RECHECKS):
+            holder = holder_name("workflow")
+            if self.locks.acquire(resource, holder, ttl=self.config.lease_seconds, wait=wait):
+                return self.incidents.get(incident_id)
+            try:
+                incident = self._moves(incident_id, budget)
+            finally:
+                self.locks.release(resource, holder)
+            # A cancel (or a choice) written without the lease after our last move found the
+            # lease taken and left the move to us: look once more now that we have let go.
+            latest = self.incidents.get(incident_id)
+            if not latest.is_open or latest.version == incident.version:
+                return latest
+        return latest
+
+    def _moves(self, incident_id: str, budget: int) -> Incident:
+        incident = self.incidents.get(incident_id)
+        for _ in range(budget):
+            if not incident.is_open:
+                break
+            try:
+                moved = self._step(incident)
+            except StaleIncident:
+                # Someone changed it between our read and our write without the lease (a
+                # cancel, a join, a choice): our move did not happen; look again.
+                incident = self.incidents.get(incident_id)
+                continue
+            if moved is None:
+                break  # waiting for a human
+            incident = moved
+        return incident
 
     def driven_elsewhere(self, incident_id: str) -> str | None:
         """The process advancing this incident right now, if another one is."""
@@ -155,7 +167,9 @@ class IncidentWorkflow(AttemptRunner):
                     actor=actor,
                     message=f"cancel requested by {actor}: {reason or 'no reason given'}",
                 )
-                return self.advance(incident_id)
+                # The process advancing it now sees the flag at its next move, or when it lets
+                # go; waiting a little for the lease carries the cancel out here when it can.
+                return self.advance(incident_id, wait=self.config.cancel_wait)
             except StaleIncident:
                 continue
         return self.incidents.get(incident_id)
