@@ -105,6 +105,10 @@ class Incident(_Model):
     reason: str = ""  # why it ended as it did
     cancel_requested: str = ""  # who asked to cancel, while an action was in flight
     preferred: str = ""  # Candidate.key() a person picked from the alternatives: tried next
+    # Why the incident could not reach the surface it was asked from (its Slack thread could
+    # not be posted), and since when: it waits for a retry, then ends and frees its namespace.
+    parked: str = ""
+    parked_at: datetime | None = None
 
     @property
     def is_open(self) -> bool:

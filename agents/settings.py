@@ -16,3 +16,6 @@ class WorkflowConfig:
     # How long a cancel waits for another process to let go of the incident before it leaves
     # the cancel to that process (which sees the flag at its next move).
     cancel_wait: float = 5.0
+    # How long an incident that could not reach its surface (``IncidentWorkflow.park``) waits
+    # for a retry before it ends escalated and frees its namespace.
+    park_seconds: float = 600.0

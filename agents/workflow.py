@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 import unicodedata
 from collections.abc import Callable
+from datetime import datetime, timedelta
 
 from agents import snapshot as snapshots
 from agents.analyzers import analyze
@@ -95,6 +96,7 @@ class IncidentWorkflow(AttemptRunner):
             max_attempts=self.config.max_attempts,
             planner=self.llm.name if self.llm else self.offline.name,
         )
+        self._release_if_parked(namespace)
         existing = self.incidents.insert(incident)
         if existing is not None:
             self.incidents.note(
@@ -198,6 +200,77 @@ class IncidentWorkflow(AttemptRunner):
                 self.service.answer(proposal_id, user=actor, choice="reject", reason=reason)
         self.incidents.note(incident, IncidentEventType.NOTE, actor=actor, message=reason)
         return incident
+
+    def park(self, incident_id: str, *, reason: str, actor: str) -> Incident:
+        """The incident could not reach the surface it was asked from (its Slack thread could
+        not be posted): it stays where it is, visibly parked with ``reason``, until a retry
+        succeeds (``unpark``) or ``config.park_seconds`` pass (``release_parked``)."""
+        return self._set_parked(incident_id, reason=reason, actor=actor)
+
+    def unpark(self, incident_id: str, *, actor: str) -> Incident:
+        """A retry reached the surface: the incident carries on (the caller advances it)."""
+        return self._set_parked(incident_id, reason="", actor=actor)
+
+    def release_parked(self) -> list[Incident]:
+        """End every incident parked for longer than ``config.park_seconds``: escalated (a
+        person asked and was never answered), its namespace free for a new investigation."""
+        now = self.clock.now()
+        ended = []
+        for incident in self.incidents.recent(limit=500, open_only=True):
+            if _parked_too_long(incident, now, self.config.park_seconds):
+                released = self._end_parked(incident)
+                if released is not None:
+                    ended.append(released)
+        return ended
+
+    def _release_if_parked(self, namespace: str) -> None:
+        existing = self.incidents.open_for(namespace)
+        if existing is not None and _parked_too_long(
+            existing, self.clock.now(), self.config.park_seconds
+        ):
+            self._end_parked(existing)
+
+    def _end_parked(self, incident: Incident) -> Incident | None:
+        minutes = max(1, round(self.config.park_seconds / 60))
+        self._withdraw_open(incident)
+        try:
+            return self.move(
+                incident,
+                St.ESCALATED,
+                message=f"parked for {minutes} min without reaching its thread "
+                f"({incident.parked}); ended so that the namespace can be investigated again",
+                reason="unreachable",
+            )
+        except StaleIncident:
+            return None  # someone retried or moved it meanwhile: judged next time
+
+    def _set_parked(self, incident_id: str, *, reason: str, actor: str) -> Incident:
+        for _ in range(8):
+            incident = self.incidents.get(incident_id)
+            if not incident.is_open or incident.parked == reason:
+                return incident
+            now = self.clock.now()
+            updates: dict[str, object] = {"parked": reason, "updated_at": now}
+            if not reason:
+                updates["parked_at"] = None
+            elif incident.parked_at is None:
+                updates["parked_at"] = now
+            try:
+                saved = self.incidents.save(
+                    incident.model_copy(update=updates),
+                    expected_version=incident.version,
+                    actor=actor,
+                )
+            except StaleIncident:
+                continue
+            self.incidents.note(
+                saved,
+                IncidentEventType.NOTE,
+                actor=actor,
+                message=f"parked: {reason}" if reason else "its thread was posted; carrying on",
+            )
+            return saved
+        return self.incidents.get(incident_id)
 
     # ------------------------------------------------------------------ moves
 
@@ -466,6 +539,15 @@ class IncidentWorkflow(AttemptRunner):
             completion_tokens=incident.usage.completion_tokens + usage.completion_tokens,
             context_tokens=max(incident.usage.context_tokens, usage.context_tokens),
         )
+
+
+def _parked_too_long(incident: Incident, now: datetime, bound: float) -> bool:
+    return (
+        incident.is_open
+        and bool(incident.parked)
+        and incident.parked_at is not None
+        and now - incident.parked_at >= timedelta(seconds=bound)
+    )
 
 
 def printable(text: str) -> str:

@@ -19,7 +19,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import alerts, cards, home, http, questions
+from bot import alerts, cards, home, http, parking, questions
 from bot.actions import Clicks
 from bot.authz import Gate, Groups, middleware
 from bot.commands import Commands
@@ -27,6 +27,7 @@ from bot.config import BotConfig
 from bot.driver import Driver
 from bot.follower import Follower
 from bot.links import MessageRef
+from bot.parking import Threads
 from bot.runtime import Runtime
 
 STOP_SECONDS = 10.0
@@ -60,7 +61,10 @@ class StratusBot:
         self.follower = Follower(runtime, self.client, interval=config.follow_interval)
         self.driver = Driver(runtime)
         self.gate = Gate(runtime, Groups(self.client))
-        self.commands = Commands(runtime, self.client, self.follower, self.driver, self.gate)
+        self.threads = Threads(runtime, self.follower, self.driver)
+        self.commands = Commands(
+            runtime, self.client, self.follower, self.driver, self.gate, self.threads
+        )
         self.clicks = Clicks(runtime, self.client, self.follower, self.driver, self.gate)
         self.alert_threads = alerts.AlertThreads(runtime, self.follower, config.alerts)
         self.alerts = alerts.AlertReceiver(
@@ -86,6 +90,7 @@ class StratusBot:
         app.action(cards.UNDO)(self.clicks.undo)
         app.action(cards.DIFF)(self.clicks.diff)
         app.action(cards.REVOKE)(self.clicks.revoke)
+        app.action(parking.RETRY)(self.threads.retry_click)
         app.view(cards.REJECT_VIEW)(self.clicks.reject_reason)
         app.event("app_home_opened")(self._home)
         app.event("app_mention")(self._mention)

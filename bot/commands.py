@@ -11,14 +11,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import blocks as b
-from bot import cards, text
+from bot import text
 from bot.authz import Gate
 from bot.driver import Driver
 from bot.follower import Follower
 from bot.links import MessageRef
+from bot.parking import Threads
 from bot.policy_view import policy_blocks
 from bot.runtime import Runtime
 from proposals.service import UndoRequest
@@ -49,12 +51,14 @@ class Commands:
         follower: Follower,
         driver: Driver,
         gate: Gate,
+        threads: Threads,
     ) -> None:
         self.rt = runtime
         self.client = client
         self.follower = follower
         self.driver = driver
         self.gate = gate
+        self.threads = threads
         self.table: dict[str, Callable[[Invocation, Ack], Awaitable[None]]] = {
             "investigate": self.investigate,
             "undo": self.undo,
@@ -116,19 +120,18 @@ class Commands:
         except StratusError as error:
             await self._ephemeral(call, text.failed(text.incident_title(namespace), error.message))
             return
-        if joined:
+        if joined and not incident.parked:
             await self._ephemeral(call, text.joined(incident.id, namespace))
             return
-        parent = await self.follower.post(
-            MessageRef(call.channel, ""),
-            cards.incident_parent(incident, self.rt.store.clock.now()),
-            text.incident_fallback(namespace, incident.state.value),
-        )
-        if parent is None:
-            return
-        await self.rt.call(self.rt.links.link_thread, incident.id, parent, call.user)
-        await self.driver.advance(incident.id)
-        self.follower.wake()
+        # A new incident, or one parked because its thread could not be posted: post the
+        # thread here (a retry, for the parked one), or park it and say why.
+        refused = await self.threads.open(incident, call.channel, call.user)
+        if refused:
+            notice = text.parked_notice(incident.id, namespace, refused, self.threads.minutes())
+            try:
+                await self._ephemeral(call, notice)
+            except SlackApiError:  # where we cannot post we may not whisper either: a DM then
+                await self.threads.tell(call.user, notice)
 
     async def undo(self, call: Invocation, ack: Ack) -> None:
         if len(call.words) > 2:

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.models.blocks import Block
 from slack_sdk.web.async_client import AsyncWebClient
@@ -98,6 +99,8 @@ class Follower:
                 if self._since_refresh >= PARENT_REFRESH_SECONDS:
                     self._since_refresh = 0.0
                     await self._refresh_open_parents()
+                    # Incidents whose thread could never be posted free their namespace.
+                    await self.rt.work(self.rt.workflow.release_parked)
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -338,15 +341,28 @@ class Follower:
 
     async def post(self, where: MessageRef, body: list[Block], fallback: str) -> MessageRef | None:
         """Post in ``where``'s thread (or in the channel when ``where.ts`` is empty)."""
+        posted, _ = await self.post_checked(where, body, fallback)
+        return posted
+
+    async def post_checked(
+        self, where: MessageRef, body: list[Block], fallback: str
+    ) -> tuple[MessageRef | None, str]:
+        """``post``, and Slack's error when it failed (``not_in_channel``, ``ratelimited`` once
+        the retries are spent, or the network's)."""
         kwargs: dict[str, Any] = {"thread_ts": where.ts} if where.ts else {}
         try:
             response = await self.client.chat_postMessage(
                 channel=where.channel, text=b.fallback(fallback), blocks=b.render(body), **kwargs
             )
         except SlackApiError as error:
-            log.error("chat.postMessage failed: %s", error.response.get("error"))
-            return None
-        return MessageRef(str(response["channel"]), str(response["ts"]))
+            why = str(error.response.get("error") or "error")
+            log.error("chat.postMessage failed: %s", why)
+            return None, why
+        except (aiohttp.ClientError, TimeoutError) as error:
+            why = f"Slack could not be reached ({type(error).__name__})"
+            log.error("chat.postMessage failed: %s", why)
+            return None, why
+        return MessageRef(str(response["channel"]), str(response["ts"])), ""
 
     async def _update(self, where: MessageRef, body: list[Block], fallback: str) -> None:
         try:

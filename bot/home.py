@@ -1,5 +1,6 @@
-"""The App Home: the proposals waiting for this user's approval (with a link to each card)
-and the active grants they created, with Revoke."""
+"""The App Home: the incidents this user asked for whose thread could not be posted (with
+Retry), the proposals waiting for their approval (with a link to each card) and the active
+grants they created, with Revoke."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from slack_sdk.models.blocks import Block
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import blocks as b
-from bot import text
+from bot import parking, text
 from bot.authz import Gate
 from bot.policy_view import grant_blocks
 from bot.runtime import Runtime
@@ -36,6 +37,7 @@ async def publish(runtime: Runtime, gate: Gate, client: AsyncWebClient, user: st
     grants = [g for g in await runtime.call(runtime.grants.active, now) if g.created_by == user]
     body: list[Block] = [
         b.header(text.HOME_TITLE),
+        *await _parked(runtime, user),
         b.section(text.HOME_PENDING),
         *(b.sections("\n".join(lines)) if lines else [b.context(text.HOME_NONE_PENDING)]),
         b.divider(),
@@ -45,3 +47,29 @@ async def publish(runtime: Runtime, gate: Gate, client: AsyncWebClient, user: st
     await client.views_publish(
         user_id=user, view={"type": "home", "blocks": b.render(body, limit=b.VIEW_BLOCKS)}
     )
+
+
+async def _parked(runtime: Runtime, user: str) -> list[Block]:
+    """The incidents whose thread could not be posted, for their requester (all of them for
+    an admin), each with Retry (``bot.parking``); nothing when there are none."""
+    everyone = user in runtime.admins()
+    found = [
+        i
+        for i in await runtime.call(runtime.incidents.recent, limit=200, open_only=True)
+        if i.parked and (everyone or i.requester == user)
+    ]
+    if not found:
+        return []
+    now = runtime.store.clock.now()
+    bound = runtime.workflow.config.park_seconds
+    rows: list[Block] = [b.section(text.HOME_PARKED)]
+    for incident in found[:10]:
+        since = (now - incident.parked_at).total_seconds() if incident.parked_at else 0.0
+        left = max(0, round((bound - since) / 60))
+        rows.append(
+            b.section(
+                text.home_parked(incident.id, incident.namespace, incident.parked, left),
+                accessory=b.button(text.RETRY, parking.RETRY, incident.id, style="primary"),
+            )
+        )
+    return [*rows, b.divider()]

@@ -17,6 +17,9 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS bot_cards (proposal_id TEXT PRIMARY KEY, incident_id TEXT,"
     " channel TEXT NOT NULL, ts TEXT NOT NULL, thread_ts TEXT)",
     "CREATE TABLE IF NOT EXISTS bot_state (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    # Incidents whose thread could not be posted: where to post it on a retry.
+    "CREATE TABLE IF NOT EXISTS bot_parked (incident_id TEXT PRIMARY KEY, channel TEXT NOT NULL,"
+    " requester TEXT NOT NULL DEFAULT '')",
 )
 CURSOR = "cursor"
 
@@ -60,6 +63,24 @@ class Links:
             "SELECT incident_id FROM bot_threads WHERE channel = ? ORDER BY rowid DESC", [channel]
         )
         return [str(r["incident_id"]) for r in rows]
+
+    def park(self, incident_id: str, channel: str, requester: str) -> None:
+        with self.store.immediate() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO bot_parked VALUES (?, ?, ?)",
+                [incident_id, channel, requester],
+            )
+
+    def parked_in(self, incident_id: str) -> tuple[str, str] | None:
+        """(channel, requester) of an incident whose thread could not be posted."""
+        rows = self.store.query(
+            "SELECT channel, requester FROM bot_parked WHERE incident_id = ?", [incident_id]
+        )
+        return (str(rows[0]["channel"]), str(rows[0]["requester"])) if rows else None
+
+    def unpark(self, incident_id: str) -> None:
+        with self.store.immediate() as db:
+            db.execute("DELETE FROM bot_parked WHERE incident_id = ?", [incident_id])
 
     # ------------------------------------------------------------------ proposal cards
 

@@ -653,6 +653,35 @@ def home_pending(proposal_id: str, intent: str, link: str | None) -> str:
     return f"• `{proposal_id}` {intent}{where}"
 
 
+# ---------------------------------------------------------------------- parked incidents
+
+HOME_PARKED = "*Incidents waiting for their thread*"
+RETRY = "Retry"
+RETRY_GONE = "That incident is no longer waiting for its thread; nothing changed."
+RETRY_REFUSED = "Only the person who asked for this investigation (or an admin) may retry it."
+
+
+def parked_reason(channel: str, error: str) -> str:
+    """Why an incident is parked, as stored with it (the CLI shows it too): plain words."""
+    return f"its Slack thread could not be posted in channel {channel}: {error}"
+
+
+def parked_notice(incident_id: str, namespace: str, error: str, minutes: int) -> str:
+    return (
+        f":warning: I could not post the incident thread for `{esc(namespace)}` here "
+        f"(`{esc(error)}`). Incident `{incident_id}` is parked and nothing runs: invite me to "
+        f"this channel, then press *{RETRY}* in my App Home or type `/stratus investigate "
+        f"{esc(namespace)}` again. After {minutes} min it ends and frees `{esc(namespace)}`."
+    )
+
+
+def home_parked(incident_id: str, namespace: str, reason: str, minutes_left: int) -> str:
+    return (
+        f"• `{incident_id}` on `{esc(namespace)}` — {esc(reason)} "
+        f"(ends in {minutes_left} min unless a retry posts it)"
+    )
+
+
 # ---------------------------------------------------------------------- alerts (Alertmanager)
 
 

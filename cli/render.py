@@ -189,6 +189,7 @@ def incident_line(incident: Incident) -> str:
     return (
         f"{incident.id}  {incident.state.value:<17} {incident.namespace:<20} "
         f"{incident.created_at:%Y-%m-%d %H:%M}  attempts {len(incident.attempts)}  {what}"
+        + (f"  [parked: {incident.parked}]" if incident.parked and incident.is_open else "")
     )
 
 
@@ -203,6 +204,11 @@ def incident_summary(incident: Incident) -> None:
     click.echo(f"incident:  {incident.id} on {incident.namespace} ({incident.state.value})")
     if incident.reason:
         click.echo(f"outcome:   {incident.reason}")
+    if incident.parked and incident.is_open and incident.parked_at is not None:
+        click.echo(
+            f"parked:    since {incident.parked_at:%Y-%m-%d %H:%M:%S} UTC, {incident.parked} "
+            "(nothing runs until a retry posts its thread; it ends after the bound)"
+        )
     click.echo(f"started:   {incident.created_at:%Y-%m-%d %H:%M:%S} UTC by {incident.requester}")
     if incident.question:
         click.echo(f"question:  {incident.question}")
