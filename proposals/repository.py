@@ -72,8 +72,15 @@ class ProposalRepository:
         return seals.problems(proposal, audited=audited)
 
     def check(self, proposal: Proposal) -> Proposal:
-        """``proposal`` as loaded, or ``ProposalTampered`` naming what was done to it."""
+        """``proposal`` as loaded (or as saved since, when someone saved it meanwhile), or
+        ``ProposalTampered`` naming what was done to it."""
         found = self.problems(proposal)
+        if found:
+            # Loaded outside a transaction: another process may have saved a newer version and
+            # its audit row in between. Body and audit row are read again together.
+            with self.store.immediate():
+                proposal = self.get(proposal.id)
+                found = self.problems(proposal)
         if found:
             raise ProposalTampered(
                 f"proposal {proposal.id} was edited outside Stratus: {found[0]}; nothing acts "
