@@ -37,7 +37,7 @@ from proposals.repository import ProposalRepository
 from store.audit import AuditLog
 from store.db import Store
 from store.records import ExecutionLog
-from tools import crashpoints
+from tools import crashpoints, secrets
 from tools.actions import WritePlan
 from tools.executor import AppliedWrite, Executor
 from tools.objects import ObjectRef
@@ -138,8 +138,9 @@ class ServiceCore:
             facts=Facts.of(facts),
             plan=PlanSnapshot(
                 operation=plan.operation,
-                before=plan.before,
-                after=plan.after,
+                # What people see, and all Stratus stores: a Secret's values as digests.
+                before=secrets.stored_image(plan.before),
+                after=secrets.stored_image(plan.after),
                 diff=plan.diff,
                 digest=digest,
             ),
