@@ -76,3 +76,23 @@ def test_a_secret_write_and_its_undo_store_digests_only(
     shown = run(keyed, "proposals", "list", "--all").output + run(keyed, "audit", "show").output
     assert DRIFTED not in shown and APPLIED not in shown
     assert run(keyed, "audit", "verify").exit_code == 0
+
+
+def test_undo_refuses_a_keeper_that_is_gone_or_edited(
+    env: dict[str, str], kube: KubeClient
+) -> None:
+    drifted = kube.get(SECRET)
+    drifted["data"]["password"] = base64.b64encode(DRIFTED.encode()).decode()
+    kube.replace(drifted)
+    args = ("act", "restore-secret-key", "mongodb-rate-auth", "key=password", "-n", "hotel")
+    assert run(env, *args, "--yes").exit_code == 0
+    [keeper] = kube.list("v1", "Secret", namespace="hotel", label_selector="stratus.io/undo-of")
+    keeper["data"]["data.password"] = base64.b64encode(b"attacker-chosen").decode()
+    kube.replace(keeper)
+    edited = run(env, "undo", "--last", "--yes")
+    assert edited.exit_code == 1 and "does not hold the values" in edited.stderr, edited.output
+    assert password(kube) == APPLIED
+    kube.delete(ObjectRef("Secret", keeper["metadata"]["name"], "hotel"))
+    gone = run(env, "undo", "--last", "--yes")
+    assert gone.exit_code == 1 and "is gone" in gone.stderr, gone.output
+    assert "Traceback" not in gone.output + gone.stderr and password(kube) == APPLIED
