@@ -5,6 +5,8 @@ from __future__ import annotations
 import click
 
 from cli.context import open_store
+from policies.grants import GrantBook
+from proposals.repository import ProposalRepository
 from store.audit import AuditLog
 from store.records import unaudited_writes
 
@@ -16,17 +18,22 @@ def audit() -> None:
 
 @audit.command()
 def verify() -> None:
-    """Check the hash chain and its anchor; exit 1 and name every problem."""
+    """Check the hash chain and its anchor, and every stored proposal and grant against
+    their seals; exit 1 and name every problem."""
     store = open_store()
     report = AuditLog(store).verify_report()
-    for warning in report.warnings:
+    records, unsealed = ProposalRepository(store).tampered()
+    records += GrantBook(store).tampered()
+    for warning in [*report.warnings, *unsealed]:
         click.echo(f"warning: {warning}", err=True)
     problems = list(report.problems) + [
         f"write {write} has no audit row" for write in unaudited_writes(store)
     ]
-    if problems:
-        for problem in problems:
-            click.echo(f"audit log tampered: {problem}", err=True)
+    for problem in problems:
+        click.echo(f"audit log tampered: {problem}", err=True)
+    for record in records:
+        click.echo(f"record tampered: {record}", err=True)
+    if problems or records:
         if any("just before a crash" in p for p in problems) and not report.keyed:
             # Without a key a crash between commit and anchor cannot be told from a forgery.
             click.echo(

@@ -3,14 +3,21 @@
 A grant covers one action on one resource in one namespace, lives no longer than the rule
 that allowed it says, names who created it, and stops matching the moment it is revoked or
 expires.
+
+Each grant row carries a ``mac`` (``store.integrity``: an HMAC under ``STRATUS_AUDIT_KEY``)
+over its id, scope, rule, creator, creation and expiry, and the audit row of its creation
+records the same mac. A grant whose mac does not match, or that no audit row created, allows
+nothing; a grant the audit log says was revoked stays revoked whatever its row says.
 """
 
 from __future__ import annotations
 
 import uuid
 from datetime import datetime, timedelta
+from typing import Any
 
 from policies.evaluate import Grant, PolicyDecision, ProposalFacts
+from store import integrity
 from store.audit import AuditLog
 from store.db import Store
 from store.errors import Remedy, StratusError
@@ -25,6 +32,22 @@ class GrantError(StratusError):
 
 def _parse(text: str | None) -> datetime | None:
     return datetime.fromisoformat(text) if text else None
+
+
+class GrantTampered(GrantError):
+    """A stored grant was inserted or edited outside Stratus: it allows nothing."""
+
+    code = "grant_tampered"
+    default_remedy = Remedy.NONE
+
+
+def grant_mac(row: dict[str, Any]) -> str:
+    """What a grant's mac binds: who allowed which action on what, from when until when."""
+    fields = ("id", "action", "namespace", "resource", "rule", "created_by")
+    material: dict[str, Any] = {name: row[name] or "" for name in fields}
+    for name in ("created_at", "expires_at"):
+        material[name] = str(row[name] or "")
+    return integrity.digest({"record": "grant", **material})
 
 
 class GrantBook:
@@ -55,21 +78,21 @@ class GrantBook:
             rule=decision.rule or "",
             created_at=now,
         )
+        row: dict[str, Any] = {
+            "id": grant.id,
+            "action": grant.action,
+            "namespace": grant.namespace,
+            "resource": grant.resource,
+            "rule": grant.rule,
+            "created_by": created_by,
+            "created_at": now.isoformat(),
+            "expires_at": grant.expires_at.isoformat(),
+            "revoked_at": None,
+            "revoked_by": None,
+        }
+        row["mac"] = grant_mac(row)
         with self.store.immediate() as db:
-            db.table("grants").insert(
-                {
-                    "id": grant.id,
-                    "action": grant.action,
-                    "namespace": grant.namespace,
-                    "resource": grant.resource,
-                    "rule": grant.rule,
-                    "created_by": created_by,
-                    "created_at": now.isoformat(),
-                    "expires_at": grant.expires_at.isoformat(),
-                    "revoked_at": None,
-                    "revoked_by": None,
-                }
-            )
+            db.table("grants").insert(row)
             AuditLog(self.store).append(
                 actor=created_by,
                 event="grant",
@@ -79,6 +102,7 @@ class GrantBook:
                     "action": grant.action,
                     "rule": grant.rule,
                     "expires_at": grant.expires_at.isoformat(),
+                    "mac": row["mac"],
                 },
             )
         return grant
@@ -122,4 +146,57 @@ class GrantBook:
         ]
 
     def active(self, now: datetime) -> list[Grant]:
-        return [g for g in self.all() if g.revoked_at is None and now < g.expires_at]
+        """Grants that allow something now: intact, not revoked, not expired."""
+        return [
+            g
+            for g in self.all()
+            if g.revoked_at is None and now < g.expires_at and not self.problem(g.id)
+        ]
+
+    def problem(self, grant_id: str) -> str | None:
+        """What was done to this stored grant outside Stratus (None: intact). A grant the
+        audit log says was revoked reads as revoked, whatever its row says."""
+        rows = self.store.query("SELECT * FROM grants WHERE id = ?", [grant_id])
+        if not rows:
+            return None
+        row = rows[0]
+        audit = AuditLog(self.store)
+        if row["revoked_at"] is None and audit.newest(
+            field="grant", value=grant_id, having="grant", event="grant-revoked"
+        ):
+            return "it was revoked, but its row says it was not"
+        if not row.get("mac") and row["revoked_at"] is not None:
+            return None  # created before grants were sealed, and revoked by the upgrade
+        if not row.get("mac"):
+            return "it carries no MAC (inserted outside Stratus)"
+        if integrity.audit_key() is None and str(row["mac"]).startswith("hmac-"):
+            return f"it was sealed with {integrity.KEY_ENV}, which is not set: it cannot be proven"
+        if integrity.audit_key() is not None and str(row["mac"]).startswith("sha256:"):
+            return f"it was made without {integrity.KEY_ENV} (before the key was set, or forged)"
+        if not integrity.matches_digest(grant_mac(row), row["mac"]):
+            return "its scope, creator, rule or expiry was edited outside Stratus"
+        created = audit.newest(field="grant", value=grant_id, having="mac", event="grant")
+        if created is None or created.record.payload.get("mac") != row["mac"]:
+            return "no audit row records its creation (inserted outside Stratus)"
+        if not created.proven:
+            return "the audit row of its creation was not written by Stratus"
+        return None
+
+    def forged(self, facts: ProposalFacts, now: datetime) -> list[tuple[Grant, str]]:
+        """Grants that would allow ``facts`` now if they were genuine, and are not."""
+        found = []
+        for grant in self.all():
+            if grant.matches(facts, now):
+                problem = self.problem(grant.id)
+                if problem:
+                    found.append((grant, problem))
+        return found
+
+    def tampered(self) -> list[str]:
+        """Every stored grant checked: one line per grant edited or inserted outside Stratus."""
+        found = []
+        for grant in self.all():
+            problem = self.problem(grant.id)
+            if problem:
+                found.append(f"grant {grant.id}: {problem}")
+        return found

@@ -15,7 +15,8 @@ from policies.evaluate import (
     ProposalFacts,
     evaluate,
 )
-from policies.grants import GrantBook
+from policies.grants import GrantBook, GrantTampered
+from proposals import seals
 from proposals.errors import (
     NotExecutable,
 )
@@ -36,7 +37,7 @@ from proposals.repository import ProposalRepository
 from store.audit import AuditLog
 from store.db import Store
 from store.records import ExecutionLog
-from tools import crashpoints
+from tools import crashpoints, secrets
 from tools.actions import WritePlan
 from tools.executor import AppliedWrite, Executor
 from tools.objects import ObjectRef
@@ -70,8 +71,17 @@ def decide(
     facts: ProposalFacts, *, policy: CompiledPolicy, store: Store, now: datetime
 ) -> PolicyDecision:
     """The decision for these facts under this policy with the grants in the store now: the
-    one place a decision is computed (proposals, the guard, and `stratus policy explain`)."""
-    return evaluate(facts, policy, GrantBook(store).active(now), now)
+    one place a decision is computed (proposals, the guard, and `stratus policy explain`).
+    A grant that would allow this but was inserted or edited outside Stratus stops it."""
+    book = GrantBook(store)
+    for grant, problem in book.forged(facts, now):
+        raise GrantTampered(
+            f"grant {grant.id} ({grant.action} on {grant.namespace}/{grant.resource}) was "
+            f"changed outside Stratus: {problem}; it allows nothing, and nothing was written "
+            f"(revoke it with `stratus policy revoke {grant.id}`, see `stratus audit verify`)",
+            subject=grant.id,
+        )
+    return evaluate(facts, policy, book.active(now), now)
 
 
 class ServiceCore:
@@ -114,8 +124,12 @@ class ServiceCore:
         now = self.clock.now()
         decision = self._decide(facts, now)
         state = {"deny": S.DENIED, "allow": S.APPROVED}.get(decision.outcome, S.AWAITING_APPROVAL)
+        proposal_id = new_proposal_id()
+        digest = plan_digest(
+            action=action, target=str(ref), params=params, diff=plan.diff, seen=plan.before
+        )
         proposal = Proposal(
-            id=new_proposal_id(),
+            id=proposal_id,
             incident_id=incident_id,
             action=action,
             params=params,
@@ -124,17 +138,16 @@ class ServiceCore:
             facts=Facts.of(facts),
             plan=PlanSnapshot(
                 operation=plan.operation,
-                before=plan.before,
-                after=plan.after,
+                # What people see, and all Stratus stores: a Secret's values as digests.
+                before=secrets.stored_image(plan.before),
+                after=secrets.stored_image(plan.after),
                 diff=plan.diff,
-                digest=plan_digest(
-                    action=action, target=str(ref), params=params, diff=plan.diff, seen=plan.before
-                ),
+                digest=digest,
             ),
             intent=intent,
             risk=risk,
             reversible=reversible,
-            decision=Decision.of(decision, now),
+            decision=seals.signed_decision(proposal_id, digest, Decision.of(decision, now)),
             state=state,
             created_at=now,
             updated_at=now,
@@ -153,7 +166,7 @@ class ServiceCore:
                 open_undo = self.repo.find(states=OPEN, undo_entry=undo_entry, limit=1)
                 if open_undo:
                     return open_undo[0]  # a racing request won: answer with its proposal
-            self.repo.insert(proposal)
+            proposal = self.repo.insert(proposal)
             self._event(proposal, EventType.PROPOSED, S.PROPOSED.value, None, requester)
             self._event(proposal, EventType.STATE_CHANGED, state.value, "proposed", requester)
             self.audit.append(
@@ -167,6 +180,7 @@ class ServiceCore:
                     "digest": proposal.plan.digest,
                     "decision": decision.to_dict(),
                     "supersedes": proposal.supersedes,
+                    "seal": proposal.seal,
                 },
             )
         crashpoints.reached("proposed")
@@ -234,10 +248,17 @@ class ServiceCore:
         """Record links (the proposal that replaces this one) without a state change."""
         with self.store.immediate():
             proposal = self.repo.get(proposal_id)
-            return self.repo.save(
+            saved = self.repo.save(
                 proposal.model_copy(update={**links, "updated_at": self.clock.now()}),
                 expected_version=proposal.version,
             )
+            self.audit.append(
+                actor="stratus",
+                event="proposal",
+                subject=str(saved.target),
+                payload={"proposal": saved.id, **links, "seal": saved.seal},
+            )
+            return saved
 
     def _save(
         self,
@@ -291,6 +312,7 @@ class ServiceCore:
                     "message": message,
                     "digest": saved.plan.digest,
                     **({"choice": vote.choice} if vote is not None else {}),
+                    "seal": saved.seal,
                 },
             )
         return saved

@@ -43,3 +43,11 @@ class StaleProposal(ProposalError):
 
     code = "stale"
     retryable = True
+
+
+class ProposalTampered(ProposalError):
+    """A stored proposal was changed outside Stratus (its seal, a vote's or the decision's
+    digest no longer matches, or the audit log recorded a later version): nothing acts on it."""
+
+    code = "tampered"
+    default_remedy = Remedy.PROPOSE_AGAIN

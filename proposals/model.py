@@ -132,13 +132,15 @@ class Decision(_Model):
     self_approval: bool = True
     approval_timeout_seconds: int = 1800
     decided_at: datetime
+    # Binds this decision to its proposal and plan (``proposals.seals``).
+    mac: str = ""
 
     @classmethod
     def of(cls, decision: PolicyDecision, at: datetime) -> Decision:
         return cls(**decision.to_dict(), decided_at=at)
 
     def policy_decision(self) -> PolicyDecision:
-        values = self.model_dump(exclude={"decided_at"})
+        values = self.model_dump(exclude={"decided_at", "mac"})
         values["approvers"] = tuple(values["approvers"])
         return PolicyDecision(**values)
 
@@ -164,6 +166,8 @@ class Vote(_Model):
     at: datetime
     reason: str = ""
     groups: list[str] = Field(default_factory=list)
+    # Binds this vote to its proposal and the plan it approved (``proposals.seals``).
+    mac: str = ""
 
 
 class Proposal(_Model):
@@ -201,6 +205,9 @@ class Proposal(_Model):
     warnings: list[str] = Field(default_factory=list)
     error: dict[str, Any] | None = None
     reason: str = ""  # why it ended as it did (rejection reason, failure, expiry)
+    # A keyed digest of everything above, set by the repository on every save; the audit row
+    # of that save records it too (``proposals.seals``).
+    seal: str = ""
 
     @property
     def is_open(self) -> bool:

@@ -8,6 +8,7 @@ from proposals.core import ServiceCore
 from proposals.errors import (
     NotExecutable,
     ProposalError,
+    ProposalTampered,
 )
 from proposals.model import (
     Proposal,
@@ -44,6 +45,9 @@ class RecoveryUseCases(ServiceCore):
             )
         except NotExecutable:
             return None  # answered or expired by someone else meanwhile
+        except ProposalTampered:
+            # Left as found, for `stratus audit verify` to name; nothing can execute it.
+            return None
 
     # ------------------------------------------------------------------ recovery
 
@@ -74,6 +78,8 @@ class RecoveryUseCases(ServiceCore):
                 )
             except NotExecutable:
                 continue  # another process finished it first
+            except ProposalTampered:
+                continue  # left as found; `stratus audit verify` names it
             lines.append(f"{proposal.id}: interrupted before the write; nothing was written")
         self.expire()
         return lines

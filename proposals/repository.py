@@ -1,13 +1,17 @@
 """Proposals in the store: the whole aggregate as a versioned JSON body, with the columns
-queries need, written only by compare-and-set on ``version``."""
+queries need, written only by compare-and-set on ``version``. Every body is sealed when it is
+written, and the stored one is checked before it is overwritten (``proposals.seals``), so an
+edit made outside Stratus is never carried into a new, genuinely sealed version."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from proposals.errors import ProposalNotFound, StaleProposal
+from proposals import seals
+from proposals.errors import ProposalNotFound, ProposalTampered, StaleProposal
 from proposals.model import OPEN, Proposal, ProposalState
+from store.audit import AuditLog
 from store.db import Store
 
 
@@ -15,14 +19,19 @@ class ProposalRepository:
     def __init__(self, store: Store) -> None:
         self.store = store
 
-    def insert(self, proposal: Proposal) -> None:
+    def insert(self, proposal: Proposal) -> Proposal:
+        """Store a new proposal, sealed; the caller's audit row must record its ``seal``."""
+        sealed = seals.sealed(proposal)
         with self.store.immediate() as db:
-            db.table("proposals").insert(self._columns(proposal))
+            db.table("proposals").insert(self._columns(sealed))
+        return sealed
 
     def save(self, proposal: Proposal, *, expected_version: int) -> Proposal:
-        """Store ``proposal`` as the next version, only if nobody saved since we loaded it."""
-        saved = proposal.model_copy(update={"version": expected_version + 1})
+        """Store ``proposal`` as the next version, sealed, only if nobody saved since we loaded
+        it and the stored version is intact. The caller's audit row must record the seal."""
+        saved = seals.sealed(proposal.model_copy(update={"version": expected_version + 1}))
         with self.store.immediate() as db:
+            self.check(self.get(proposal.id))
             cursor = db.execute(
                 "UPDATE proposals SET state = ?, body = ?, version = ?, updated_at = ?, "
                 "plan = ? WHERE id = ? AND version = ?",
@@ -48,7 +57,62 @@ class ProposalRepository:
         )
         if not rows:
             raise ProposalNotFound(f"no proposal {proposal_id}", subject=proposal_id)
-        return Proposal.model_validate_json(rows[0]["body"])
+        proposal = Proposal.model_validate_json(rows[0]["body"])
+        if proposal.id != proposal_id:
+            raise ProposalTampered(
+                f"proposal {proposal_id} was edited outside Stratus: its row holds the body of "
+                f"proposal {proposal.id}; nothing acts on it",
+                subject=proposal_id,
+            )
+        return proposal
+
+    def problems(self, proposal: Proposal) -> list[str]:
+        """What was done to this stored proposal outside Stratus (none: intact)."""
+        audited = AuditLog(self.store).newest(field="proposal", value=proposal.id, having="seal")
+        return seals.problems(proposal, audited=audited)
+
+    def check(self, proposal: Proposal) -> Proposal:
+        """``proposal`` as loaded (or as saved since, when someone saved it meanwhile), or
+        ``ProposalTampered`` naming what was done to it."""
+        found = self.problems(proposal)
+        if found:
+            # Loaded outside a transaction: another process may have saved a newer version and
+            # its audit row in between. Body and audit row are read again together.
+            with self.store.immediate():
+                proposal = self.get(proposal.id)
+                found = self.problems(proposal)
+        if found:
+            raise ProposalTampered(
+                f"proposal {proposal.id} was edited outside Stratus: {found[0]}; nothing acts "
+                "on it (see `stratus audit verify`)",
+                subject=proposal.id,
+                details={"problems": found},
+            )
+        return proposal
+
+    def tampered(self) -> tuple[list[str], list[str]]:
+        """Every stored proposal checked: problems (one line each, naming the proposal), and
+        warnings for closed proposals stored before seals existed."""
+        problems: list[str] = []
+        warnings: list[str] = []
+        for row in self.store.query(
+            "SELECT id, state, body FROM proposals WHERE body IS NOT NULL ORDER BY created_at"
+        ):
+            try:
+                proposal = Proposal.model_validate_json(row["body"])
+            except ValueError:
+                problems.append(f"proposal {row['id']}: its stored body is not a proposal")
+                continue
+            if proposal.id != row["id"] or proposal.state.value != row["state"]:
+                problems.append(
+                    f"proposal {row['id']}: its row and its body disagree (id or state edited)"
+                )
+                continue
+            if not proposal.seal and not proposal.is_open:
+                warnings.append(f"proposal {proposal.id} ({proposal.state.value}) has no seal")
+                continue
+            problems += [f"proposal {proposal.id}: {p}" for p in self.problems(proposal)]
+        return problems, warnings
 
     def find(
         self,

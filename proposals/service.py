@@ -21,6 +21,7 @@ from policies.approvals import ApprovalRequest, refusal
 from policies.evaluate import (
     facts_for,
 )
+from proposals import seals
 from proposals.core import ServiceCore, UndoRequest, labels_of, new_proposal_id
 from proposals.errors import (
     AnswerRefused,
@@ -173,16 +174,20 @@ class ProposalService(UndoUseCases, RecoveryUseCases):
         """Approve once, Always allow, or reject. A vote that may not count changes nothing
         and raises ``AnswerRefused`` saying why."""
         for _ in range(_CAS_ATTEMPTS):
-            proposal = self.repo.get(proposal_id)
+            # A forged proposal is refused before anyone's vote is added to it.
+            proposal = self.repo.check(self.repo.get(proposal_id))
             now = self.clock.now()
             self._check_answerable(proposal, user=user, choice=choice, groups=groups, now=now)
-            vote = Vote(
-                user=user,
-                choice=choice,
-                digest=proposal.plan.digest,
-                at=now,
-                reason=reason,
-                groups=list(groups),
+            vote = seals.signed_vote(
+                proposal.id,
+                Vote(
+                    user=user,
+                    choice=choice,
+                    digest=proposal.plan.digest,
+                    at=now,
+                    reason=reason,
+                    groups=list(groups),
+                ),
             )
             voted = proposal.model_copy(update={"votes": [*proposal.votes, vote]})
             if choice == "reject":
@@ -297,7 +302,7 @@ class ProposalService(UndoUseCases, RecoveryUseCases):
 
     def execute(self, proposal_id: str, *, actor: str) -> Proposal:
         """Execute an approved proposal exactly once (compare-and-set approved → executing)."""
-        proposal = self.repo.get(proposal_id)
+        proposal = self.repo.check(self.repo.get(proposal_id))
         if proposal.state == S.EXECUTED:
             return proposal
         if proposal.state == S.EXECUTING:
@@ -331,6 +336,15 @@ class ProposalService(UndoUseCases, RecoveryUseCases):
             raise NotExecutable(
                 f"proposal {proposal.id} is {proposal.state.value.replace('_', ' ')}, not approved"
                 + (f" ({proposal.reason})" if proposal.reason else ""),
+                subject=proposal.id,
+            )
+        if proposal.decision.outcome != "allow" and (
+            len(proposal.approvals()) < proposal.decision.min_approvals
+        ):
+            # Sealed or not, an approval is the votes it counts: never fewer than asked for.
+            raise NotExecutable(
+                f"proposal {proposal.id} is marked approved with {len(proposal.approvals())} of "
+                f"{proposal.decision.min_approvals} approvals; nothing was written",
                 subject=proposal.id,
             )
         holder = holder_name(actor)

@@ -43,7 +43,9 @@ class UndoUseCases(ServiceCore):
             if not dry_run and supersedes is None:
                 return existing
         current = self.executor.kube.find(ref)
-        inverse = plan_inverse(execution, current, force=request.force)
+        inverse = plan_inverse(
+            execution, current, force=request.force, before=self.stack.before_image(execution)
+        )
         if inverse.changes_anything:
             self.executor.dry_run(inverse)
         facts = undo_facts(

@@ -85,6 +85,14 @@ class AuditRecord:
 
 
 @dataclass(frozen=True)
+class ProvenRecord:
+    """A row, and whether its hash is the one only Stratus writes (see ``AuditLog.newest``)."""
+
+    record: AuditRecord
+    proven: bool
+
+
+@dataclass(frozen=True)
 class AuditReport:
     """What ``verify_report`` found. ``problems`` mean tampering (or a lost protection);
     ``warnings`` are findings a crash or an upgrade explains, worth a look but not an alarm."""
@@ -315,6 +323,40 @@ class AuditLog:
     def _rows_after(self, seq: int) -> Mapping[int, str]:
         rows = self.store.query("SELECT seq, hash FROM audit_log WHERE seq > ?", [seq])
         return {row["seq"]: row["hash"] for row in rows}
+
+    def newest(
+        self, *, field: str, value: str, having: str, event: str | None = None
+    ) -> ProvenRecord | None:
+        """The newest row whose payload has ``field`` = ``value`` and carries ``having``
+        (``event``: of that event only), and whether its own hash proves it: an HMAC the key
+        confirms when a key is configured, else a SHA-256 of its content. Records outside the
+        log (proposals, grants) name the row that vouches for them; this finds it."""
+        if not (field.isidentifier() and having.isidentifier()):
+            raise ValueError(f"not a payload field: {field!r} / {having!r}")
+        sql = (
+            "SELECT seq, at, actor, event, subject, payload, prev_hash, hash FROM audit_log "
+            f"WHERE json_extract(payload, '$.{field}') = ? "
+            f"AND json_extract(payload, '$.{having}') IS NOT NULL"
+        )
+        params: list[Any] = [value]
+        if event is not None:
+            sql += " AND event = ?"
+            params.append(event)
+        rows = self.store.query(sql + " ORDER BY seq DESC LIMIT 1", params)
+        if not rows:
+            return None
+        r = rows[0]
+        material = _material(
+            r["seq"], r["at"], r["actor"], r["event"], r["subject"], r["payload"], r["prev_hash"]
+        )
+        if self._row_key is not None:
+            proven = r["hash"] == KEYED + hmac.digest(self._row_key, material, "sha256").hex()
+        else:
+            proven = r["hash"] == hashlib.sha256(material).hexdigest()
+        record = AuditRecord(
+            r["seq"], r["at"], r["actor"], r["event"], r["subject"], json.loads(r["payload"])
+        )
+        return ProvenRecord(record, proven)
 
     def count(self) -> int:
         return int(self.store.query("SELECT COUNT(*) AS n FROM audit_log")[0]["n"])

@@ -37,3 +37,8 @@ def digest(value: Any, *, key: bytes | None = None) -> str:
 
 def matches(value: Any, expected: str, *, key: bytes | None = None) -> bool:
     return hmac.compare_digest(digest(value, key=key), expected)
+
+
+def matches_digest(expected: str, stored: str) -> bool:
+    """Two digests compared in constant time; an empty stored digest never matches."""
+    return bool(stored) and hmac.compare_digest(expected, stored)

@@ -114,4 +114,18 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE INDEX alert_groups_incident ON alert_groups(incident_id);
         """,
     ),
+    (
+        6,
+        """
+        ALTER TABLE grants ADD COLUMN mac TEXT;
+        UPDATE grants SET revoked_at = strftime('%Y-%m-%dT%H:%M:%S+00:00', 'now'),
+            revoked_by = 'stratus-upgrade' WHERE revoked_at IS NULL;
+        CREATE INDEX audit_log_proposal ON audit_log(json_extract(payload, '$.proposal'));
+        CREATE INDEX audit_log_grant ON audit_log(json_extract(payload, '$.grant'));
+        UPDATE proposals SET state = 'expired',
+            body = json_set(body, '$.state', 'expired', '$.reason', 'stored before seals')
+            WHERE body IS NOT NULL AND json_extract(body, '$.seal') IS NULL
+            AND state IN ('proposed', 'awaiting_approval', 'approved');
+        """,
+    ),
 ]

@@ -14,6 +14,7 @@ process is never declared "not applied" while it is still in flight.
 
 from __future__ import annotations
 
+import logging
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,12 +25,13 @@ from store.clock import parse_stamp
 from store.db import Store
 from store.locks import LeaseLocks, holder_alive, holder_name
 from store.records import ABORTED, FAILED, PENDING, Execution, ExecutionLog
-from tools import crashpoints, errors
+from tools import crashpoints, errors, secrets
 from tools.actions import CATALOG, Action, WritePlan
 from tools.k8s import KubeClient
-from tools.objects import ObjectRef, normalized, same_object
+from tools.objects import ObjectRef, same_object
 from tools.scope import WriteScope
 
+log = logging.getLogger("stratus.executor")
 IRREVERSIBLE = {name for name, cls in CATALOG.items() if not cls.reversible}
 PlanFunction = Callable[[dict[str, Any] | None], WritePlan]
 # Called under the lock with the fresh plan, before anything is written; raises to stop.
@@ -233,8 +235,9 @@ class Executor:
                     namespace=ref.namespace,
                     name=ref.name,
                     actor=actor,
-                    before_image=plan.before,
-                    planned_after=plan.after,
+                    # A Secret's values are stored as digests only (``tools.secrets``).
+                    before_image=secrets.stored_image(plan.before),
+                    planned_after=secrets.stored_image(plan.after),
                     diff=plan.diff,
                     intent=intent,
                     owner=holder,
@@ -244,12 +247,17 @@ class Executor:
                     inverse_of=inverse_of,
                 )
                 crashpoints.reached("write-ahead")
+                keeps = (
+                    needs_inverse and inverse_of is None and self._keep_secret(execution_id, plan)
+                )
                 try:
                     written = self._write(plan)
                 except errors.Conflict as conflict:
                     self.executions.finish(
                         execution_id, ABORTED, "conflict: the object changed before the write"
                     )
+                    if keeps:
+                        self.forget_secret(execution_id, ref.namespace)
                     if attempt == 2:
                         raise _keeps_changing(ref) from conflict
                     continue
@@ -257,6 +265,8 @@ class Executor:
                     written = self._settle_lost_write(execution_id, ref, plan, lost)
                 except errors.ToolError as error:
                     self.executions.finish(execution_id, FAILED, error.message)
+                    if keeps:
+                        self.forget_secret(execution_id, ref.namespace)
                     raise
                 crashpoints.reached("written")
                 undo_id = self._record(
@@ -361,6 +371,39 @@ class Executor:
             details={"execution": execution_id},
         ) from lost
 
+    def _keep_secret(self, execution_id: str, plan: WritePlan) -> bool:
+        """Before a Secret is overwritten, its values go to a keeper in the cluster (never to
+        the store), for undo. A keeper that cannot be written stops the write."""
+        if plan.operation == "create" or not secrets.is_secret(plan.before):
+            return False
+        assert plan.before is not None
+        keeper = secrets.keeper(execution_id, plan.before)
+        ref = secrets.keeper_ref(execution_id, plan.before["metadata"].get("namespace", ""))
+        try:
+            self.scope.check(ref)
+            self.kube.create(keeper)
+        except errors.ToolError as error:
+            self.executions.finish(
+                execution_id, ABORTED, f"the Secret's values could not be kept: {error.message}"
+            )
+            raise errors.ToolError(
+                f"nothing was written: {ref} could not be created to keep the values undo "
+                f"would restore ({error.message})",
+                subject=str(ref),
+            ) from error
+        return True
+
+    def forget_secret(self, execution_id: str, namespace: str) -> None:
+        """Delete a keeper whose values are no longer needed; one left behind holds only
+        what the cluster already held, so a failure is logged, not raised."""
+        ref = secrets.keeper_ref(execution_id, namespace)
+        try:
+            self.kube.delete(ref)
+        except errors.NotFound:
+            pass
+        except errors.ToolError as error:
+            log.warning("could not delete %s: %s", ref, error.message)
+
     def dry_run(self, plan: WritePlan) -> None:
         self._write(plan, dry_run=True)
 
@@ -431,7 +474,9 @@ class Executor:
             resolution = Resolution(execution, "not applied")
             if on_resolved is not None:
                 on_resolved(resolution)
-            return resolution
+        if secrets.is_secret(execution.before_image) and not execution.inverse_of:
+            self.forget_secret(execution.id, execution.namespace)  # nothing to undo
+        return resolution
 
     def _settled(self, execution: Execution) -> bool:
         """A record given up after a lost answer is judged "not applied" only once a write
@@ -500,9 +545,10 @@ def was_applied(
         return "yes" if current is not None else ""
     if current is None:
         return "unsure"
-    if normalized(current) == normalized(after):
+    # Stored images of a Secret carry digests, so objects are compared as stored.
+    if secrets.same_stored(current, after):
         return "yes"
-    if normalized(current) == normalized(before):
+    if secrets.same_stored(current, before):
         return ""
     return "unsure"
 

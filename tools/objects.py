@@ -8,6 +8,7 @@ import copy
 import difflib
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -174,6 +175,9 @@ def yaml_diff(
     return "".join(lines)
 
 
+_DIGEST = re.compile(r"^sha256:[0-9a-f]{12}$")
+
+
 def secret_digest(value: str) -> str:
     """A short, stable fingerprint of a secret value (never the value); the same one the
     agents' snapshots show, so a digest on a card can be matched with what an analyzer saw."""
@@ -190,7 +194,13 @@ def _decoded(raw: object) -> str:
 def _digests(source: dict[str, Any]) -> dict[str, str]:
     values = {key: _decoded(raw) for key, raw in (source.get("data") or {}).items()}
     values.update({key: str(raw) for key, raw in (source.get("stringData") or {}).items()})
-    return {key: secret_digest(value) for key, value in values.items()}
+    digests = {key: secret_digest(value) for key, value in values.items()}
+    # Already a digest (an image as Stratus stores it): redacting it again changes nothing. A
+    # value in ``data`` is base64, which has no ':', so it is never mistaken for one.
+    for key, raw in (source.get("data") or {}).items():
+        if isinstance(raw, str) and _DIGEST.match(raw):
+            digests[key] = raw
+    return digests
 
 
 def redacted(obj: dict[str, Any] | None) -> dict[str, Any] | None:

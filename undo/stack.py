@@ -25,10 +25,10 @@ from store.records import (
     UndoEntry,
     audited_digest,
 )
-from tools import errors
+from tools import errors, secrets
 from tools.actions import WritePlan
 from tools.executor import Executor, Guard, OnApplied, WriteOutcome
-from tools.objects import ObjectRef, for_create, normalized, same_object, yaml_diff
+from tools.objects import ObjectRef, for_create, same_object, yaml_diff
 
 
 @dataclass
@@ -81,14 +81,22 @@ def check_record(execution: Execution, store: Store | None = None) -> ObjectRef:
     return ref
 
 
-def plan_inverse(execution: Execution, current: dict[str, Any] | None, *, force: bool) -> WritePlan:
-    """The write that puts the object back as it was before ``execution`` (pure)."""
+def plan_inverse(
+    execution: Execution,
+    current: dict[str, Any] | None,
+    *,
+    force: bool,
+    before: dict[str, Any] | None = None,
+) -> WritePlan:
+    """The write that puts the object back as it was before ``execution`` (pure). ``before``
+    is its before-image with the values a Secret's stored image holds only as digests
+    (``UndoStack.before_image``); by default, the stored one."""
     label = _label(execution)
     if execution.operation == "create":
         if current is None:
             return WritePlan("replace", None, None, "")  # already gone: nothing to do
         return WritePlan("delete", current, None, yaml_diff(current, None, label=label))
-    before = execution.before_image
+    before = before if before is not None else execution.before_image
     if before is None:
         raise errors.Invalid(f"execution {execution.id} has no before-image to restore")
     if execution.operation == "delete":
@@ -115,7 +123,7 @@ def plan_inverse(execution: Execution, current: dict[str, Any] | None, *, force:
             )
         restored = for_create(before)
         return WritePlan("create", None, restored, yaml_diff(None, restored, label=label))
-    moved = normalized(current) != normalized(execution.planned_after)
+    moved = not secrets.same_stored(current, execution.planned_after)
     if moved and not force:
         raise errors.UndoConflict(
             f"{label} changed since Stratus wrote it (resourceVersion "
@@ -161,6 +169,17 @@ class UndoStack:
             )
         return entry
 
+    def before_image(self, execution: Execution) -> dict[str, Any] | None:
+        """The before-image undo writes: the stored one, or for a Secret the stored one with
+        the values its keeper holds in the cluster (``tools.secrets``)."""
+        stored = execution.before_image
+        if not secrets.is_secret(stored) or execution.operation == "create":
+            return stored
+        assert stored is not None
+        ref = secrets.keeper_ref(execution.id, execution.namespace)
+        kept = self.executor.kube.find(ref)
+        return secrets.restored(stored, kept, execution_id=execution.id)
+
     def undo(
         self,
         entry_id: str,
@@ -175,9 +194,10 @@ class UndoStack:
         execution = entry.execution
         ref = check_record(execution, self.executor.store)
         try:
+            before = self.before_image(execution)
             outcome = self.executor.run(
                 ref,
-                lambda current: plan_inverse(execution, current, force=force),
+                lambda current: plan_inverse(execution, current, force=force, before=before),
                 action="undo",
                 actor=actor,
                 intent=f"Undo: {execution.intent}",
@@ -203,6 +223,8 @@ class UndoStack:
         finished = self.entries.get(entry_id)
         if finished is None or finished.state != UNDONE:
             raise errors.Conflict(f"{entry_id} was not marked undone", subject=entry_id)
+        if secrets.is_secret(execution.before_image):
+            self.executor.forget_secret(execution.id, execution.namespace)
         return UndoResult(entry, outcome)
 
     def _who_changed(self, execution: Execution) -> str:
