@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from policies.approvals import ApprovalRequest, refusal
+from policies.approvers import satisfies
 from policies.evaluate import (
     facts_for,
 )
@@ -214,6 +215,7 @@ class ProposalService(UndoUseCases, RecoveryUseCases):
                             created_by=user,
                             now=now,
                             lifetime_seconds=grant_lifetime_seconds,
+                            creator_groups=groups,
                         )
                         self._event(
                             saved,
@@ -483,8 +485,9 @@ class ProposalService(UndoUseCases, RecoveryUseCases):
     def cancel(self, proposal_id: str, *, actor: str, reason: str = "") -> Proposal:
         """Withdraw a proposal nobody executed yet (the requester or an approver may)."""
         proposal = self.repo.get(proposal_id)
-        approvers = set(proposal.decision.approvers)
-        if actor != proposal.requester and "*" not in approvers and actor not in approvers:
+        if actor != proposal.requester and not satisfies(
+            proposal.decision.approver_lists, actor, ()
+        ):
             raise AnswerRefused(
                 f"only the requester ({proposal.requester}) or an approver may cancel "
                 f"proposal {proposal.id}",

@@ -109,8 +109,12 @@ def test_no_grant_overrides_deny_or_always_ask(
         assert decision.outcome == "deny"
     elif any(r.decision == "ask" and not r.remember for r in matched):
         assert decision.outcome == "ask" and not decision.remember and decision.grant is None
-    elif any(r.decision == "ask" and r.remember for r in matched):
+    elif all((r.min_approvals or 1) == 1 for r in matched if r.decision == "ask") and any(
+        r.decision == "ask" for r in matched
+    ):
         assert decision.outcome == "allow" and decision.source == "grant"
+    elif any(r.decision == "ask" for r in matched):  # a two-person rule: one grant is not two
+        assert decision.outcome == "ask" and decision.grant is None
     else:  # no rule in force lets this be remembered: the grant counts for nothing
         assert decision.source != "grant" and decision.grant is None
 
