@@ -306,7 +306,10 @@ def grant_refusal(
         asked.approvers, grant.created_by, grant.creator_groups
     ):
         return f"{grant.created_by} is not an approver under the rules in force"
-    if not asked.self_approval and grant.created_by in (grant.requested_by, facts.requester):
+    # Under a self-approval ban the creator may not have answered their own request (unknown
+    # for a grant older than the record of who asked), nor may the grant answer theirs now.
+    own = grant.requested_by is None or grant.created_by in (grant.requested_by, facts.requester)
+    if not asked.self_approval and own:
         return "the rules in force do not let the requester approve"
     if grant.created_at is None or now >= grant.created_at + timedelta(
         seconds=asked.max_grant_seconds

@@ -7,6 +7,7 @@ expires.
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import datetime, timedelta
 
@@ -27,6 +28,14 @@ def _parse(text: str | None) -> datetime | None:
     return datetime.fromisoformat(text) if text else None
 
 
+def _checked_fields(grant: Grant) -> dict[str, str | None]:
+    """The columns today's rules are checked against (migration 7)."""
+    return {
+        "creator_groups": json.dumps(list(grant.creator_groups)),
+        "requested_by": grant.requested_by,
+    }
+
+
 class GrantBook:
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -39,10 +48,18 @@ class GrantBook:
         created_by: str,
         now: datetime,
         lifetime_seconds: int | None = None,
+        creator_groups: tuple[str, ...] = (),
     ) -> Grant:
-        """Answer "Always allow" to a proposal whose decision allows remembering."""
+        """Answer "Always allow" to a proposal whose decision allows remembering. The creator's
+        groups and the requester are kept: while the grant lives, the rules in force are
+        checked against them (``policies.evaluate.grant_refusal``)."""
         if decision.outcome != "ask" or not decision.remember:
             raise GrantError(f"this decision does not allow 'Always allow' ({decision.reason})")
+        if decision.min_approvals > 1:
+            raise GrantError(
+                f"'Always allow' cannot stand for {decision.min_approvals} approvals "
+                f"({decision.reason})"
+            )
         longest = decision.max_grant_seconds
         lifetime = min(lifetime_seconds or longest, longest)
         grant = Grant(
@@ -54,6 +71,8 @@ class GrantBook:
             expires_at=now + timedelta(seconds=lifetime),
             rule=decision.rule or "",
             created_at=now,
+            creator_groups=tuple(sorted(set(creator_groups))),
+            requested_by=facts.requester,
         )
         with self.store.immediate() as db:
             db.table("grants").insert(
@@ -68,6 +87,7 @@ class GrantBook:
                     "expires_at": grant.expires_at.isoformat(),
                     "revoked_at": None,
                     "revoked_by": None,
+                    **_checked_fields(grant),
                 }
             )
             AuditLog(self.store).append(
@@ -117,6 +137,8 @@ class GrantBook:
                 rule=r["rule"] or "",
                 revoked_at=_parse(r["revoked_at"]),
                 created_at=_parse(r["created_at"]),
+                creator_groups=tuple(json.loads(r.get("creator_groups") or "[]")),
+                requested_by=r.get("requested_by"),
             )
             for r in rows
         ]
