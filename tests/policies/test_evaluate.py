@@ -33,7 +33,8 @@ facts_strategy = st.builds(
 )
 
 match_strategy = st.builds(
-    Match,
+    # A key left out matches any value (an empty list is refused).
+    lambda **given: Match(**{key: value for key, value in given.items() if value}),
     actions=st.lists(st.sampled_from(ACTIONS), max_size=3, unique=True),
     namespaces=st.lists(st.sampled_from(["prod-*", "staging", "*", "d?v"]), max_size=2),
     risk=st.lists(st.sampled_from(["low", "medium", "high"]), max_size=2, unique=True),
