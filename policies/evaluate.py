@@ -268,7 +268,8 @@ def _combined_ask(
         for rule in asks
     )
     own = own and (bool(asks) or defaults.self_approval)
-    remember = bool(asks) and all(rule.remember for rule in asks)
+    # "Always allow" is one person's answer standing for later ones: never for a quorum.
+    remember = bool(asks) and all(rule.remember for rule in asks) and count <= 1
     longest = min(rule.max_grant_seconds for rule in asks) if remember else 0
     names = _names(asks)
     if not reason_prefix:

@@ -27,6 +27,7 @@ from policies.evaluate import (
 )
 from policies.loader import Policy, SourcedRule
 from policies.model import Defaults, Match, Rule
+from proposals.model import Decision
 from tools.actions import CATALOG
 from tools.k8s import KubeClient
 from tools.objects import ObjectRef
@@ -256,7 +257,14 @@ def test_quorum_expiry_and_remember_combine_to_the_strictest() -> None:
     short = Rule(name="short", decision="ask", remember=True, max_grant="1h", min_approvals=2)
     long = Rule(name="long", decision="ask", remember=True, max_grant="8h", min_approvals=1)
     both = evaluate(WEB, example_policy(long, short), [], NOW)
-    assert (both.min_approvals, both.max_grant_seconds, both.remember) == (2, 3600, True)
+    assert (both.min_approvals, both.remember) == (2, False)  # a grant is one person's answer
+    one = short.model_copy(update={"min_approvals": None})
+    shortest = evaluate(WEB, example_policy(long, one), [], NOW)
+    assert (shortest.min_approvals, shortest.max_grant_seconds, shortest.remember) == (
+        1,
+        3600,
+        True,
+    )
     never = Rule(name="never", decision="ask")
     with_never = evaluate(WEB, example_policy(long, never), [], NOW)
     assert not with_never.remember and with_never.reason.startswith("always asks: rules")
@@ -335,3 +343,13 @@ def test_the_issues_example_through_the_cli(example_env: dict[str, str], kube: K
     own = stratus("act", "scale", "geo", "replicas=3", "-n", "hotel", "--yes", env=example_env)
     assert own.exit_code == 1 and "someone else must approve it" in own.stderr
     assert kube.get(ObjectRef("Deployment", "geo", "hotel"))["spec"]["replicas"] == 1
+
+
+def test_a_decision_stored_before_the_conjunction_reads_as_one_list() -> None:
+    stored = {"outcome": "ask", "reason": "r", "source": "rule", "decided_at": NOW.isoformat()}
+    old = Decision.model_validate({**stored, "approvers": ["S0SRE", "U0LEAD"]})
+    assert old.policy_decision().approvers == (("S0SRE", "U0LEAD"),)
+    assert not may_approve(old.policy_decision(), "U0BOB", ())
+    assert may_approve(old.policy_decision(), "U0BOB", ("S0SRE",))
+    decided = evaluate(WEB, example_policy(WEB_NEEDS_SRE), [], NOW)
+    assert Decision.of(decided, NOW).policy_decision() == decided
