@@ -260,17 +260,17 @@ class ProposalService(UndoUseCases, RecoveryUseCases):
         why_not = self.refusal(proposal, user=user, groups=groups, now=now)
         if why_not:
             raise AnswerRefused(why_not, subject=proposal.id)
-        if choice == "always" and not proposal.decision.remember:
-            raise AnswerRefused(
-                f"'Always allow' is not available here: {proposal.decision.reason}",
-                subject=proposal.id,
-            )
         if choice == "always" and proposal.decision.min_approvals > 1:
             # One person's grant would let later changes through with fewer approvals than
             # the rule requires.
             raise AnswerRefused(
                 "'Always allow' is not available where a rule needs "
                 f"{proposal.decision.min_approvals} approvals; approve once instead",
+                subject=proposal.id,
+            )
+        if choice == "always" and not proposal.decision.remember:
+            raise AnswerRefused(
+                f"'Always allow' is not available here: {proposal.decision.reason}",
                 subject=proposal.id,
             )
         if choice != "reject" and user in proposal.approvals():
