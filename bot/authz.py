@@ -24,6 +24,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import cards, text
 from bot.runtime import Runtime
+from policies import approvers
 from proposals.errors import ProposalNotFound
 from proposals.model import Proposal, ProposalState
 
@@ -157,16 +158,18 @@ class Gate:
             return text.stale(proposal.state.value, proposal.reason), ()
         if now >= proposal.expires_at:
             return text.stale("expired"), ()
-        groups = await self.groups.of(user, proposal.decision.approvers)
+        groups = await self.groups.of(user, list(approvers.named(proposal.decision.approver_lists)))
         why = self.rt.service.refusal(proposal, user=user, groups=tuple(groups), now=now)
         return (text.not_approver(why) if why else None), groups
 
     async def undo(self, user: str, proposal: Proposal) -> str | None:
         if proposal.state != P.EXECUTED or not proposal.undo_id:
             return text.NOT_UNDOABLE
-        named = proposal.decision.approvers if proposal.decision.outcome == "ask" else []
-        if not await self.groups.allowed(user, list(named) or self.rt.admins()):
-            return text.not_approver(proposal.decision.reason)
+        # Every approver list of the decision at once (a conjunction), or the admins.
+        lists = proposal.decision.approvers if proposal.decision.outcome == "ask" else []
+        for named in lists or [self.rt.admins()]:
+            if not await self.groups.allowed(user, named):
+                return text.not_approver(proposal.decision.reason)
         return None
 
     async def admin(self, user: str) -> bool:

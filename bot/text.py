@@ -436,8 +436,19 @@ def warning(text: str) -> str:
     return f":warning: {esc(text)}"
 
 
-def why_asked(reason: str, approver_names: list[str], got: list[str], needed: int) -> str:
-    lines = [f"*Why I ask:* {reason}", f"Approvers: {approvers(approver_names)}"]
+def approver_lists(lists: list[list[str]]) -> str:
+    """A conjunction of approver lists: an approver is in every list at once."""
+    restricting = [names for names in lists if "*" not in names]
+    if len(restricting) <= 1:
+        return approvers(restricting[0] if restricting else [])
+    return "someone who is " + " *and also* ".join(
+        approvers(names) if len(names) == 1 else "one of " + approvers(names)
+        for names in restricting
+    )
+
+
+def why_asked(reason: str, approver_names: list[list[str]], got: list[str], needed: int) -> str:
+    lines = [f"*Why I ask:* {reason}", f"Approvers: {approver_lists(approver_names)}"]
     if needed > 1:
         lines.append(
             f"Approvals: {len(got)} of {needed}"

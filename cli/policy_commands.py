@@ -11,6 +11,7 @@ import click
 from cli.context import load_policy, open_store, record_identity
 from cli.identity import current
 from cli.targets import KIND_ALIASES
+from policies.approvers import describe
 from policies.evaluate import ProposalFacts
 from policies.grants import GrantBook
 from policies.loader import PolicyError, load
@@ -95,7 +96,7 @@ def explain(
             f"yes, up to {decision.max_grant_seconds // 60} min" if decision.remember else "no"
         )
         click.echo(
-            f"  approvers: {', '.join(decision.approvers)}; min approvals: "
+            f"  approvers: {describe(decision.approvers)}; min approvals: "
             f"{decision.min_approvals}; requester may approve: "
             f"{'yes' if decision.self_approval else 'no'}; 'Always allow': {remember}"
         )

@@ -12,6 +12,7 @@ from agents.incident import Incident
 from agents.incident_store import IncidentEnvelope
 from agents.telemetry import Telemetry
 from agents.telemetry_metrics import Figure
+from policies.approvers import describe
 from proposals.events import Envelope, EventType
 from proposals.model import Proposal
 from store.errors import Remedy, StratusError
@@ -129,7 +130,7 @@ def details(proposal: Proposal) -> None:
     click.echo(f"policy:    {d.reason} [{d.source}{': ' + d.rule if d.rule else ''}]")
     if d.outcome == "ask":
         click.echo(
-            f"approvers: {', '.join(d.approvers)}; needs {d.min_approvals}; requester may "
+            f"approvers: {describe(d.approver_lists)}; needs {d.min_approvals}; requester may "
             f"approve: {'yes' if d.self_approval else 'no'}"
         )
     for vote in proposal.votes:

@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from policies.approvers import MACHINE_ACTORS, is_machine, satisfies
 from policies.evaluate import PolicyDecision, ProposalFacts
 
-# Identities that are never a human: the agents, and Stratus's own processes.
-MACHINE_ACTORS = ("agent:", "stratus")
+__all__ = ["MACHINE_ACTORS", "ApprovalRequest", "is_approver", "is_machine", "refusal"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,8 +31,10 @@ class ApprovalRequest:
         return self.created_at + timedelta(seconds=self.decision.approval_timeout_seconds)
 
 
-def is_machine(user: str) -> bool:
-    return not user or user.startswith(MACHINE_ACTORS)
+def is_approver(decision: PolicyDecision, user: str, groups: tuple[str, ...]) -> bool:
+    """Whether ``user`` (in ``groups``) satisfies every approver list of ``decision``: every
+    rule that contributed to it names them, directly or through a group."""
+    return not is_machine(user) and satisfies(decision.approvers, user, groups)
 
 
 def refusal(
@@ -46,8 +48,7 @@ def refusal(
         return f"this request expired at {request.expires_at:%H:%M} UTC; ask for it again"
     if is_machine(user):
         return "only a human may answer an approval request"
-    allowed = set(decision.approvers)
-    if "*" not in allowed and user not in allowed and not allowed.intersection(groups):
+    if not is_approver(decision, user, groups):
         return f"you are not an approver for this change ({decision.reason})"
     if not decision.self_approval and user == request.facts.requester:
         return f"you asked for this change; someone else must approve it ({decision.reason})"

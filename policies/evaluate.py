@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
+from policies.approvers import ApproverLists, conjunction, describe, is_machine, satisfies
 from policies.loader import Policy, SourcedRule
-from policies.model import Rule, parse_duration
+from policies.model import Defaults, Rule, parse_duration
 from tools.actions import CATALOG, POLICY_ACTIONS, UNDO, Action
 
 DecisionOutcome = Literal["deny", "ask", "allow"]
@@ -94,9 +95,9 @@ def undo_facts(
 class Grant:
     """An "Always allow" answer: one action on one resource in one namespace, until expiry.
 
-    A grant only counts while a current rule still lets this proposal be remembered, and
-    never longer than that rule's ``max_grant`` from the grant's creation: cutting
-    ``max_grant`` or removing the rule takes effect at once."""
+    A grant only counts while the rules matching today would have let its creator create it
+    today (see ``evaluate``): tightening a rule, adding a stricter one or removing the rule
+    takes effect at once."""
 
     id: str
     action: str
@@ -107,6 +108,10 @@ class Grant:
     rule: str = ""
     revoked_at: datetime | None = None
     created_at: datetime | None = None
+    # What today's rules are checked against: the creator's user groups when they answered,
+    # and who had asked for the change they answered (None: not recorded, an older grant).
+    creator_groups: tuple[str, ...] = ()
+    requested_by: str | None = None
 
     def matches(self, facts: ProposalFacts, now: datetime) -> bool:
         return (
@@ -126,13 +131,19 @@ class GrantIndex:
             scope = (grant.action, grant.namespace, grant.resource)
             self._by_scope.setdefault(scope, []).append(grant)
 
-    def find(self, facts: ProposalFacts, now: datetime) -> Grant | None:
+    def matching(self, facts: ProposalFacts, now: datetime) -> list[Grant]:
         candidates = self._by_scope.get((facts.action, facts.namespace, facts.resource), ())
-        return next((g for g in candidates if g.matches(facts, now)), None)
+        return [g for g in candidates if g.matches(facts, now)]
 
 
 @dataclass(frozen=True, kw_only=True)
 class PolicyDecision:
+    """What the policy decided, and every constraint on who may answer.
+
+    ``approvers`` is a conjunction (``policies.approvers``): an approver satisfies every list.
+    ``rules`` names every rule that contributed, sorted; ``rule`` is the same names joined by
+    ", " (what one line of provenance shows)."""
+
     outcome: DecisionOutcome
     reason: str
     source: str  # "rule", "grant" or "default"
@@ -140,17 +151,21 @@ class PolicyDecision:
     grant: str | None = None
     remember: bool = False
     max_grant_seconds: int = 0
-    approvers: tuple[str, ...] = ()
+    approvers: ApproverLists = ()
     min_approvals: int = 1
     self_approval: bool = True
     approval_timeout_seconds: int = 1800
+    rules: tuple[str, ...] = ()
 
     @property
     def always_ask(self) -> bool:
         return self.outcome == "ask" and not self.remember
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+        values = dict(self.__dict__)
+        values["approvers"] = [list(names) for names in self.approvers]
+        values["rules"] = list(self.rules)
+        return values
 
 
 @dataclass
@@ -212,7 +227,8 @@ class CompiledPolicy:
                 _globs(sourced.rule.match.names),
                 order,
             )
-            targets: list[str | None] = list(sourced.rule.match.actions) or [None]
+            # An action named twice in one rule is still one rule to match.
+            targets: list[str | None] = list(dict.fromkeys(sourced.rule.match.actions)) or [None]
             for action in targets:
                 if action is None:
                     any_action.append(entry)
@@ -227,20 +243,80 @@ class CompiledPolicy:
         return [r.rule for r in self.by_action.get(facts.action, []) if r.matches(facts, now)]
 
 
-def _who(approvers: Iterable[str]) -> str:
-    names = list(approvers)
-    return "anyone" if "*" in names else ", ".join(names)
+def _names(rules: Iterable[Rule]) -> tuple[str, ...]:
+    # Sorted, so that which files hold the rules and in what order never changes a decision.
+    return tuple(sorted({rule.name for rule in rules}))
 
 
-def _usable_grant(grant: Grant | None, remembering: list[Rule], now: datetime) -> Grant | None:
-    """The grant, if a rule in force today still permits remembering it, within today's
-    ``max_grant`` counted from when it was made."""
-    if grant is None or not remembering:
-        return None
-    longest = max(rule.max_grant_seconds for rule in remembering)
-    if grant.created_at is not None and now >= grant.created_at + timedelta(seconds=longest):
-        return None
-    return grant
+def _rules_text(names: tuple[str, ...]) -> str:
+    return ("rule " if len(names) == 1 else "rules ") + ", ".join(names)
+
+
+def _combined_ask(
+    asks: list[Rule], defaults: Defaults, timeout: int, *, reason_prefix: str = ""
+) -> PolicyDecision:
+    """Every matching ask rule at once: an approver satisfies every rule's approvers, every
+    ``self_approval: false`` holds, the largest quorum, "Always allow" only if every rule
+    allows it, for the shortest ``max_grant``. No rules: the defaults."""
+    # With no rules (nothing matched, or only an allow that may not allow this): the defaults.
+    lists = [rule.approvers or defaults.approvers for rule in asks] or [defaults.approvers]
+    approvers = conjunction(lists)
+    count = max([rule.min_approvals or defaults.min_approvals for rule in asks] or [0])
+    count = count or defaults.min_approvals
+    own = all(
+        defaults.self_approval if rule.self_approval is None else rule.self_approval
+        for rule in asks
+    )
+    own = own and (bool(asks) or defaults.self_approval)
+    # "Always allow" is one person's answer standing for later ones: never for a quorum.
+    remember = bool(asks) and all(rule.remember for rule in asks) and count <= 1
+    longest = min(rule.max_grant_seconds for rule in asks) if remember else 0
+    names = _names(asks)
+    if not reason_prefix:
+        reason_prefix = f"{'asks' if remember else 'always asks'}: {_rules_text(names)}"
+    plural = "approval" if count == 1 else "approvals"
+    verb = "requires" if len(names) <= 1 else "require"
+    reason = f"{reason_prefix} {verb} {count} {plural} from {describe(approvers)}"
+    if not own:
+        reason += " (not the requester)"
+    return PolicyDecision(
+        outcome="ask",
+        reason=reason,
+        source="rule" if asks else "default",
+        rule=", ".join(names) or None,
+        rules=names,
+        remember=remember,
+        max_grant_seconds=longest,
+        approvers=approvers,
+        min_approvals=count,
+        self_approval=own,
+        approval_timeout_seconds=timeout,
+    )
+
+
+def grant_refusal(
+    grant: Grant, asked: PolicyDecision, facts: ProposalFacts, now: datetime
+) -> str | None:
+    """Why ``grant`` does not stand for a human answer under today's combined decision
+    ``asked``, or None when it does: its creator could create it today and for this request."""
+    if not asked.remember:
+        return "the rules in force do not allow 'Always allow'"
+    if asked.min_approvals > 1:
+        return f"the rules in force need {asked.min_approvals} approvals"
+    if is_machine(grant.created_by) or not satisfies(
+        asked.approvers, grant.created_by, grant.creator_groups
+    ):
+        return f"{grant.created_by} is not an approver under the rules in force"
+    # Under a self-approval ban the creator may not have answered their own request (unknown
+    # for a grant older than the record of who asked), nor may the grant answer theirs now.
+    own = grant.requested_by is None or grant.created_by in (grant.requested_by, facts.requester)
+    if not asked.self_approval and own:
+        return "the rules in force do not let the requester approve"
+    if grant.created_at is None or now >= grant.created_at + timedelta(
+        seconds=asked.max_grant_seconds
+    ):
+        return "it is older than the rules' max_grant"
+    return None
 
 
 def evaluate(
@@ -254,75 +330,70 @@ def evaluate(
     timeout = policy.approval_timeout_seconds
     matched = policy.matching(facts, now)
 
-    def ask(rule: Rule | None, reason_prefix: str) -> PolicyDecision:
-        approvers = tuple(rule.approvers if rule and rule.approvers else defaults.approvers)
-        count = rule.min_approvals if rule and rule.min_approvals else defaults.min_approvals
-        own = (
-            rule.self_approval
-            if rule and rule.self_approval is not None
-            else defaults.self_approval
-        )
-        plural = "approval" if count == 1 else "approvals"
-        who = _who(approvers)
-        reason = f"{reason_prefix} requires {count} {plural} from {who}"
-        if not own:
-            reason += " (not the requester)"
-        return PolicyDecision(
-            outcome="ask",
-            reason=reason,
-            source="rule" if rule else "default",
-            rule=rule.name if rule else None,
-            remember=bool(rule and rule.remember),
-            max_grant_seconds=rule.max_grant_seconds if rule else 0,
-            approvers=approvers,
-            min_approvals=count,
-            self_approval=own,
-            approval_timeout_seconds=timeout,
-        )
-
-    deny = next((r for r in matched if r.decision == "deny"), None)
-    if deny is not None:
-        why = f": {deny.description}" if deny.description else ""
+    denies = [r for r in matched if r.decision == "deny"]
+    if denies:
+        names = _names(denies)
+        if len(names) == 1:
+            why = f": {denies[0].description}" if denies[0].description else ""
+        else:
+            said = sorted(f"{r.name}: {r.description}" for r in denies if r.description)
+            why = f" ({'; '.join(said)})" if said else ""
         return PolicyDecision(
             outcome="deny",
-            reason=f"denied: rule {deny.name}{why}",
+            reason=f"denied: {_rules_text(names)}{why}",
             source="rule",
-            rule=deny.name,
+            rule=", ".join(names),
+            rules=names,
             approval_timeout_seconds=timeout,
         )
     asks = [r for r in matched if r.decision == "ask"]
-    always = [r for r in asks if not r.remember]
-    if always:
-        strictest = max(always, key=lambda r: r.min_approvals or defaults.min_approvals)
-        return ask(strictest, f"always asks: rule {strictest.name}")
-    index = grants if isinstance(grants, GrantIndex) else GrantIndex(grants)
-    grant = _usable_grant(index.find(facts, now), [r for r in asks if r.remember], now)
-    if grant is not None:
-        return PolicyDecision(
-            outcome="allow",
-            reason=f"allowed: grant {grant.id} by {grant.created_by} until "
-            f"{grant.expires_at:%Y-%m-%d %H:%M} UTC",
-            source="grant",
-            grant=grant.id,
-            rule=grant.rule or None,
-            approval_timeout_seconds=timeout,
-        )
     if asks:
-        strictest = max(asks, key=lambda r: r.min_approvals or defaults.min_approvals)
-        return ask(strictest, f"asks: rule {strictest.name}")
-    allow = next((r for r in matched if r.decision == "allow"), None)
-    if allow is not None:
-        if not facts.reversible and not allow.allow_irreversible:
-            return ask(
-                None,
-                f"asks: rule {allow.name} allows it, but {facts.action} cannot be "
-                "undone and the rule does not say allow_irreversible; the default",
+        asked = _combined_ask(asks, defaults, timeout)
+        if asked.remember:
+            index = grants if isinstance(grants, GrantIndex) else GrantIndex(grants)
+            usable = [
+                g for g in index.matching(facts, now) if grant_refusal(g, asked, facts, now) is None
+            ]
+            if usable:
+                grant = min(usable, key=lambda g: g.id)
+                assert grant.created_at is not None  # grant_refusal refuses one without
+                until = min(
+                    grant.expires_at,
+                    grant.created_at + timedelta(seconds=asked.max_grant_seconds),
+                )
+                return PolicyDecision(
+                    outcome="allow",
+                    reason=f"allowed: grant {grant.id} by {grant.created_by} until "
+                    f"{until:%Y-%m-%d %H:%M} UTC",
+                    source="grant",
+                    grant=grant.id,
+                    rule=asked.rule,
+                    rules=asked.rules,
+                    approval_timeout_seconds=timeout,
+                )
+        return asked
+    allows = [r for r in matched if r.decision == "allow"]
+    if not facts.reversible:
+        explicit = [r for r in allows if r.allow_irreversible]
+        if allows and not explicit:
+            names = _names(allows)
+            return _combined_ask(
+                [],
+                defaults,
+                timeout,
+                reason_prefix=f"asks: {_rules_text(names)} "
+                f"{'allows' if len(names) == 1 else 'allow'} it, but {facts.action} cannot be "
+                "undone and no allowing rule says allow_irreversible; the default",
             )
+        allows = explicit
+    if allows:
+        names = _names(allows)
         return PolicyDecision(
             outcome="allow",
-            reason=f"allowed: rule {allow.name}",
+            reason=f"allowed: {_rules_text(names)}",
             source="rule",
-            rule=allow.name,
+            rule=", ".join(names),
+            rules=names,
             approval_timeout_seconds=timeout,
         )
-    return ask(None, "asks: no rule matches; the default")
+    return _combined_ask([], defaults, timeout, reason_prefix="asks: no rule matches; the default")

@@ -12,6 +12,7 @@ nothing; a grant the audit log says was revoked stays revoked whatever its row s
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import datetime, timedelta
 from typing import Any
@@ -43,11 +44,28 @@ class GrantTampered(GrantError):
 
 def grant_mac(row: dict[str, Any]) -> str:
     """What a grant's mac binds: who allowed which action on what, from when until when."""
-    fields = ("id", "action", "namespace", "resource", "rule", "created_by")
+    fields = (
+        "id",
+        "action",
+        "namespace",
+        "resource",
+        "rule",
+        "created_by",
+        "creator_groups",
+        "requested_by",
+    )
     material: dict[str, Any] = {name: row[name] or "" for name in fields}
     for name in ("created_at", "expires_at"):
         material[name] = str(row[name] or "")
     return integrity.digest({"record": "grant", **material})
+
+
+def _checked_fields(grant: Grant) -> dict[str, str | None]:
+    """The columns today's rules are checked against (migration 7)."""
+    return {
+        "creator_groups": json.dumps(list(grant.creator_groups)),
+        "requested_by": grant.requested_by,
+    }
 
 
 class GrantBook:
@@ -62,10 +80,18 @@ class GrantBook:
         created_by: str,
         now: datetime,
         lifetime_seconds: int | None = None,
+        creator_groups: tuple[str, ...] = (),
     ) -> Grant:
-        """Answer "Always allow" to a proposal whose decision allows remembering."""
+        """Answer "Always allow" to a proposal whose decision allows remembering. The creator's
+        groups and the requester are kept: while the grant lives, the rules in force are
+        checked against them (``policies.evaluate.grant_refusal``)."""
         if decision.outcome != "ask" or not decision.remember:
             raise GrantError(f"this decision does not allow 'Always allow' ({decision.reason})")
+        if decision.min_approvals > 1:
+            raise GrantError(
+                f"'Always allow' cannot stand for {decision.min_approvals} approvals "
+                f"({decision.reason})"
+            )
         longest = decision.max_grant_seconds
         lifetime = min(lifetime_seconds or longest, longest)
         grant = Grant(
@@ -77,6 +103,8 @@ class GrantBook:
             expires_at=now + timedelta(seconds=lifetime),
             rule=decision.rule or "",
             created_at=now,
+            creator_groups=tuple(sorted(set(creator_groups))),
+            requested_by=facts.requester,
         )
         row: dict[str, Any] = {
             "id": grant.id,
@@ -89,6 +117,7 @@ class GrantBook:
             "expires_at": grant.expires_at.isoformat(),
             "revoked_at": None,
             "revoked_by": None,
+            **_checked_fields(grant),
         }
         row["mac"] = grant_mac(row)
         with self.store.immediate() as db:
@@ -141,6 +170,8 @@ class GrantBook:
                 rule=r["rule"] or "",
                 revoked_at=_parse(r["revoked_at"]),
                 created_at=_parse(r["created_at"]),
+                creator_groups=tuple(json.loads(r.get("creator_groups") or "[]")),
+                requested_by=r.get("requested_by"),
             )
             for r in rows
         ]

@@ -11,7 +11,8 @@ and so is a directory with no policy file. A file is read only up to ``MAX_FILE_
 its composed node graph is checked before anything is constructed: aliases may expand it by
 at most ``MAX_ALIAS_EXPANSION`` nodes (a "billion laughs" document stops after that many
 steps), nesting is bounded, and a key repeated in one mapping (where YAML would silently keep
-the last, turning ``decision: deny`` into ``allow``) is an error.
+the last, turning ``decision: deny`` into ``allow``) is an error, as is a merge key (``<<``),
+which resolves conflicting keys just as silently.
 """
 
 from __future__ import annotations
@@ -219,13 +220,38 @@ def _duplicate_keys(root: yaml.Node, label: str) -> list[Problem]:
     return problems
 
 
+MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _merge_keys(root: yaml.Node, label: str) -> list[Problem]:
+    """Every merge key (``<<``, or a key tagged ``!!merge``), at its position.
+
+    A merge resolves conflicts silently: ``<<: [*deny_rule, *allow_rule]`` keeps the first
+    mapping's ``decision``, and a key written beside the merge overrides what it brought, so a
+    rule can read as one decision and load as another. Policy files refuse merges altogether;
+    an alias of a whole value (``approvers: *sre``) still works.
+    """
+    return [
+        _at(
+            label,
+            key_node,
+            "merge keys (<<) are not allowed in policy files: a merge resolves conflicting "
+            "keys silently (a merged deny can load as allow); write the keys out, or alias a "
+            "whole value (approvers: *sre)",
+        )
+        for mapping in _mappings(root)
+        for key_node, _ in mapping.value
+        if key_node.tag == MERGE_TAG
+    ]
+
+
 def _check_document(node: yaml.Node, bounds: _Bounds, label: str) -> list[Problem]:
     """Problems of one composed document, found before anything is constructed."""
     try:
         bounds.visit(node)
     except _Refused as refused:
         return [_at(label, refused.node, refused.message)]
-    return _duplicate_keys(node, label)
+    return _merge_keys(node, label) + _duplicate_keys(node, label)
 
 
 def _yaml_problem(label: str, error: yaml.YAMLError) -> Problem:

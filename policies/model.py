@@ -19,6 +19,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -31,8 +32,11 @@ RiskLevel = Literal["low", "medium", "high"]
 Day = Literal["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
 ALL_DAYS: tuple[Day, ...] = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 DAYS = ALL_DAYS
-_DURATION = re.compile(r"^(\d+)(s|m|h|d)$")
+_DURATION = re.compile(r"^([0-9]+)(s|m|h|d)$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+# No policy duration needs more than a year, and a bound keeps every ``now + duration`` far
+# from datetime's limits (year 9999), so no arithmetic on a policy value can overflow.
+MAX_DURATION_SECONDS = 366 * 86400
 # Slack users (U…/W…), user groups (S…), @handles, '*', and terminal users (cli:NAME).
 _APPROVER = re.compile(r"^(\*|[UWS][A-Z0-9]{2,}|@[-a-z0-9._]+|cli:[A-Za-z0-9][-A-Za-z0-9._]*)$")
 
@@ -42,6 +46,9 @@ def parse_duration(text: str) -> int:
     match = _DURATION.match(text.strip())
     if not match or int(match[1]) == 0:
         raise ValueError(f"expected a duration such as 30m, 8h or 7d, got {text!r}")
+    # Digits beyond what a year needs are refused before the multiplication.
+    if len(match[1]) > 9 or int(match[1]) * _UNITS[match[2]] > MAX_DURATION_SECONDS:
+        raise ValueError(f"{text!r} is longer than the longest duration a policy may set, 366d")
     return int(match[1]) * _UNITS[match[2]]
 
 
@@ -197,20 +204,53 @@ class Window(_Strict):
         return clock >= self.start or clock < self.end  # a window across midnight
 
 
+# For editors: a match list, when given, names something (an empty one is refused on load).
+_SOME: dict[str, Any] = {"minItems": 1}
+
+
 class Match(_Strict):
-    actions: list[str] = Field(default_factory=list, description="catalog names; empty: any")
-    namespaces: list[Glob] = Field(default_factory=list, description="globs; empty: any")
-    kinds: list[str] = Field(default_factory=list)
-    names: list[Glob] = Field(default_factory=list, description="globs")
-    labels: dict[LabelKey, LabelValue] = Field(
-        default_factory=dict, description="all must be on the target"
+    """Every key is optional: a missing key matches any value, and an empty list is refused
+    (it reads as "none" but would match any)."""
+
+    actions: list[str] = Field(
+        default_factory=list, description="catalog names; leave out: any", json_schema_extra=_SOME
     )
-    risk: list[RiskLevel] = Field(default_factory=list)
+    namespaces: list[Glob] = Field(
+        default_factory=list, description="globs; leave out: any", json_schema_extra=_SOME
+    )
+    kinds: list[str] = Field(
+        default_factory=list, description="leave out: any", json_schema_extra=_SOME
+    )
+    names: list[Glob] = Field(
+        default_factory=list, description="globs; leave out: any", json_schema_extra=_SOME
+    )
+    labels: dict[LabelKey, LabelValue] = Field(
+        default_factory=dict,
+        description="all must be on the target; leave out: any",
+        json_schema_extra={"minProperties": 1},
+    )
+    risk: list[RiskLevel] = Field(
+        default_factory=list, description="leave out: any", json_schema_extra=_SOME
+    )
     reversible: bool | None = None
     managed_by: list[Literal["argocd", "flux"]] = Field(
-        default_factory=list, description="objects a GitOps controller owns; empty: any"
+        default_factory=list,
+        description="objects a GitOps controller owns; leave out: any",
+        json_schema_extra=_SOME,
     )
     window: Window | None = None
+
+    @field_validator("actions", "namespaces", "kinds", "names", "risk", "managed_by", "labels")
+    @classmethod
+    def _not_empty(cls, values: Any, info: ValidationInfo) -> Any:
+        # Runs only for keys that are present: a missing key is "any", an empty one an error.
+        if not values:
+            empty = "{}" if info.field_name == "labels" else "[]"
+            raise ValueError(
+                f"{empty} would match anything, not nothing; "
+                "leave the key out to match anything, or list what it should match"
+            )
+        return values
 
     @field_validator("actions")
     @classmethod

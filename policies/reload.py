@@ -7,6 +7,7 @@ that does not load keeps the last good policy, and the error is reported through
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import threading
@@ -15,15 +16,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 from policies.evaluate import CompiledPolicy
-from policies.loader import PolicyError, find_policy_files, load
+from policies.loader import MAX_FILE_BYTES, PolicyError, find_policy_files, load
 from store.audit import AuditLog
 from store.db import Store
 
 log = logging.getLogger("stratus.policies")
 ENV = "STRATUS_POLICY_DIR"
 
-# A file's identity and change stamp, or the error that hid it (it vanished mid-scan).
-Stamp = tuple[str, int, int, int] | tuple[str, str]
+# A file's identity and change stamp (with a digest of its content while it is recent), or the
+# error that hid it (it vanished mid-scan).
+Stamp = tuple[str, int, int, int] | tuple[str, int, int, int, str] | tuple[str, str]
+# A file changed this recently may change again within one tick of the file system's clock
+# (a few milliseconds) with the same size: its content is compared too, not only its stamp.
+RECENT_NS = 2_000_000_000
 Fingerprint = tuple[tuple[Stamp, ...], tuple[str, ...]]
 
 
@@ -93,16 +98,23 @@ def _stamp(path: Path) -> Stamp:
     # mtime happen to match.
     try:
         status = path.stat()
+        stamp = (str(path), status.st_ino, status.st_mtime_ns, status.st_size)
+        if time.time_ns() - status.st_mtime_ns >= RECENT_NS:
+            return stamp
+        with path.open("rb") as stream:
+            content = stream.read(MAX_FILE_BYTES + 1)
     except OSError as error:
         return (str(path), str(error))
-    return (str(path), status.st_ino, status.st_mtime_ns, status.st_size)
+    return (*stamp, hashlib.blake2b(content).hexdigest())
 
 
 class LivePolicy:
     """The policy in force for a long-running process, as a callable the proposal service and
-    the bot share: each call looks at the files at most once per ``interval`` seconds (a
-    few ``stat`` calls) and reloads them when they changed, so a rule added while the bot runs
-    decides the next proposal, and ``/stratus policy`` shows what is enforced. The first call
+    the bot share: each call looks at the files (a few ``stat`` calls; by default every call,
+    at most once per ``interval`` seconds if one is given) and reloads them when they changed.
+    So the guard right before a write sees a deny rule written a moment before the person
+    answered, a rule added while the bot runs decides the next proposal, and ``/stratus
+    policy`` shows what is enforced. The first call
     loads the directory and raises when it is invalid (fail closed); a later bad change keeps
     the last good policy and is reported (``last_error``, ``on_error``)."""
 
@@ -110,7 +122,7 @@ class LivePolicy:
         self,
         directory: Path | None,
         *,
-        interval: float = 1.0,
+        interval: float = 0.0,
         on_error: Callable[[PolicyError], None] | None = None,
     ) -> None:
         self.directory = directory

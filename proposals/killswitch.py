@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from policies.approvers import conjunction
 from policies.evaluate import CompiledPolicy, PolicyDecision
 from store.audit import AuditLog
 from store.clock import parse_stamp
@@ -98,7 +99,7 @@ def while_paused(
         grant=None,
         remember=False,
         max_grant_seconds=0,
-        approvers=tuple(defaults.approvers),
+        approvers=conjunction([defaults.approvers]),
         min_approvals=defaults.min_approvals,
         self_approval=defaults.self_approval,
     )

@@ -14,8 +14,9 @@ import json
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from policies.approvers import ApproverLists, implies
 from policies.evaluate import PolicyDecision, ProposalFacts
 from tools.objects import normalized
 
@@ -118,7 +119,8 @@ class Facts(_Model):
 
 
 class Decision(_Model):
-    """The policy's decision and its provenance (rule, grant or default)."""
+    """The policy's decision and its provenance (rule, grant or default). ``approvers`` is a
+    conjunction of lists (``policies.approvers``); ``rules`` names every contributing rule."""
 
     outcome: Literal["deny", "ask", "allow"]
     reason: str
@@ -127,13 +129,22 @@ class Decision(_Model):
     grant: str | None = None
     remember: bool = False
     max_grant_seconds: int = 0
-    approvers: list[str] = Field(default_factory=list)
+    approvers: list[list[str]] = Field(default_factory=list)
     min_approvals: int = 1
     self_approval: bool = True
     approval_timeout_seconds: int = 1800
+    rules: list[str] = Field(default_factory=list)
     decided_at: datetime
     # Binds this decision to its proposal and plan (``proposals.seals``).
     mac: str = ""
+
+    @field_validator("approvers", mode="before")
+    @classmethod
+    def _one_list(cls, value: Any) -> Any:
+        # Proposals stored before approvers became a conjunction hold one flat list.
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            return [value]
+        return value
 
     @classmethod
     def of(cls, decision: PolicyDecision, at: datetime) -> Decision:
@@ -141,8 +152,13 @@ class Decision(_Model):
 
     def policy_decision(self) -> PolicyDecision:
         values = self.model_dump(exclude={"decided_at", "mac"})
-        values["approvers"] = tuple(values["approvers"])
+        values["approvers"] = tuple(tuple(names) for names in values["approvers"])
+        values["rules"] = tuple(values["rules"])
         return PolicyDecision(**values)
+
+    @property
+    def approver_lists(self) -> ApproverLists:
+        return tuple(tuple(names) for names in self.approvers)
 
     def requires_same(self, other: PolicyDecision) -> bool:
         """Whether ``other`` asks no more of the humans than this decision did."""
@@ -154,7 +170,7 @@ class Decision(_Model):
             return True
         return (
             other.min_approvals <= self.min_approvals
-            and set(other.approvers) == set(self.approvers)
+            and implies(self.approver_lists, other.approvers)
             and (other.self_approval or not self.self_approval)
         )
 

@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from policies.approvals import ApprovalRequest, refusal
+from policies.approvers import satisfies
 from policies.evaluate import (
     facts_for,
 )
@@ -219,6 +220,7 @@ class ProposalService(UndoUseCases, RecoveryUseCases):
                             created_by=user,
                             now=now,
                             lifetime_seconds=grant_lifetime_seconds,
+                            creator_groups=groups,
                         )
                         self._event(
                             saved,
@@ -263,17 +265,17 @@ class ProposalService(UndoUseCases, RecoveryUseCases):
         why_not = self.refusal(proposal, user=user, groups=groups, now=now)
         if why_not:
             raise AnswerRefused(why_not, subject=proposal.id)
-        if choice == "always" and not proposal.decision.remember:
-            raise AnswerRefused(
-                f"'Always allow' is not available here: {proposal.decision.reason}",
-                subject=proposal.id,
-            )
         if choice == "always" and proposal.decision.min_approvals > 1:
             # One person's grant would let later changes through with fewer approvals than
             # the rule requires.
             raise AnswerRefused(
                 "'Always allow' is not available where a rule needs "
                 f"{proposal.decision.min_approvals} approvals; approve once instead",
+                subject=proposal.id,
+            )
+        if choice == "always" and not proposal.decision.remember:
+            raise AnswerRefused(
+                f"'Always allow' is not available here: {proposal.decision.reason}",
                 subject=proposal.id,
             )
         if choice != "reject" and user in proposal.approvals():
@@ -497,8 +499,9 @@ class ProposalService(UndoUseCases, RecoveryUseCases):
     def cancel(self, proposal_id: str, *, actor: str, reason: str = "") -> Proposal:
         """Withdraw a proposal nobody executed yet (the requester or an approver may)."""
         proposal = self.repo.get(proposal_id)
-        approvers = set(proposal.decision.approvers)
-        if actor != proposal.requester and "*" not in approvers and actor not in approvers:
+        if actor != proposal.requester and not satisfies(
+            proposal.decision.approver_lists, actor, ()
+        ):
             raise AnswerRefused(
                 f"only the requester ({proposal.requester}) or an approver may cancel "
                 f"proposal {proposal.id}",

@@ -128,4 +128,13 @@ MIGRATIONS: list[tuple[int, str]] = [
             AND state IN ('proposed', 'awaiting_approval', 'approved');
         """,
     ),
+    (
+        7,
+        # What a grant is re-checked against while it lives (policies/evaluate.py): the
+        # creator's user groups when they answered, and who had asked for the change.
+        """
+        ALTER TABLE grants ADD COLUMN creator_groups TEXT;
+        ALTER TABLE grants ADD COLUMN requested_by TEXT;
+        """,
+    ),
 ]

@@ -1,0 +1,67 @@
+"""Who may approve, when several rules name approvers: a conjunction of approver lists.
+
+Each matching ``ask`` rule names a list (or takes the defaults'), and an approver must satisfy
+*every* list: be named in it, directly or through one of their user groups. With user groups
+the intersection of two lists cannot be computed without asking Slack who is in which group,
+so the lists are carried as they are, simplified only where that is exact: a list holding
+``*`` asks nothing, and a list that contains another is implied by it. The canonical form
+(sorted, deduplicated) makes two decisions comparable whatever the order of the files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+# A conjunction: an approver satisfies every inner list (an empty conjunction: anyone).
+ApproverLists = tuple[tuple[str, ...], ...]
+ANYONE: ApproverLists = (("*",),)
+
+# Identities that are never a human: the agents, and Stratus's own processes.
+MACHINE_ACTORS = ("agent:", "stratus")
+
+
+def is_machine(user: str) -> bool:
+    return not user or user.startswith(MACHINE_ACTORS)
+
+
+def conjunction(lists: Iterable[Iterable[str]]) -> ApproverLists:
+    """The canonical conjunction of these lists: without lists that ask nothing (``*``) or
+    that a smaller list in the conjunction already implies; ``(("*",),)`` when nothing is left."""
+    unique = {tuple(sorted(set(names))) for names in lists}
+    restricting = [names for names in unique if names and "*" not in names]
+    kept = [
+        names
+        for names in restricting
+        if not any(other != names and set(other) <= set(names) for other in restricting)
+    ]
+    return tuple(sorted(kept)) or ANYONE
+
+
+def satisfies(lists: ApproverLists, user: str, groups: Iterable[str]) -> bool:
+    """Whether ``user`` (a member of ``groups``) satisfies every list."""
+    mine = {user, *groups}
+    return all("*" in names or mine.intersection(names) for names in lists)
+
+
+def implies(stricter: ApproverLists, looser: ApproverLists) -> bool:
+    """Whether everyone who satisfies ``stricter`` also satisfies ``looser`` (statically: each
+    list of ``looser`` is open to anyone or contains a list of ``stricter``)."""
+    return all(
+        "*" in names or any(set(strict) <= set(names) for strict in stricter) for names in looser
+    )
+
+
+def named(lists: ApproverLists) -> tuple[str, ...]:
+    """Every identity or group some list names: what to look a user's groups up among."""
+    return tuple(sorted({name for names in lists for name in names}))
+
+
+def describe(lists: ApproverLists) -> str:
+    """``anyone``, ``S0SRE, U0LEAD`` (one of them), or ``someone who is one of S0SRE, U0LEAD
+    and also cli:sre`` (every list at once)."""
+    if not lists or all("*" in names for names in lists):
+        return "anyone"
+    if len(lists) == 1:
+        return ", ".join(lists[0])
+    parts = [names[0] if len(names) == 1 else "one of " + ", ".join(names) for names in lists]
+    return "someone who is " + " and also ".join(parts)
