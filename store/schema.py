@@ -114,4 +114,12 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE INDEX alert_groups_incident ON alert_groups(incident_id);
         """,
     ),
+    (
+        8,
+        """
+        ALTER TABLE executions ADD COLUMN sent_at TEXT;
+        UPDATE executions SET sent_at = updated_at WHERE state = 'pending';
+        CREATE INDEX executions_object ON executions(kind, namespace, name, state);
+        """,
+    ),
 ]
