@@ -345,3 +345,33 @@ def test_a_kubeconfig_that_is_not_yaml_is_one_line(env: dict[str, str], tmp_path
     bad.write_text("apiVersion: v1\nclusters: [unclosed\n")
     result = run({**env, "KUBECONFIG": str(bad)}, "undo", "--list")
     assert result.exit_code == 1 and str(bad) in result.stderr
+
+
+@pytest.mark.parametrize("value", ["", ",", " ", " , ", "\t"])
+def test_an_empty_write_scope_is_refused_not_opened(
+    env: dict[str, str], value: str, kube: KubeClient
+) -> None:
+    """Set but empty means a mistake, not "every namespace" (as for STRATUS_WRITE_NODES)."""
+    result = run(
+        {**env, "STRATUS_WRITE_NAMESPACES": value},
+        "act",
+        "scale",
+        "deploy/geo",
+        "replicas=6",
+        "-n",
+        "hotel",
+        "--yes",
+    )
+    assert result.exit_code == 1, result.output
+    assert "STRATUS_WRITE_NAMESPACES is set but empty" in result.stderr
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr
+    assert kube.get(GEO)["spec"]["replicas"] == 1
+
+
+@pytest.mark.parametrize("value", ["", " "])
+def test_an_empty_own_namespace_is_refused(env: dict[str, str], value: str) -> None:
+    result = run(
+        {**env, "STRATUS_NAMESPACE": value}, "act", "scale", "deploy/geo", "replicas=6", "-n",
+        "hotel", "--yes",
+    )  # fmt: skip
+    assert result.exit_code == 1 and "STRATUS_NAMESPACE is set but empty" in result.stderr
