@@ -17,6 +17,9 @@ from cli.write_commands import approve_and_execute, print_events
 from proposals.model import ProposalState
 from tools.reads import ClusterReader
 
+# The largest integer SQLite stores: a cursor past it is refused by click, not by sqlite3.
+SQLITE_MAX_INT = 2**63 - 1
+
 S = ProposalState
 
 
@@ -115,7 +118,7 @@ def cancel(proposal_id: str, reason: str, kubeconfig: Any, context: str | None) 
 @click.option(
     "--since",
     "cursor",
-    type=click.IntRange(0),
+    type=click.IntRange(0, SQLITE_MAX_INT),
     default=0,
     show_default=True,
     help="Print events after this sequence number.",

@@ -375,3 +375,33 @@ def test_an_empty_own_namespace_is_refused(env: dict[str, str], value: str) -> N
         "hotel", "--yes",
     )  # fmt: skip
     assert result.exit_code == 1 and "STRATUS_NAMESPACE is set but empty" in result.stderr
+
+
+HUGE = "99999999999999999999"  # past SQLite's and C's 64-bit integers
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("proposals", "events", "--since", HUGE),
+        ("proposals", "events", "--since", "9223372036854775808"),
+        ("proposals", "list", "--limit", HUGE),
+        ("audit", "verify", "--limit", HUGE),
+        ("act", "scale", "deploy/geo", f"replicas={HUGE}", "-n", "hotel", "--yes"),
+        ("act", "set-resources", "deploy/geo", f"cpu={HUGE}", "-n", "hotel", "--yes"),
+        ("act", "patch-service-port", "svc/geo", f"port={HUGE}", "-n", "hotel", "--yes"),
+        ("undo", HUGE, "--yes"),
+        ("proposals", "show", HUGE),
+        ("incidents", "show", HUGE),
+        ("serve", "--port", HUGE),
+    ],
+)
+def test_numbers_out_of_range_get_one_line(
+    env: dict[str, str], kube: KubeClient, tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    result = stratus(*args, env={**env, "STRATUS_HOME": str(tmp_path)})
+    assert result.returncode != 0, result.stdout
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines and lines[-1].startswith("Error: "), result.stderr
+    assert kube.get(GEO)["spec"]["replicas"] == 1
