@@ -84,7 +84,7 @@ def specs(cls: type[Action]) -> list[ParamSpec]:
 
 
 def _integer(text: str) -> int:
-    if not _DECIMAL.match(text.strip()):
+    if not _DECIMAL.fullmatch(text.strip()):
         raise ValueError("expected a decimal integer")
     return int(text.strip(), 10)
 
@@ -103,7 +103,7 @@ def _convert(annotation: Any, text: str) -> Any:
         raise ValueError("expected true or false")
     if origin in (Union, types.UnionType):
         members = get_args(inner)
-        if int in members and _DECIMAL.match(text.strip()):
+        if int in members and _DECIMAL.fullmatch(text.strip()):
             return _integer(text)
         if str in members:
             return text

@@ -53,6 +53,9 @@ def rows(env: dict[str, str], sql: str) -> list[dict[str, Any]]:
         ("deployment/", "hotel", "name is empty"),
         ("deploy/geo", "", "namespace is empty"),
         ("deploy/GEO", "hotel", "not a valid deployment name"),
+        ("deploy/geo\n", "hotel", "not a valid deployment name"),
+        ("sts/geo\n", "hotel", "not a valid statefulset name"),
+        ("deploy/geo", "hotel\n", "not a valid namespace"),
     ],
 )
 def test_names_are_checked_before_anything_happens(
