@@ -12,7 +12,7 @@ import json
 import re
 import types
 from dataclasses import dataclass
-from typing import Any, Union, get_args, get_origin
+from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
@@ -54,6 +54,8 @@ def type_name(annotation: Any) -> str:
         return "string"
     if inner is bool:
         return "true|false"
+    if origin is Literal:
+        return "one of " + "|".join(str(a) for a in get_args(inner))
     if origin in (Union, types.UnionType):
         return " or ".join(type_name(a) for a in get_args(inner))
     if origin is list:
@@ -101,6 +103,10 @@ def _convert(annotation: Any, text: str) -> Any:
         if lowered in ("true", "false"):
             return lowered == "true"
         raise ValueError("expected true or false")
+    if origin is Literal:
+        if text in get_args(inner):
+            return text
+        raise ValueError(f"expected {type_name(inner)}")
     if origin in (Union, types.UnionType):
         members = get_args(inner)
         if int in members and _DECIMAL.fullmatch(text.strip()):
