@@ -408,3 +408,26 @@ def test_numbers_out_of_range_get_one_line(
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert lines and lines[-1].startswith("Error: "), result.stderr
     assert kube.get(GEO)["spec"]["replicas"] == 1
+
+
+def test_approving_an_executed_proposal_says_so_and_changes_nothing(
+    env: dict[str, str], kube: KubeClient
+) -> None:
+    done = run(env, "act", "scale", "deploy/geo", "replicas=3", "-n", "hotel", "--yes")
+    assert done.exit_code == 0, done.stderr
+    [proposal] = rows(env, "SELECT id FROM proposals")
+    before = rows(env, "SELECT COUNT(*) AS n FROM events")[0]["n"]
+    again = run({**env, "STRATUS_ACTOR": "sre-bob"}, "proposals", "approve", proposal["id"])
+    assert again.exit_code == 1, again.output
+    assert "applied:" not in again.stdout
+    assert f"{proposal['id']} was already executed" in again.stderr
+    assert "by cli:sre-alice" in again.stderr and " UTC" in again.stderr
+    assert rows(env, "SELECT COUNT(*) AS n FROM events")[0]["n"] == before
+    assert rows(env, "SELECT COUNT(*) AS n FROM executions")[0]["n"] == 1
+    assert kube.get(GEO)["spec"]["replicas"] == 3
+    undone = run(env, "undo", "--last", "--yes")
+    assert undone.exit_code == 0, undone.stderr
+    late = run(env, "proposals", "approve", proposal["id"])
+    assert late.exit_code == 1 and "was already executed" in late.stderr
+    assert "undone since" in late.stderr
+    assert kube.get(GEO)["spec"]["replicas"] == 1
