@@ -296,16 +296,18 @@ class ExecutionLog:
                 [state, error, self.store.now(), execution_id, PENDING],
             )
 
-    def mark_sent(self, execution_id: str) -> None:
+    def mark_sent(self, execution_id: str) -> bool:
         """Stamped just before the write leaves: a pending record without it was never sent
         (its process died first), so recovery may call it "not applied" at once; one with it
-        may still land, whatever happened to its process."""
+        may still land, whatever happened to its process. False when recovery settled the
+        record first (its writer was taken for gone): the write must not be sent then."""
         now = self.store.now()
         with self.store.immediate() as db:
-            db.execute(
+            cursor = db.execute(
                 "UPDATE executions SET sent_at = ?, updated_at = ? WHERE id = ? AND state = ?",
                 [now, now, execution_id, PENDING],
             )
+            return bool(cursor.rowcount)
 
     def orphan(self, execution_id: str, error: str) -> None:
         """The writer cannot tell whether its write landed: leave it pending for recovery

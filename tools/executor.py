@@ -22,7 +22,9 @@ write to an object is unknown, no other write to that object starts.
 
 from __future__ import annotations
 
+import contextlib
 import socket
+import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -30,7 +32,7 @@ from typing import Any
 
 from store.audit import AuditLog
 from store.clock import parse_stamp
-from store.db import Store
+from store.db import Store, StoreError
 from store.locks import LeaseLocks, holder_alive, holder_name
 from store.records import ABORTED, FAILED, PENDING, Execution, ExecutionLog
 from tools import crashpoints, errors
@@ -260,7 +262,13 @@ class Executor:
                     inverse_of=inverse_of,
                 )
                 crashpoints.reached("write-ahead")
-                self.executions.mark_sent(execution_id)
+                if not self.executions.mark_sent(execution_id):
+                    raise errors.LockHeld(
+                        f"{ref}: this write was settled as not applied by another process's "
+                        "recovery before it was sent (this process was taken for gone); "
+                        "nothing was written",
+                        subject=str(ref),
+                    )
                 try:
                     written = self._write(plan)
                 except errors.Conflict as conflict:
@@ -276,17 +284,20 @@ class Executor:
                     self.executions.finish(execution_id, FAILED, error.message)
                     raise
                 crashpoints.reached("written")
-                undo_id = self._record(
-                    AppliedWrite(execution_id, None, plan, written),
-                    ref=ref,
-                    actor=actor,
-                    action=action,
-                    intent=intent,
-                    incident_id=incident_id,
-                    inverse_of=inverse_of,
-                    needs_inverse=needs_inverse,
-                    on_applied=on_applied,
-                )
+                try:
+                    undo_id = self._record(
+                        AppliedWrite(execution_id, None, plan, written),
+                        ref=ref,
+                        actor=actor,
+                        action=action,
+                        intent=intent,
+                        incident_id=incident_id,
+                        inverse_of=inverse_of,
+                        needs_inverse=needs_inverse,
+                        on_applied=on_applied,
+                    )
+                except (sqlite3.Error, StoreError) as failure:
+                    raise _not_recorded(ref, intent, execution_id, failure) from failure
                 crashpoints.reached("recorded")
                 return WriteOutcome(
                     ref,
@@ -299,7 +310,10 @@ class Executor:
                 )
             raise AssertionError("unreachable")
         finally:
-            self.locks.release(ref.key, holder)
+            # A database that cannot take the release (a full disk) must not hide what
+            # happened to the write; the lease ends with this process or its TTL anyway.
+            with contextlib.suppress(sqlite3.Error, StoreError):
+                self.locks.release(ref.key, holder)
 
     def _record(
         self,
@@ -370,7 +384,10 @@ class Executor:
         # Unchanged is not proof: a gateway may answer 504 while the write is still on its
         # way. The record stays pending, owned by nobody; recovery decides after a grace
         # period (``settle_after``) — applied if it landed, not applied if it never did.
-        self.executions.orphan(execution_id, f"outcome unknown: {lost.message}")
+        with contextlib.suppress(sqlite3.Error, StoreError):
+            # A database that fails now leaves the record owned by this process: recovery
+            # takes it over when the process has ended, which is as good.
+            self.executions.orphan(execution_id, f"outcome unknown: {lost.message}")
         raise errors.OutcomeUnknown(
             f"{ref}: the API server did not confirm the write ({lost.message}); the record "
             f"{execution_id} stays pending until recovery reads the object and decides",
@@ -626,6 +643,20 @@ def _check_identity(plan: WritePlan, ref: ObjectRef) -> None:
                 f"{ref}",
                 subject=str(ref),
             )
+
+
+def _not_recorded(
+    ref: ObjectRef, intent: str, execution_id: str, failure: Exception
+) -> errors.NotRecorded:
+    why = failure.message if isinstance(failure, StoreError) else str(failure)
+    return errors.NotRecorded(
+        f"the change is in the cluster ({intent}), but the database could not record it "
+        f"({why}); its record {execution_id} stays pending, and recovery records it as "
+        "applied, with its undo entry, at the next stratus command once the database takes "
+        "writes again",
+        subject=str(ref),
+        details={"execution": execution_id},
+    )
 
 
 def _keeps_changing(ref: ObjectRef) -> errors.Conflict:

@@ -13,14 +13,17 @@ at once when the object moved past its resourceVersion (its precondition can no 
 from __future__ import annotations
 
 import os
+import resource
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import Lab, stratus
+from tests.conftest import REPO, Lab, stratus
 from tests.faultproxy import FaultProxy, Rule, fault_proxy
 from tests.proposals.test_crashes import (
     Processes,
@@ -216,5 +219,62 @@ def test_a_write_overtaken_by_someone_else_is_settled_at_once(
     wait_for(lambda: len(proxy.forwarded("PUT", GEO_PATH)) == 1, "the held write to arrive")
     assert proxy.forwarded("PUT", GEO_PATH)[0].status == 409
     assert replicas(kube) == 1
+    assert record_problems(db) == []
+    assert not audit_verified(env)
+
+
+def _no_sigxfsz() -> None:
+    """In the child: a write past the file-size limit fails (as on a full disk) instead of
+    killing the process."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+
+def test_a_full_disk_after_the_write_landed_says_the_change_is_in_the_cluster(
+    env: dict[str, str], proxy: FaultProxy, kube: KubeClient, db: Path
+) -> None:
+    """The disk fills while the PUT is on its way: the process's file-size limit is lowered
+    to just past the database's write-ahead log (``prlimit``), so SQLite's next append is cut
+    short and it answers "database or disk is full" — exactly what a full disk does. The
+    command must say that the change is in the cluster and that recovery will record it; the
+    next command (with room again) records it, with its undo entry."""
+    assert stratus("undo", "--list", env=env).returncode == 0  # the database exists
+    held = proxy.delay("PUT", GEO_PATH, 60, dry_run=False)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cli", *SCALE],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+        preexec_fn=_no_sigxfsz,  # noqa: PLW1509 - only a signal disposition, before exec
+    )
+    try:
+        wait_for(lambda: held.hits == 1, "the write to reach the proxy")
+        wal = Path(f"{db}-wal")
+        room = wal.stat().st_size + 100  # less than one more page
+        resource.prlimit(process.pid, resource.RLIMIT_FSIZE, (room, room))
+        proxy.release()
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert replicas(kube) == 3  # the write landed
+    assert process.returncode == 1, err
+    assert "Traceback" not in err and "internal error" not in err, err
+    lines = [line for line in err.splitlines() if line.startswith("Error: ")]
+    assert len(lines) == 1, err
+    assert "the change is in the cluster" in lines[0], lines[0]
+    assert "disk is full" in lines[0] and "recovery records it" in lines[0], lines[0]
+    assert "applied:" not in out
+    assert execution_states(db) == ["pending"]
+
+    listed = stratus("undo", "--list", env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert f"({INTENT}): applied" in listed.stderr
+    assert execution_states(db) == ["applied"]
+    assert entry_states(db) == ["active"]
+    assert only_proposal(db, "scale")["state"] == "executed"
     assert record_problems(db) == []
     assert not audit_verified(env)
