@@ -56,7 +56,7 @@ def _value(key: str, value: str, limit: int) -> str:
 
 def _bounded(limit: int) -> Any:
     def check(value: dict[str, str]) -> dict[str, str]:
-        names = [k for k in value if _LABEL_NAME.match(k)]
+        names = [k for k in value if _LABEL_NAME.fullmatch(k)]
         read = [k for k in READ_KEYS if k in value]
         kept = (read + sorted(k for k in names if k not in READ_KEYS))[:MAX_LABELS]
         return {k: _value(k, value[k], limit) for k in sorted(kept)}
@@ -73,4 +73,4 @@ def alert_name(labels: dict[str, str]) -> str:
     else a neutral stand-in: the name is put into sentences and a forged one must not read
     as something else."""
     name = labels.get("alertname", "")
-    return name if _ALERT_NAME.match(name) else "unnamed alert"
+    return name if _ALERT_NAME.fullmatch(name) else "unnamed alert"

@@ -99,7 +99,7 @@ class Commands:
             await ack(text=text.USAGE["investigate"])
             return
         namespace = call.words[1]
-        if not NAMESPACE.match(namespace):
+        if not NAMESPACE.fullmatch(namespace):
             await ack(
                 text=text.bad_namespace(b.cut(namespace, 80)) + "\n" + text.USAGE["investigate"]
             )
@@ -192,7 +192,7 @@ class Commands:
         named = [w for w in call.words[1:] if w.startswith("inc-")]
         if named:
             wanted = named[0]
-            if not INCIDENT_ID.match(wanted):
+            if not INCIDENT_ID.fullmatch(wanted):
                 return None, text.no_such_incident(wanted)
             try:
                 self.rt.incidents.get(wanted)
@@ -218,7 +218,7 @@ class Commands:
         self.rt.spawn(self.follower.post_summary(incident_id), name="summary")
 
     async def policy(self, call: Invocation, ack: Ack) -> None:
-        if len(call.words) > 2 or (len(call.words) == 2 and not NAMESPACE.match(call.words[1])):
+        if len(call.words) > 2 or (len(call.words) == 2 and not NAMESPACE.fullmatch(call.words[1])):
             await ack(text=text.USAGE["policy"])
             return
         namespace = call.words[1] if len(call.words) == 2 else ""

@@ -25,7 +25,7 @@ def who(actor: str | None) -> str:
     """A Slack mention for a Slack user, a readable name for anyone else."""
     if not actor:
         return "someone"
-    if _SLACK_ID.match(actor):
+    if _SLACK_ID.fullmatch(actor):
         return f"<@{actor}>"
     if actor.startswith("agent:"):
         return "Stratus"

@@ -101,7 +101,10 @@ def session(
         record_identity(store, identity)
         if recover:
             for line in service.reconcile():
-                click.echo(f"recovered an interrupted write: {line}", err=True)
+                if ": cannot tell yet" in line:
+                    click.echo(f"an interrupted write is not settled yet: {line}", err=True)
+                else:
+                    click.echo(f"recovered an interrupted write: {line}", err=True)
         opened = Session(store, kube, service, identity, policy)
         yield opened
     finally:

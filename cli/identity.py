@@ -46,7 +46,7 @@ def current() -> Identity:
     if not claimed:
         return Identity(PREFIX + real, real, False)
     name = claimed.removeprefix(PREFIX)
-    if not _NAME.match(name) or name.lower().startswith("stratus"):
+    if not _NAME.fullmatch(name) or name.lower().startswith("stratus"):
         raise IdentityError(
             f"${ENV}={claimed!r} is not a usable name: letters, digits, '-', '.' and '_', "
             "and not one of Stratus's own identities (stratus…)"

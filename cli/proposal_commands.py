@@ -6,16 +6,22 @@ a rule that needs two approvals is met by two people at two terminals.
 
 from __future__ import annotations
 
+import os
+import socket
 from typing import Any
 
 import click
 
 from agents.telemetry import summarize
 from cli import render
-from cli.context import cluster_options, session
+from cli.context import Session, cluster_options, session
 from cli.write_commands import approve_and_execute, print_events
-from proposals.model import ProposalState
+from proposals.model import Proposal, ProposalState
+from store.clock import parse_stamp
 from tools.reads import ClusterReader
+
+# The largest integer SQLite stores: a cursor past it is refused by click, not by sqlite3.
+SQLITE_MAX_INT = 2**63 - 1
 
 S = ProposalState
 
@@ -70,6 +76,8 @@ def approve(
     with session(kubeconfig, context) as s:
         cursor = s.service.events.last_seq()
         proposal = s.service.get(proposal_id)
+        if proposal.state in (S.EXECUTED, S.UNDONE):
+            raise click.ClickException(already_executed(s, proposal))
         render.plan(proposal)
         render.decision(proposal)
         if no_execute:
@@ -84,9 +92,32 @@ def approve(
         else:
             done = s.service.execute(proposal_id, actor=s.actor)  # says why it cannot
         print_events(s, cursor, {proposal_id})
+        if done is not None and not executed_here(done):
+            # Another process executed it between our read and our call: not our write.
+            raise click.ClickException(already_executed(s, done))
         if done is not None:
             undo = f" (undo: stratus undo {done.undo_id})" if done.undo_id else ""
             click.echo(f"applied: {done.intent}{undo}")
+
+
+def executed_here(proposal: Proposal) -> bool:
+    """Whether this process executed it (its lock holder id names host and pid)."""
+    place = (proposal.executor or "").rpartition("@")[2].split("/", 1)[0]
+    return place == f"{socket.gethostname()}:{os.getpid()}"
+
+
+def already_executed(s: Session, proposal: Proposal) -> str:
+    """When and by whom an executed proposal ran, for a second approval that does nothing."""
+    execution = s.service.executions.get(proposal.execution_id or "")
+    at = parse_stamp(execution.updated_at) if execution and execution.updated_at else None
+    who = execution.actor if execution else (proposal.executor or "").rpartition("@")[0]
+    when = f" at {at:%Y-%m-%d %H:%M:%S} UTC" if at else ""
+    by = f" by {who}" if who else ""
+    undone = f"; it was undone since ({proposal.undone_by})" if proposal.state == S.UNDONE else ""
+    return (
+        f"{proposal.id} was already executed{when}{by} ({proposal.intent}){undone}; "
+        "nothing was done"
+    )
 
 
 @proposals.command()
@@ -115,7 +146,7 @@ def cancel(proposal_id: str, reason: str, kubeconfig: Any, context: str | None) 
 @click.option(
     "--since",
     "cursor",
-    type=click.IntRange(0),
+    type=click.IntRange(0, SQLITE_MAX_INT),
     default=0,
     show_default=True,
     help="Print events after this sequence number.",

@@ -32,7 +32,12 @@ from cli.incident_commands import build_workflow
     "an app token is set.",
 )
 @click.option("--host", default=None, help="HTTP mode: the address to listen on.")
-@click.option("--port", type=int, default=None, help="HTTP mode: the port (default 3000).")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="HTTP mode: the port (default 3000).",
+)
 @click.option(
     "--planner",
     type=click.Choice(["auto", "offline", "llm"]),

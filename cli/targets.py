@@ -32,6 +32,15 @@ KIND_ALIASES = {
     "networkpolicies": "NetworkPolicy",
     "hpa": "HorizontalPodAutoscaler",
     "horizontalpodautoscaler": "HorizontalPodAutoscaler",
+    "horizontalpodautoscalers": "HorizontalPodAutoscaler",
+    "secret": "Secret",
+    "secrets": "Secret",
+    "quota": "ResourceQuota",
+    "resourcequota": "ResourceQuota",
+    "resourcequotas": "ResourceQuota",
+    "pvc": "PersistentVolumeClaim",
+    "persistentvolumeclaim": "PersistentVolumeClaim",
+    "persistentvolumeclaims": "PersistentVolumeClaim",
 }
 
 

@@ -8,7 +8,12 @@ click takes. What happened is printed from the service's event stream.
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
 from typing import Any
 
 import click
@@ -30,8 +35,28 @@ def confirm(yes: bool, question: str) -> None:
         return
     if not sys.stdin.isatty():
         raise click.ClickException("refusing to write without --yes: stdin is not a terminal")
-    if not click.confirm(question, default=False):
-        raise click.ClickException("nothing written")
+    with _leaving_aborts():
+        if not click.confirm(question, default=False):
+            raise click.ClickException("nothing written")
+
+
+@contextmanager
+def _leaving_aborts() -> Iterator[None]:
+    """Closing the terminal (SIGHUP) or being told to stop (SIGTERM) at the prompt is an
+    answer like Ctrl-C: the caller withdraws the proposal instead of dying with it open."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers belong to the main thread
+        return
+
+    def leave(signum: int, frame: FrameType | None) -> None:
+        raise click.Abort()
+
+    previous = {number: signal.signal(number, leave) for number in (signal.SIGHUP, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def print_events(s: Session, cursor: int, proposal_ids: set[str]) -> None:

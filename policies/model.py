@@ -43,7 +43,7 @@ _APPROVER = re.compile(r"^(\*|[UWS][A-Z0-9]{2,}|@[-a-z0-9._]+|cli:[A-Za-z0-9][-A
 
 def parse_duration(text: str) -> int:
     """``30m``, ``8h``, ``7d`` → seconds."""
-    match = _DURATION.match(text.strip())
+    match = _DURATION.fullmatch(text.strip())
     if not match or int(match[1]) == 0:
         raise ValueError(f"expected a duration such as 30m, 8h or 7d, got {text!r}")
     # Digits beyond what a year needs are refused before the multiplication.
@@ -133,7 +133,7 @@ def check_approvers(values: list[str]) -> list[str]:
             "an empty approver list lets nobody approve; name approvers or leave "
             "the key out to use the defaults"
         )
-    bad = [v for v in values if not _APPROVER.match(v)]
+    bad = [v for v in values if not _APPROVER.fullmatch(v)]
     if bad:
         raise ValueError(
             "approvers are Slack user IDs (U…/W…), user-group IDs (S…), @handles, "

@@ -17,6 +17,7 @@ from proposals.model import (
 from store.locks import holder_alive
 from tools.actions import WritePlan
 from tools.executor import AppliedWrite, Resolution
+from tools.objects import ObjectRef
 
 S = ProposalState
 
@@ -83,6 +84,11 @@ class RecoveryUseCases(ServiceCore):
             lines.append(f"{proposal.id}: interrupted before the write; nothing was written")
         self.expire()
         return lines
+
+    def settle_earlier_writes(self, ref: ObjectRef) -> None:
+        """Before a write to ``ref`` starts: record what earlier writes to it did, if the
+        object already says (a long-running bot has no next command to recover for it)."""
+        self.executor.reconcile(on_resolved=self._resolved, ref=ref)
 
     def _gone(self, holder: str) -> bool:
         alive = holder_alive(holder)

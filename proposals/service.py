@@ -349,6 +349,8 @@ class ProposalService(UndoUseCases, RecoveryUseCases):
                 f"{proposal.decision.min_approvals} approvals; nothing was written",
                 subject=proposal.id,
             )
+        target = proposal.target
+        self.settle_earlier_writes(ObjectRef(target.kind, target.name, target.namespace))
         holder = holder_name(actor)
         proposal = self._move(
             proposal.id, S.EXECUTING, actor=actor, allowed_from={S.APPROVED}, executor=holder

@@ -76,6 +76,8 @@ class Execution:
     owner: str | None = None
     before_digest: str | None = None
     updated_at: str | None = None
+    # When the write left for the API server (None: it never did — a crash before sending).
+    sent_at: str | None = None
 
     @property
     def target(self) -> str:
@@ -163,6 +165,7 @@ def _execution(row: dict[str, Any]) -> Execution:
         owner=row.get("owner"),
         before_digest=row.get("before_digest"),
         updated_at=row.get("updated_at"),
+        sent_at=row.get("sent_at"),
     )
 
 
@@ -293,6 +296,19 @@ class ExecutionLog:
                 [state, error, self.store.now(), execution_id, PENDING],
             )
 
+    def mark_sent(self, execution_id: str) -> bool:
+        """Stamped just before the write leaves: a pending record without it was never sent
+        (its process died first), so recovery may call it "not applied" at once; one with it
+        may still land, whatever happened to its process. False when recovery settled the
+        record first (its writer was taken for gone): the write must not be sent then."""
+        now = self.store.now()
+        with self.store.immediate() as db:
+            cursor = db.execute(
+                "UPDATE executions SET sent_at = ?, updated_at = ? WHERE id = ? AND state = ?",
+                [now, now, execution_id, PENDING],
+            )
+            return bool(cursor.rowcount)
+
     def orphan(self, execution_id: str, error: str) -> None:
         """The writer cannot tell whether its write landed: leave it pending for recovery
         (which reads the object) and give up ownership, so any process may resolve it."""
@@ -316,6 +332,15 @@ class ExecutionLog:
     def pending(self) -> list[Execution]:
         rows = self.store.query(
             "SELECT * FROM executions WHERE state = ? ORDER BY created_at", [PENDING]
+        )
+        return [_execution(r) for r in rows]
+
+    def pending_on(self, *, kind: str, namespace: str, name: str) -> list[Execution]:
+        """Writes to one object whose outcome is not recorded yet, oldest first."""
+        rows = self.store.query(
+            "SELECT * FROM executions WHERE kind = ? AND namespace = ? AND name = ? "
+            "AND state = ? ORDER BY created_at",
+            [kind, namespace, name, PENDING],
         )
         return [_execution(r) for r in rows]
 

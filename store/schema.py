@@ -137,4 +137,12 @@ MIGRATIONS: list[tuple[int, str]] = [
         ALTER TABLE grants ADD COLUMN requested_by TEXT;
         """,
     ),
+    (
+        8,
+        """
+        ALTER TABLE executions ADD COLUMN sent_at TEXT;
+        UPDATE executions SET sent_at = updated_at WHERE state = 'pending';
+        CREATE INDEX executions_object ON executions(kind, namespace, name, state);
+        """,
+    ),
 ]

@@ -59,6 +59,14 @@ class OutcomeUnknown(ToolError):
     default_remedy = Remedy.RECONCILE
 
 
+class NotRecorded(OutcomeUnknown):
+    """The write landed, but the database could not record it (a full or failing disk): its
+    write-ahead record stays pending, and recovery — which reads the object — records it as
+    applied, with its undo entry, once the database takes writes again."""
+
+    code = "not_recorded"
+
+
 class OutOfScope(ToolError):
     """Stratus is not configured to write there."""
 

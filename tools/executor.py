@@ -10,25 +10,36 @@ A write whose answer was lost is never retried blindly: the executor reads the o
 whether it landed, and if it cannot tell, leaves the record pending for recovery. Recovery
 (``reconcile``) only touches records whose owning process is gone, so a slow write in another
 process is never declared "not applied" while it is still in flight.
+
+A dead owner settles nothing by itself: a write it sent may still be held by a proxy or the
+API server and land later. Only the object decides. It shows the planned after-image: applied.
+It moved past the resourceVersion the write was planned on without showing it: the write's
+precondition can no longer hold, so it never will land — not applied. It still sits at that
+resourceVersion: unknown, until ``settle_after`` seconds from the moment the write was sent
+(the record is stamped just before it leaves; a record never stamped was never sent). While a
+write to an object is unknown, no other write to that object starts.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
+import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from store.audit import AuditLog
 from store.clock import parse_stamp
-from store.db import Store
+from store.db import Store, StoreError
 from store.locks import LeaseLocks, holder_alive, holder_name
 from store.records import ABORTED, FAILED, PENDING, Execution, ExecutionLog
 from tools import crashpoints, errors, secrets
 from tools.actions import CATALOG, Action, WritePlan
 from tools.k8s import KubeClient
-from tools.objects import ObjectRef, same_object
+from tools.objects import ObjectRef, normalized, same_object
 from tools.scope import WriteScope
 
 log = logging.getLogger("stratus.executor")
@@ -67,11 +78,17 @@ class Resolution:
     """What recovery decided about one interrupted execution."""
 
     execution: Execution
-    verdict: str  # applied, possibly applied, not applied, cannot tell yet, still running
+    verdict: str  # applied, possibly applied, not applied, cannot tell yet
     undo_id: str | None = None
+    why: str = ""  # for "not applied" and "cannot tell yet": what the object showed
+
+    @property
+    def settled(self) -> bool:
+        return not self.verdict.startswith("cannot tell yet")
 
     def __str__(self) -> str:
-        return f"{self.execution.id} ({self.execution.intent}): {self.verdict}"
+        why = f" ({self.why})" if self.why else ""
+        return f"{self.execution.id} ({self.execution.intent}): {self.verdict}{why}"
 
 
 OnApplied = Callable[[AppliedWrite], None]
@@ -212,6 +229,7 @@ class Executor:
             )
         crashpoints.reached("locked")
         try:
+            self._refuse_unsettled(ref)
             for attempt in (1, 2):
                 current = self.kube.find(ref)
                 plan = planner(current)
@@ -250,6 +268,15 @@ class Executor:
                 keeps = (
                     needs_inverse and inverse_of is None and self._keep_secret(execution_id, plan)
                 )
+                if not self.executions.mark_sent(execution_id):
+                    if keeps:
+                        self.forget_secret(execution_id, ref.namespace)
+                    raise errors.LockHeld(
+                        f"{ref}: this write was settled as not applied by another process's "
+                        "recovery before it was sent (this process was taken for gone); "
+                        "nothing was written",
+                        subject=str(ref),
+                    )
                 try:
                     written = self._write(plan)
                 except errors.Conflict as conflict:
@@ -269,17 +296,20 @@ class Executor:
                         self.forget_secret(execution_id, ref.namespace)
                     raise
                 crashpoints.reached("written")
-                undo_id = self._record(
-                    AppliedWrite(execution_id, None, plan, written),
-                    ref=ref,
-                    actor=actor,
-                    action=action,
-                    intent=intent,
-                    incident_id=incident_id,
-                    inverse_of=inverse_of,
-                    needs_inverse=needs_inverse,
-                    on_applied=on_applied,
-                )
+                try:
+                    undo_id = self._record(
+                        AppliedWrite(execution_id, None, plan, written),
+                        ref=ref,
+                        actor=actor,
+                        action=action,
+                        intent=intent,
+                        incident_id=incident_id,
+                        inverse_of=inverse_of,
+                        needs_inverse=needs_inverse,
+                        on_applied=on_applied,
+                    )
+                except (sqlite3.Error, StoreError) as failure:
+                    raise _not_recorded(ref, intent, execution_id, failure) from failure
                 crashpoints.reached("recorded")
                 return WriteOutcome(
                     ref,
@@ -292,7 +322,10 @@ class Executor:
                 )
             raise AssertionError("unreachable")
         finally:
-            self.locks.release(ref.key, holder)
+            # A database that cannot take the release (a full disk) must not hide what
+            # happened to the write; the lease ends with this process or its TTL anyway.
+            with contextlib.suppress(sqlite3.Error, StoreError):
+                self.locks.release(ref.key, holder)
 
     def _record(
         self,
@@ -363,7 +396,10 @@ class Executor:
         # Unchanged is not proof: a gateway may answer 504 while the write is still on its
         # way. The record stays pending, owned by nobody; recovery decides after a grace
         # period (``settle_after``) — applied if it landed, not applied if it never did.
-        self.executions.orphan(execution_id, f"outcome unknown: {lost.message}")
+        with contextlib.suppress(sqlite3.Error, StoreError):
+            # A database that fails now leaves the record owned by this process: recovery
+            # takes it over when the process has ended, which is as good.
+            self.executions.orphan(execution_id, f"outcome unknown: {lost.message}")
         raise errors.OutcomeUnknown(
             f"{ref}: the API server did not confirm the write ({lost.message}); the record "
             f"{execution_id} stays pending until recovery reads the object and decides",
@@ -423,16 +459,26 @@ class Executor:
     # ------------------------------------------------------------ crash recovery
 
     def reconcile(
-        self, actor: str = "stratus-reconciler", *, on_resolved: OnResolved | None = None
+        self,
+        actor: str = "stratus-reconciler",
+        *,
+        on_resolved: OnResolved | None = None,
+        ref: ObjectRef | None = None,
     ) -> list[Resolution]:
         """Resolve writes a crash (or a lost answer) left pending: did they land or not?
 
         Only records whose owner is gone are touched: a process on this host that no longer
         runs, a record its writer gave up on, or — for another host — one whose lease has
-        expired. Each resolution and the caller's own rows commit in one transaction."""
+        expired. Each resolution and the caller's own rows commit in one transaction. With
+        ``ref``, only the writes to that object (a write about to start settles them first)."""
         self.locks.release_dead(socket.gethostname())
         resolved: list[Resolution] = []
-        for execution in self.executions.pending():
+        pending = (
+            self.executions.pending()
+            if ref is None
+            else self.executions.pending_on(kind=ref.kind, namespace=ref.namespace, name=ref.name)
+        )
+        for execution in pending:
             if not self._owner_gone(execution):
                 continue
             resolution = self._resolve(execution, actor, on_resolved)
@@ -449,12 +495,17 @@ class Executor:
         try:
             current = self.kube.find(ref)
         except errors.ToolError as error:
-            return Resolution(execution, f"cannot tell yet ({error.message})")
-        applied = was_applied(
+            return Resolution(execution, "cannot tell yet", why=error.message)
+        # A record never stamped as sent was never sent: whatever the object shows now is
+        # someone else's doing.
+        applied = execution.sent_at and was_applied(
             execution.operation, current, execution.before_image, execution.planned_after
         )
-        if not applied and not self._settled(execution):
-            return Resolution(execution, "cannot tell yet (the write may still be on its way)")
+        why = ""
+        if not applied:
+            why, settled = self._not_landed(execution, current)
+            if not settled:
+                return Resolution(execution, "cannot tell yet", why=why)
         with self.store.immediate():
             fresh = self.executions.get(execution.id)
             if fresh is None or fresh.state != PENDING:
@@ -462,29 +513,65 @@ class Executor:
             if applied:
                 verdict = "applied" if applied == "yes" else "possibly applied"
                 return self._resolve_applied(execution, ref, current, verdict, actor, on_resolved)
-            self.executions.finish(
-                execution.id, ABORTED, "not applied: the write never reached the object"
-            )
+            self.executions.finish(execution.id, ABORTED, f"not applied: {why}")
             self.audit.append(
                 actor=actor,
                 event="reconcile",
                 subject=str(ref),
-                payload={"execution": execution.id, "verdict": "not applied"},
+                payload={"execution": execution.id, "verdict": "not applied", "why": why},
             )
-            resolution = Resolution(execution, "not applied")
+            resolution = Resolution(execution, "not applied", why=why)
             if on_resolved is not None:
                 on_resolved(resolution)
         if secrets.is_secret(execution.before_image) and not execution.inverse_of:
             self.forget_secret(execution.id, execution.namespace)  # nothing to undo
         return resolution
 
-    def _settled(self, execution: Execution) -> bool:
-        """A record given up after a lost answer is judged "not applied" only once a write
-        still in flight would have landed or timed out on the server."""
-        if execution.owner:
-            return True  # its process died: nothing of it is in flight any more
-        updated = parse_stamp(execution.updated_at or execution.created_at)
-        return (self.store.clock.now() - updated).total_seconds() >= self.settle_after
+    def _not_landed(self, execution: Execution, current: dict[str, Any] | None) -> tuple[str, bool]:
+        """For a write the object does not show: why, and whether that is final. The owner's
+        death proves nothing (the request may be held on its way); the object does."""
+        if execution.sent_at is None:
+            return "its process stopped before sending it", True
+        moved = moved_past(execution.operation, current, execution.before_rv)
+        if moved:
+            return (
+                f"the object moved on (resourceVersion {execution.before_rv} → {moved}) "
+                "without it, so its precondition can no longer hold",
+                True,
+            )
+        deadline = self.settles_by(execution)
+        if self.store.clock.now() >= deadline:
+            return (
+                f"the object did not show it within {self.settle_after:g} s of sending",
+                True,
+            )
+        return (
+            "the write may still be on its way; settled by "
+            f"{deadline:%Y-%m-%d %H:%M:%S} UTC at the latest",
+            False,
+        )
+
+    def settles_by(self, execution: Execution) -> datetime:
+        """When a sent write that the object does not show is declared "not applied": a write
+        still in flight by then would have landed or timed out on the server."""
+        sent = parse_stamp(execution.sent_at or execution.updated_at or execution.created_at)
+        return sent + timedelta(seconds=self.settle_after)
+
+    def _refuse_unsettled(self, ref: ObjectRef) -> None:
+        """One unsettled write per object: a new write planned on an object that an earlier
+        write may still change would race it (and the undo stack would order them wrongly)."""
+        earlier = self.executions.pending_on(kind=ref.kind, namespace=ref.namespace, name=ref.name)
+        if not earlier:
+            return
+        first = earlier[0]
+        raise errors.LockHeld(
+            f"{ref}: an earlier write ({first.id}, {first.intent}) was sent but its outcome is "
+            "not recorded yet; recovery records it as soon as the object shows whether it "
+            f"landed, by {self.settles_by(first):%Y-%m-%d %H:%M:%S} UTC at the latest; "
+            "nothing was written",
+            subject=str(ref),
+            details={"execution": first.id},
+        )
 
     def _resolve_applied(
         self,
@@ -546,11 +633,52 @@ def was_applied(
     if current is None:
         return "unsure"
     # Stored images of a Secret carry digests, so objects are compared as stored.
-    if secrets.same_stored(current, after):
+    now = normalized(secrets.stored_image(current))
+    wanted = normalized(secrets.stored_image(after))
+    was = normalized(secrets.stored_image(before))
+    if now == wanted:
         return "yes"
-    if secrets.same_stored(current, before):
+    if now == was:
+        return ""
+    # Someone else changed the object too. If none of the fields the write changes shows
+    # its value, the object bears no trace of it (it was overtaken, or undone by hand).
+    changed = _changed_paths(was, wanted, ())
+    if changed and all(_at(now, path) == _at(was, path) for path in changed):
         return ""
     return "unsure"
+
+
+_MISSING = object()
+
+
+def _changed_paths(before: Any, after: Any, prefix: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The paths of the leaves that differ (a list is one leaf)."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        paths: list[tuple[str, ...]] = []
+        for key in sorted(before.keys() | after.keys()):
+            paths += _changed_paths(
+                before.get(key, _MISSING), after.get(key, _MISSING), (*prefix, key)
+            )
+        return paths
+    return [] if before == after else [prefix]
+
+
+def _at(obj: Any, path: tuple[str, ...]) -> Any:
+    for key in path:
+        if not isinstance(obj, dict) or key not in obj:
+            return _MISSING
+        obj = obj[key]
+    return obj
+
+
+def moved_past(operation: str, current: dict[str, Any] | None, before_rv: str | None) -> str:
+    """The object's resourceVersion when it moved past the one a replace or delete was
+    planned on (both carry it as a precondition, so such a write can no longer land); ''
+    otherwise. A create has no precondition: only time settles it."""
+    if operation == "create" or current is None or not before_rv:
+        return ""
+    now = str((current.get("metadata") or {}).get("resourceVersion") or "")
+    return now if now and now != before_rv else ""
 
 
 def _check_identity(plan: WritePlan, ref: ObjectRef) -> None:
@@ -565,6 +693,20 @@ def _check_identity(plan: WritePlan, ref: ObjectRef) -> None:
                 f"{ref}",
                 subject=str(ref),
             )
+
+
+def _not_recorded(
+    ref: ObjectRef, intent: str, execution_id: str, failure: Exception
+) -> errors.NotRecorded:
+    why = failure.message if isinstance(failure, StoreError) else str(failure)
+    return errors.NotRecorded(
+        f"the change is in the cluster ({intent}), but the database could not record it "
+        f"({why}); its record {execution_id} stays pending, and recovery records it as "
+        "applied, with its undo entry, at the next stratus command once the database takes "
+        "writes again",
+        subject=str(ref),
+        details={"execution": execution_id},
+    )
 
 
 def _keeps_changing(ref: ObjectRef) -> errors.Conflict:

@@ -198,7 +198,7 @@ def _digests(source: dict[str, Any]) -> dict[str, str]:
     # Already a digest (an image as Stratus stores it): redacting it again changes nothing. A
     # value in ``data`` is base64, which has no ':', so it is never mistaken for one.
     for key, raw in (source.get("data") or {}).items():
-        if isinstance(raw, str) and _DIGEST.match(raw):
+        if isinstance(raw, str) and _DIGEST.fullmatch(raw):
             digests[key] = raw
     return digests
 

@@ -12,7 +12,7 @@ import json
 import re
 import types
 from dataclasses import dataclass
-from typing import Any, Union, get_args, get_origin
+from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
@@ -54,6 +54,8 @@ def type_name(annotation: Any) -> str:
         return "string"
     if inner is bool:
         return "true|false"
+    if origin is Literal:
+        return "one of " + "|".join(str(a) for a in get_args(inner))
     if origin in (Union, types.UnionType):
         return " or ".join(type_name(a) for a in get_args(inner))
     if origin is list:
@@ -84,7 +86,7 @@ def specs(cls: type[Action]) -> list[ParamSpec]:
 
 
 def _integer(text: str) -> int:
-    if not _DECIMAL.match(text.strip()):
+    if not _DECIMAL.fullmatch(text.strip()):
         raise ValueError("expected a decimal integer")
     return int(text.strip(), 10)
 
@@ -101,9 +103,13 @@ def _convert(annotation: Any, text: str) -> Any:
         if lowered in ("true", "false"):
             return lowered == "true"
         raise ValueError("expected true or false")
+    if origin is Literal:
+        if text in get_args(inner):
+            return text
+        raise ValueError(f"expected {type_name(inner)}")
     if origin in (Union, types.UnionType):
         members = get_args(inner)
-        if int in members and _DECIMAL.match(text.strip()):
+        if int in members and _DECIMAL.fullmatch(text.strip()):
             return _integer(text)
         if str in members:
             return text

@@ -22,9 +22,21 @@ class WriteScope:
     @classmethod
     def from_env(cls) -> WriteScope:
         """``STRATUS_WRITE_NAMESPACES`` (comma-separated globs), ``STRATUS_NAMESPACE``,
-        ``STRATUS_WRITE_NODES`` (true/false)."""
+        ``STRATUS_WRITE_NODES`` (true/false). Unset means the default; set but empty is a
+        mistake (an unexpanded shell variable, say) and is refused, never read as "all"."""
         raw = os.environ.get("STRATUS_WRITE_NAMESPACES", "*")
-        globs = tuple(p.strip() for p in raw.split(",") if p.strip()) or ("*",)
+        globs = tuple(p.strip() for p in raw.split(",") if p.strip())
+        if not globs:
+            raise OutOfScope(
+                f"STRATUS_WRITE_NAMESPACES is set but empty ({raw!r}); name the namespaces "
+                "Stratus may write (comma-separated globs, '*' for all) or unset it"
+            )
+        own = os.environ.get("STRATUS_NAMESPACE", "stratus").strip()
+        if not own:
+            raise OutOfScope(
+                "STRATUS_NAMESPACE is set but empty; name the namespace Stratus runs in (it "
+                "is protected from writes) or unset it for 'stratus'"
+            )
         raw_nodes = os.environ.get("STRATUS_WRITE_NODES", "true").strip().lower()
         if raw_nodes not in ("1", "true", "yes", "0", "false", "no"):
             # A typo must not widen the scope: refuse rather than guess.
@@ -33,7 +45,7 @@ class WriteScope:
                 "or false"
             )
         nodes = raw_nodes in ("1", "true", "yes")
-        return cls(globs, os.environ.get("STRATUS_NAMESPACE", "stratus"), nodes)
+        return cls(globs, own, nodes)
 
     def check(self, ref: ObjectRef) -> None:
         if not ref.namespace:

@@ -214,6 +214,8 @@ class UndoStack:
             raise errors.UndoConflict(message, conflict.diff, subject=conflict.subject) from (
                 conflict
             )
+        except errors.OutcomeUnknown:
+            raise  # not a failure: the inverse may have landed (recovery decides)
         except errors.ToolError as error:
             self.entries.record_failure(entry_id, error.message)
             raise

@@ -53,6 +53,9 @@ def rows(env: dict[str, str], sql: str) -> list[dict[str, Any]]:
         ("deployment/", "hotel", "name is empty"),
         ("deploy/geo", "", "namespace is empty"),
         ("deploy/GEO", "hotel", "not a valid deployment name"),
+        ("deploy/geo\n", "hotel", "not a valid deployment name"),
+        ("sts/geo\n", "hotel", "not a valid statefulset name"),
+        ("deploy/geo", "hotel\n", "not a valid namespace"),
     ],
 )
 def test_names_are_checked_before_anything_happens(
@@ -345,3 +348,86 @@ def test_a_kubeconfig_that_is_not_yaml_is_one_line(env: dict[str, str], tmp_path
     bad.write_text("apiVersion: v1\nclusters: [unclosed\n")
     result = run({**env, "KUBECONFIG": str(bad)}, "undo", "--list")
     assert result.exit_code == 1 and str(bad) in result.stderr
+
+
+@pytest.mark.parametrize("value", ["", ",", " ", " , ", "\t"])
+def test_an_empty_write_scope_is_refused_not_opened(
+    env: dict[str, str], value: str, kube: KubeClient
+) -> None:
+    """Set but empty means a mistake, not "every namespace" (as for STRATUS_WRITE_NODES)."""
+    result = run(
+        {**env, "STRATUS_WRITE_NAMESPACES": value},
+        "act",
+        "scale",
+        "deploy/geo",
+        "replicas=6",
+        "-n",
+        "hotel",
+        "--yes",
+    )
+    assert result.exit_code == 1, result.output
+    assert "STRATUS_WRITE_NAMESPACES is set but empty" in result.stderr
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr
+    assert kube.get(GEO)["spec"]["replicas"] == 1
+
+
+@pytest.mark.parametrize("value", ["", " "])
+def test_an_empty_own_namespace_is_refused(env: dict[str, str], value: str) -> None:
+    result = run(
+        {**env, "STRATUS_NAMESPACE": value}, "act", "scale", "deploy/geo", "replicas=6", "-n",
+        "hotel", "--yes",
+    )  # fmt: skip
+    assert result.exit_code == 1 and "STRATUS_NAMESPACE is set but empty" in result.stderr
+
+
+HUGE = "99999999999999999999"  # past SQLite's and C's 64-bit integers
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("proposals", "events", "--since", HUGE),
+        ("proposals", "events", "--since", "9223372036854775808"),
+        ("proposals", "list", "--limit", HUGE),
+        ("audit", "verify", "--limit", HUGE),
+        ("act", "scale", "deploy/geo", f"replicas={HUGE}", "-n", "hotel", "--yes"),
+        ("act", "set-resources", "deploy/geo", f"cpu={HUGE}", "-n", "hotel", "--yes"),
+        ("act", "patch-service-port", "svc/geo", f"port={HUGE}", "-n", "hotel", "--yes"),
+        ("undo", HUGE, "--yes"),
+        ("proposals", "show", HUGE),
+        ("incidents", "show", HUGE),
+        ("serve", "--port", HUGE),
+    ],
+)
+def test_numbers_out_of_range_get_one_line(
+    env: dict[str, str], kube: KubeClient, tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    result = stratus(*args, env={**env, "STRATUS_HOME": str(tmp_path)})
+    assert result.returncode != 0, result.stdout
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines and lines[-1].startswith("Error: "), result.stderr
+    assert kube.get(GEO)["spec"]["replicas"] == 1
+
+
+def test_approving_an_executed_proposal_says_so_and_changes_nothing(
+    env: dict[str, str], kube: KubeClient
+) -> None:
+    done = run(env, "act", "scale", "deploy/geo", "replicas=3", "-n", "hotel", "--yes")
+    assert done.exit_code == 0, done.stderr
+    [proposal] = rows(env, "SELECT id FROM proposals")
+    before = rows(env, "SELECT COUNT(*) AS n FROM events")[0]["n"]
+    again = run({**env, "STRATUS_ACTOR": "sre-bob"}, "proposals", "approve", proposal["id"])
+    assert again.exit_code == 1, again.output
+    assert "applied:" not in again.stdout
+    assert f"{proposal['id']} was already executed" in again.stderr
+    assert "by cli:sre-alice" in again.stderr and " UTC" in again.stderr
+    assert rows(env, "SELECT COUNT(*) AS n FROM events")[0]["n"] == before
+    assert rows(env, "SELECT COUNT(*) AS n FROM executions")[0]["n"] == 1
+    assert kube.get(GEO)["spec"]["replicas"] == 3
+    undone = run(env, "undo", "--last", "--yes")
+    assert undone.exit_code == 0, undone.stderr
+    late = run(env, "proposals", "approve", proposal["id"])
+    assert late.exit_code == 1 and "was already executed" in late.stderr
+    assert "undone since" in late.stderr
+    assert kube.get(GEO)["spec"]["replicas"] == 1

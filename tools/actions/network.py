@@ -69,7 +69,7 @@ class ServicePort(BaseModel):
     @classmethod
     def from_text(cls, text: str) -> ServicePort:
         """How ``stratus act`` reads one: NAME:PORT[:TARGET][/PROTOCOL], e.g. main:80:8080."""
-        match = _PORT_TEXT.match(text.strip())
+        match = _PORT_TEXT.fullmatch(text.strip())
         if match is None:
             raise ValueError(f"expected NAME:PORT[:TARGET][/PROTOCOL], got {text!r}")
         target = match["target"]

@@ -36,7 +36,7 @@ def regex_literal(value: str) -> str:
 
 
 def label_name(name: str) -> str:
-    if not _LABEL_NAME.match(name):
+    if not _LABEL_NAME.fullmatch(name):
         raise Invalid(f"{name!r} is not a Prometheus label name")
     return name
 
@@ -65,7 +65,7 @@ def selector(*matchers: tuple[str, str, str]) -> str:
 
 def seconds(duration: str) -> float:
     """A Prometheus-style duration (``5m``, ``90s``, ``1h``; a bare number is seconds)."""
-    found = _DURATION.match(duration)
+    found = _DURATION.fullmatch(duration)
     if not found:
         raise Invalid(f"{duration!r} is not a duration such as 30s, 5m or 1h")
     return int(found.group(1)) * _UNIT_SECONDS[found.group(2) or "s"]
