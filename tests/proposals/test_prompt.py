@@ -74,6 +74,10 @@ def test_leaving_the_prompt_withdraws_the_proposal(
     os.close(secondary)
     try:
         read_until(primary, PROMPT)
+        # The prompt is written before the process blocks reading the terminal; a signal in
+        # between only trips Python's flag and is acted on at the next wake-up, which never
+        # comes. A person never answers within that instant: give the read time to start.
+        time.sleep(0.5)
         if leave == "n":
             os.write(primary, b"n\n")
         elif leave == "ctrl-c":
