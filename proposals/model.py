@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from policies.evaluate import PolicyDecision, ProposalFacts
-from tools.objects import normalized
+from tools.objects import normalized, redacted
 
 SCHEMA_VERSION = 1
 
@@ -247,9 +247,13 @@ def plan_digest(
     change = [line for line in diff.splitlines() if not line.startswith("@@")]
     # The whole object as the humans saw it (without what the server and controllers set),
     # and its uid: an image swapped elsewhere in the spec, or the object deleted and
-    # re-created under the same name, is not what they approved.
+    # re-created under the same name, is not what they approved. A Secret's values count by
+    # their digests, as shown: an unkeyed hash over the values themselves, stored with the
+    # proposal, would let a weak value be guessed offline.
     uid = ((seen or {}).get("metadata") or {}).get("uid")
     material = json.dumps(
-        [action, target, params, change, normalized(seen), uid], sort_keys=True, default=str
+        [action, target, params, change, redacted(normalized(seen)), uid],
+        sort_keys=True,
+        default=str,
     )
     return hashlib.sha256(material.encode()).hexdigest()[:32]
