@@ -208,6 +208,9 @@ class Proposal(_Model):
     # A keyed digest of everything above, set by the repository on every save; the audit row
     # of that save records it too (``proposals.seals``).
     seal: str = ""
+    # Never stored: what was done to it outside Stratus, found when a query read it for a
+    # surface (``ProposalRepository.shown``). Non-empty: nothing acts on it, surfaces say so.
+    tampered: list[str] = Field(default_factory=list, exclude=True)
 
     @property
     def is_open(self) -> bool:
