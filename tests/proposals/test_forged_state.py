@@ -18,8 +18,9 @@ from cli.main import stratus as stratus_cli
 from policies.model import Match, Rule
 from proposals.killswitch import KillSwitch
 from proposals.model import ProposalState
-from proposals.service import ProposalService
+from proposals.service import ProposalService, UndoRequest
 from store.db import Store
+from store.errors import StratusError
 from tests.proposals.conftest import PolicyBox
 from tools.k8s import KubeClient
 from tools.objects import ObjectRef
@@ -166,3 +167,87 @@ def test_a_genuine_switch_is_intact_with_and_without_a_key(
     switch.resume(actor="U0ADMIN")
     state = switch.state()
     assert not state.paused and not state.tampered, state
+
+
+# ------------------------------------------------------------ execution records, undo entries
+
+
+def _executed_scale(service: ProposalService, policy: PolicyBox, replicas: int = 3) -> Any:
+    policy.set(ALLOW)
+    proposal = scale(service, replicas)
+    return service.execute(proposal.id, actor="U0REQ")
+
+
+@pytest.mark.parametrize("moved", [False, True], ids=["unchanged", "changed-since"])
+def test_an_applied_write_marked_pending_keeps_its_record(
+    audit_key: str,
+    service: ProposalService,
+    policy: PolicyBox,
+    kube: KubeClient,
+    env: dict[str, str],
+    moved: bool,
+) -> None:
+    done = _executed_scale(service, policy)
+    assert kube.get(GEO)["spec"]["replicas"] == 3
+    # Pending, and owned by nobody: recovery would read the object and decide again.
+    sql(
+        service.store,
+        "UPDATE executions SET state = 'pending', owner = NULL WHERE id = ?",
+        (done.execution_id,),
+    )
+    if moved:
+        current = kube.get(GEO)
+        current["spec"]["replicas"] = 1  # someone put it back by hand
+        kube.replace(current)
+    lines = service.reconcile()
+    assert all(done.execution_id not in line or "tampered" in line for line in lines), lines
+    [(state,)] = sql(
+        service.store, "SELECT state FROM executions WHERE id = ?", (done.execution_id,)
+    )
+    assert state == "pending"  # left as found, never "aborted"
+    assert [e.id for e in service.undo_entries()] == [done.undo_id]  # still on the stack
+    assert service.get(done.id).state == S.EXECUTED
+    checked = verify(service.store, env)
+    assert checked.exit_code == 1 and done.execution_id in checked.stderr, checked.output
+
+
+@pytest.mark.parametrize("state", ["undone", "dropped", "deleted"])
+def test_an_undo_entry_taken_off_the_stack_outside_stratus_is_named(
+    audit_key: str,
+    service: ProposalService,
+    policy: PolicyBox,
+    kube: KubeClient,
+    env: dict[str, str],
+    state: str,
+) -> None:
+    done = _executed_scale(service, policy)
+    if state == "deleted":
+        sql(service.store, "DELETE FROM undo_entries WHERE id = ?", (done.undo_id,))
+    else:
+        sql(service.store, "UPDATE undo_entries SET state = ? WHERE id = ?", (state, done.undo_id))
+    checked = verify(service.store, env)
+    assert checked.exit_code == 1 and done.execution_id in checked.stderr, checked.output
+
+
+def test_an_undone_entry_put_back_on_the_stack_undoes_nothing_again(
+    audit_key: str,
+    service: ProposalService,
+    policy: PolicyBox,
+    kube: KubeClient,
+    env: dict[str, str],
+) -> None:
+    done = _executed_scale(service, policy)
+    policy.set(Rule(name="allow-all", decision="allow"))
+    undo = service.propose_undo(UndoRequest(entry_id=done.undo_id), requester="U0REQ")
+    service.execute(undo.id, actor="U0REQ")
+    assert kube.get(GEO)["spec"]["replicas"] == 1
+    current = kube.get(GEO)
+    current["spec"]["replicas"] = 3  # the same change made again, by hand
+    kube.replace(current)
+    sql(service.store, "UPDATE undo_entries SET state = 'active' WHERE id = ?", (done.undo_id,))
+    with pytest.raises(StratusError) as caught:
+        service.propose_undo(UndoRequest(entry_id=done.undo_id), requester="U0REQ")
+    assert "outside Stratus" in caught.value.message, caught.value.message
+    assert kube.get(GEO)["spec"]["replicas"] == 3
+    checked = verify(service.store, env)
+    assert checked.exit_code == 1 and done.execution_id in checked.stderr, checked.output
