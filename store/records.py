@@ -324,7 +324,8 @@ class ExecutionLog:
             "json_extract(a.payload, '$.execution') = e.id) ORDER BY e.created_at",
             [PENDING],
         )
-        return [_execution(r) for r in rows]
+        # A record whose images no longer match its digest would be judged on edited images.
+        return [e for e in map(_execution, rows) if e.intact()]
 
 
 class UndoEntries:
@@ -440,6 +441,12 @@ def misrecorded(store: Store) -> list[str]:
         "AND json_extract(a.payload, '$.execution') = e.id)"
     ):
         found.append(f"execution {r['id']} is marked {r['state']}, but its write was applied")
+    for r in store.query("SELECT * FROM executions WHERE state = ?", [PENDING]):
+        if not _execution(r).intact():
+            found.append(
+                f"execution {r['id']} is pending, but its images were edited since it was "
+                "recorded: recovery leaves it as found"
+            )
     for r in store.query(
         "SELECT e.id FROM executions e WHERE e.state = 'applied' AND e.inverse_of IS NULL "
         "AND NOT EXISTS (SELECT 1 FROM undo_entries u WHERE u.execution_id = e.id)"

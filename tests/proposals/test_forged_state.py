@@ -251,3 +251,30 @@ def test_an_undone_entry_put_back_on_the_stack_undoes_nothing_again(
     assert kube.get(GEO)["spec"]["replicas"] == 3
     checked = verify(service.store, env)
     assert checked.exit_code == 1 and done.execution_id in checked.stderr, checked.output
+
+
+def test_recovery_does_not_judge_a_pending_record_on_edited_images(
+    audit_key: str,
+    service: ProposalService,
+    policy: PolicyBox,
+    kube: KubeClient,
+    env: dict[str, str],
+) -> None:
+    done = _executed_scale(service, policy)
+    # Made to look like a write a crash left pending, with an after-image the object is not
+    # in: recovery would record the write as "not applied" and lose it.
+    sql(service.store, "DROP TRIGGER audit_log_no_delete")
+    sql(service.store, "DELETE FROM audit_log WHERE event = 'write'")
+    sql(
+        service.store,
+        "UPDATE executions SET state = 'pending', owner = NULL, "
+        "planned_after = json_set(planned_after, '$.spec.replicas', 7) WHERE id = ?",
+        (done.execution_id,),
+    )
+    service.reconcile()
+    [(state,)] = sql(
+        service.store, "SELECT state FROM executions WHERE id = ?", (done.execution_id,)
+    )
+    assert state == "pending" and kube.get(GEO)["spec"]["replicas"] == 3
+    checked = verify(service.store, env)
+    assert checked.exit_code == 1 and done.execution_id in checked.stderr, checked.output
