@@ -138,15 +138,23 @@ def proposal_card(
     undo: Proposal | None = None,
 ) -> list[Block]:
     state = proposal.state
+    shown_state = "tampered" if proposal.tampered else state.value
     parts: list[Block] = [
         b.header(proposal.intent),
         b.section(
             "",
             fields=text.card_fields(
-                str(proposal.target), proposal.risk, proposal.reversible, state.value
+                str(proposal.target), proposal.risk, proposal.reversible, shown_state
             ),
         ),
     ]
+    if proposal.tampered:
+        # No outcome and no buttons: nothing it says can be trusted, and nothing acts on it.
+        parts.append(b.section(text.tampered(proposal.tampered)))
+        parts.append(
+            b.context(text.card_context(proposal.id, proposal.requester, proposal.expires_at))
+        )
+        return parts
     preview, cut = diff_preview(proposal.plan.diff)
     parts.append(
         b.section(

@@ -177,7 +177,11 @@ class Commands:
             ] or [text.NO_OPEN_INCIDENTS]
             pending = [p for p in self.rt.service.pending() if p.state.value == "awaiting_approval"]
             lines += [
-                text.status_pending(p.id, p.intent, len(p.approvals()), p.decision.min_approvals)
+                text.tampered_line(p.id)
+                if p.tampered
+                else text.status_pending(
+                    p.id, p.intent, len(p.approvals()), p.decision.min_approvals
+                )
                 for p in pending[:20]
             ] or [text.NO_PENDING]
             return "\n".join(lines)

@@ -32,7 +32,10 @@ async def publish(runtime: Runtime, gate: Gate, client: AsyncWebClient, user: st
                 link = str(found.get("permalink") or "") or None
             except SlackApiError:
                 link = None
-        lines.append(text.home_pending(proposal.id, proposal.intent, link))
+        if proposal.tampered:
+            lines.append(text.tampered_line(proposal.id))
+        else:
+            lines.append(text.home_pending(proposal.id, proposal.intent, link))
     now = runtime.store.clock.now()
     grants = [g for g in await runtime.call(runtime.grants.active, now) if g.created_by == user]
     body: list[Block] = [

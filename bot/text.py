@@ -340,6 +340,7 @@ CARD_STATE = {
     "failed": ":boom: Failed",
     "cancelled": ":no_entry_sign: Cancelled",
     "proposed": ":memo: Proposed",
+    "tampered": ":rotating_light: Tampered — Stratus refuses to act on it",
 }
 
 
@@ -752,3 +753,19 @@ def alerts_malformed(problem: str) -> str:
 
 def alerts_unavailable(why: str) -> str:
     return f"the notification could not be stored ({why}); send it again"
+
+
+# ---------------------------------------------------------------------- tampered proposals
+
+
+def tampered(problems: list[str]) -> str:
+    """A proposal edited outside Stratus (``Proposal.tampered``): what was found, quoted."""
+    found = "; ".join(esc(p) for p in problems[:3])
+    return (
+        ":rotating_light: *This proposal was edited outside Stratus* — nothing approves, "
+        f"executes or undoes it. Found: {found}. See `stratus audit verify`."
+    )
+
+
+def tampered_line(proposal_id: str) -> str:
+    return f"• `{proposal_id}` :rotating_light: edited outside Stratus — refused"

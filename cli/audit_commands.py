@@ -6,9 +6,10 @@ import click
 
 from cli.context import open_store
 from policies.grants import GrantBook
+from proposals.killswitch import KillSwitch
 from proposals.repository import ProposalRepository
 from store.audit import AuditLog
-from store.records import unaudited_writes
+from store.records import misrecorded, unaudited_writes
 
 
 @click.group()
@@ -24,6 +25,10 @@ def verify() -> None:
     report = AuditLog(store).verify_report()
     records, unsealed = ProposalRepository(store).tampered()
     records += GrantBook(store).tampered()
+    records += misrecorded(store)
+    switch = KillSwitch(store).state()
+    if switch.tampered:
+        records.append(f"kill switch: {switch.tampered} (it counts as paused)")
     for warning in [*report.warnings, *unsealed]:
         click.echo(f"warning: {warning}", err=True)
     problems = list(report.problems) + [

@@ -108,17 +108,29 @@ def decision(proposal: Proposal) -> None:
 
 def summary(proposal: Proposal) -> str:
     votes = ", ".join(proposal.approvals())
+    state = "TAMPERED" if proposal.tampered else proposal.state.value
     return (
-        f"{proposal.id}  {proposal.state.value:<17} {proposal.action:<20} {proposal.target}"
-        f"  by {proposal.requester}" + (f"  approvals: {votes}" if votes else "")
+        f"{proposal.id}  {state:<17} {proposal.action:<20} {proposal.target}"
+        f"  by {proposal.requester}"
+        + (f"  approvals: {votes}" if votes else "")
+        + (f"  (edited outside Stratus: {proposal.tampered[0]})" if proposal.tampered else "")
     )
 
 
 def details(proposal: Proposal) -> None:
     click.echo(f"proposal:  {proposal.id}")
-    click.echo(
-        f"state:     {proposal.state.value}" + (f" ({proposal.reason})" if proposal.reason else "")
-    )
+    if proposal.tampered:
+        click.echo(
+            f"state:     TAMPERED — edited outside Stratus; nothing acts on it (stored as "
+            f"{proposal.state.value}; see `stratus audit verify`)"
+        )
+        for problem in proposal.tampered:
+            click.echo(f"tampered:  {problem}")
+    else:
+        click.echo(
+            f"state:     {proposal.state.value}"
+            + (f" ({proposal.reason})" if proposal.reason else "")
+        )
     click.echo(f"requester: {proposal.requester}")
     if proposal.incident_id:
         click.echo(f"incident:  {proposal.incident_id}")

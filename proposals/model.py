@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from policies.approvers import ApproverLists, implies
 from policies.evaluate import PolicyDecision, ProposalFacts
-from tools.objects import normalized
+from tools.objects import normalized, redacted
 
 SCHEMA_VERSION = 1
 
@@ -224,6 +224,9 @@ class Proposal(_Model):
     # A keyed digest of everything above, set by the repository on every save; the audit row
     # of that save records it too (``proposals.seals``).
     seal: str = ""
+    # Never stored: what was done to it outside Stratus, found when a query read it for a
+    # surface (``ProposalRepository.shown``). Non-empty: nothing acts on it, surfaces say so.
+    tampered: list[str] = Field(default_factory=list, exclude=True)
 
     @property
     def is_open(self) -> bool:
@@ -263,9 +266,13 @@ def plan_digest(
     change = [line for line in diff.splitlines() if not line.startswith("@@")]
     # The whole object as the humans saw it (without what the server and controllers set),
     # and its uid: an image swapped elsewhere in the spec, or the object deleted and
-    # re-created under the same name, is not what they approved.
+    # re-created under the same name, is not what they approved. A Secret's values count by
+    # their digests, as shown: an unkeyed hash over the values themselves, stored with the
+    # proposal, would let a weak value be guessed offline.
     uid = ((seen or {}).get("metadata") or {}).get("uid")
     material = json.dumps(
-        [action, target, params, change, normalized(seen), uid], sort_keys=True, default=str
+        [action, target, params, change, redacted(normalized(seen)), uid],
+        sort_keys=True,
+        default=str,
     )
     return hashlib.sha256(material.encode()).hexdigest()[:32]

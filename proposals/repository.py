@@ -57,7 +57,7 @@ class ProposalRepository:
         )
         if not rows:
             raise ProposalNotFound(f"no proposal {proposal_id}", subject=proposal_id)
-        proposal = Proposal.model_validate_json(rows[0]["body"])
+        proposal = _load(proposal_id, rows[0]["body"])
         if proposal.id != proposal_id:
             raise ProposalTampered(
                 f"proposal {proposal_id} was edited outside Stratus: its row holds the body of "
@@ -66,10 +66,43 @@ class ProposalRepository:
             )
         return proposal
 
-    def problems(self, proposal: Proposal) -> list[str]:
-        """What was done to this stored proposal outside Stratus (none: intact)."""
+    def problems(self, proposal: Proposal, row: dict[str, Any] | None = None) -> list[str]:
+        """What was done to this stored proposal outside Stratus (none: intact): its seals,
+        and the row's columns, which queries select by, against its body. ``row``: the row
+        it was read from (default: read it now)."""
+        if row is None:
+            rows = self.store.query("SELECT * FROM proposals WHERE id = ?", [proposal.id])
+            row = rows[0] if rows else {}
+        found = _column_problems(proposal, row)
         audited = AuditLog(self.store).newest(field="proposal", value=proposal.id, having="seal")
-        return seals.problems(proposal, audited=audited)
+        return seals.problems(proposal, audited=audited) + found
+
+    def shown(self, rows: list[dict[str, Any]]) -> list[Proposal]:
+        """Proposals as surfaces list and show them: each with ``tampered`` saying what was
+        done to it outside Stratus. The one query behind every listing (CLI, cards, App Home,
+        status), so a tampered proposal is never shown as open or answerable."""
+        shown = []
+        for row in rows:
+            proposal = _load(row["id"], row["body"])
+            found = self.problems(proposal, row)
+            if found:
+                # Read outside a transaction: a save may have committed between the body and
+                # its audit row. Both are read again together before anything is called tampered.
+                with self.store.immediate():
+                    again = self.store.query("SELECT * FROM proposals WHERE id = ?", [row["id"]])
+                    if again and again[0]["body"]:
+                        proposal = _load(row["id"], again[0]["body"])
+                        found = self.problems(proposal, again[0])
+            shown.append(proposal.model_copy(update={"tampered": found}))
+        return shown
+
+    def shown_one(self, proposal_id: str) -> Proposal:
+        rows = self.store.query(
+            "SELECT * FROM proposals WHERE id = ? AND body IS NOT NULL", [proposal_id]
+        )
+        if not rows:
+            raise ProposalNotFound(f"no proposal {proposal_id}", subject=proposal_id)
+        return self.shown(rows)[0]
 
     def check(self, proposal: Proposal) -> Proposal:
         """``proposal`` as loaded (or as saved since, when someone saved it meanwhile), or
@@ -96,22 +129,17 @@ class ProposalRepository:
         problems: list[str] = []
         warnings: list[str] = []
         for row in self.store.query(
-            "SELECT id, state, body FROM proposals WHERE body IS NOT NULL ORDER BY created_at"
+            "SELECT * FROM proposals WHERE body IS NOT NULL ORDER BY created_at"
         ):
             try:
-                proposal = Proposal.model_validate_json(row["body"])
-            except ValueError:
+                proposal = _load(row["id"], row["body"])
+            except ProposalTampered:
                 problems.append(f"proposal {row['id']}: its stored body is not a proposal")
                 continue
-            if proposal.id != row["id"] or proposal.state.value != row["state"]:
-                problems.append(
-                    f"proposal {row['id']}: its row and its body disagree (id or state edited)"
-                )
-                continue
-            if not proposal.seal and not proposal.is_open:
+            if not proposal.seal and not proposal.is_open and not _column_problems(proposal, row):
                 warnings.append(f"proposal {proposal.id} ({proposal.state.value}) has no seal")
                 continue
-            problems += [f"proposal {proposal.id}: {p}" for p in self.problems(proposal)]
+            problems += [f"proposal {row['id']}: {p}" for p in self.problems(proposal, row)]
         return problems, warnings
 
     def find(
@@ -122,7 +150,23 @@ class ProposalRepository:
         undo_entry: str | None = None,
         limit: int = 100,
     ) -> list[Proposal]:
-        sql = "SELECT body FROM proposals WHERE body IS NOT NULL"
+        return [
+            _load(r["id"], r["body"])
+            for r in self.rows(
+                states=states, incident_id=incident_id, undo_entry=undo_entry, limit=limit
+            )
+        ]
+
+    def rows(
+        self,
+        *,
+        states: frozenset[ProposalState] | None = None,
+        incident_id: str | None = None,
+        undo_entry: str | None = None,
+        limit: int = 100,
+    ) -> list[dict[str, Any]]:
+        """The stored rows ``find`` selects, newest first (``shown`` checks them)."""
+        sql = "SELECT * FROM proposals WHERE body IS NOT NULL"
         params: list[Any] = []
         if states:
             sql += f" AND state IN ({', '.join('?' for _ in states)})"
@@ -135,7 +179,7 @@ class ProposalRepository:
             params.append(undo_entry)
         sql += " ORDER BY created_at DESC, id LIMIT ?"
         params.append(limit)
-        return [Proposal.model_validate_json(r["body"]) for r in self.store.query(sql, params)]
+        return self.store.query(sql, params)
 
     def open_ones(self) -> list[Proposal]:
         return self.find(states=OPEN, limit=10_000)
@@ -155,3 +199,31 @@ class ProposalRepository:
             "requester": proposal.requester,
             "body": proposal.body(),
         }
+
+
+def _load(proposal_id: str, body: str) -> Proposal:
+    """A stored body as a proposal; one that is not a proposal is named, never a traceback.
+    ``tampered`` is never read from the store (``shown`` finds it)."""
+    try:
+        proposal = Proposal.model_validate_json(body)
+    except ValueError as error:
+        raise ProposalTampered(
+            f"proposal {proposal_id} was edited outside Stratus: its stored body is not a "
+            "proposal; nothing acts on it (see `stratus audit verify`)",
+            subject=proposal_id,
+        ) from error
+    return proposal.model_copy(update={"tampered": []}) if proposal.tampered else proposal
+
+
+def _column_problems(proposal: Proposal, row: dict[str, Any]) -> list[str]:
+    """The row's columns against its body: queries select by the columns (open ones, an
+    incident's, an undo's), everything else reads the body, so both must say the same."""
+    if not row:
+        return ["its row is gone"]
+    expected = ProposalRepository._columns(proposal)
+    edited = sorted(
+        name for name, value in expected.items() if name != "body" and row.get(name) != value
+    )
+    if not edited:
+        return []
+    return [f"its row and its body disagree ({', '.join(edited)} edited)"]

@@ -520,18 +520,23 @@ class ProposalService(UndoUseCases, RecoveryUseCases):
 
     # ------------------------------------------------------------------ queries
 
+    # Every query a surface calls checks what it returns (``repo.shown``): a proposal edited
+    # outside Stratus comes back with ``tampered`` set, and surfaces show it as such.
+
     def get(self, proposal_id: str) -> Proposal:
-        return self.repo.get(proposal_id)
+        return self.repo.shown_one(proposal_id)
 
     def pending(self) -> list[Proposal]:
         self.expire()
-        return self.repo.find(states=frozenset({S.AWAITING_APPROVAL, S.APPROVED}), limit=1000)
+        return self.repo.shown(
+            self.repo.rows(states=frozenset({S.AWAITING_APPROVAL, S.APPROVED}), limit=1000)
+        )
 
     def by_incident(self, incident_id: str) -> list[Proposal]:
-        return self.repo.find(incident_id=incident_id, limit=1000)
+        return self.repo.shown(self.repo.rows(incident_id=incident_id, limit=1000))
 
     def recent(self, *, limit: int = 50) -> list[Proposal]:
-        return self.repo.find(limit=limit)
+        return self.repo.shown(self.repo.rows(limit=limit))
 
     def undo_entries(self) -> list[UndoEntry]:
         return self.stack.entries.active()

@@ -343,9 +343,44 @@ class AuditLog:
             sql += " AND event = ?"
             params.append(event)
         rows = self.store.query(sql + " ORDER BY seq DESC LIMIT 1", params)
-        if not rows:
-            return None
-        r = rows[0]
+        return self._proven(rows[0]) if rows else None
+
+    def newest_event(self, *, events: tuple[str, ...], subject: str) -> ProvenRecord | None:
+        """The newest row of one of ``events`` about ``subject``, and whether its hash proves
+        it (see ``newest``): state kept outside the log (the kill switch) names its row."""
+        rows = self.store.query(
+            "SELECT seq, at, actor, event, subject, payload, prev_hash, hash FROM audit_log "
+            f"WHERE subject = ? AND event IN ({', '.join('?' for _ in events)}) "
+            "ORDER BY seq DESC LIMIT 1",
+            [subject, *events],
+        )
+        return self._proven(rows[0]) if rows else None
+
+    def removed_since(self, seq: int) -> str | None:
+        """Whether rows were taken out of the log from row ``seq`` on (None: none were): a gap
+        in the numbers, a row that does not follow the one before it, or a head that names
+        another row than the last. Reads only the rows since ``seq``, so a check made before
+        each decision stays cheap; cutting rows off the end together with the head is found
+        only by ``verify`` (the anchor file)."""
+        span = self.store.query(
+            "SELECT COUNT(*) AS n, COALESCE(MAX(seq), 0) AS last FROM audit_log WHERE seq >= ?",
+            [seq],
+        )[0]
+        if span["n"] != span["last"] - seq + 1:
+            return f"audit rows after row {seq} were removed"
+        broken = self.store.query(
+            "SELECT b.seq FROM audit_log a JOIN audit_log b ON b.seq = a.seq + 1 "
+            "WHERE a.seq >= ? AND b.prev_hash != a.hash LIMIT 1",
+            [seq],
+        )
+        if broken:
+            return f"audit row {broken[0]['seq']} does not follow the row before it"
+        head = self.store.query("SELECT seq FROM audit_head WHERE id = 1")
+        if not head or head[0]["seq"] != span["last"]:
+            return "the audit head does not name the last row"
+        return None
+
+    def _proven(self, r: Mapping[str, Any]) -> ProvenRecord:
         material = _material(
             r["seq"], r["at"], r["actor"], r["event"], r["subject"], r["payload"], r["prev_hash"]
         )

@@ -330,10 +330,18 @@ class ExecutionLog:
         return [_execution(r) for r in rows]
 
     def pending(self) -> list[Execution]:
+        """Writes whose outcome is not known yet. A record marked pending although the audit
+        log recorded its write as applied was edited outside Stratus: it is left as found
+        (recovery would otherwise judge it again, and call a write "not applied" that the
+        object no longer shows), and ``misrecorded`` names it."""
         rows = self.store.query(
-            "SELECT * FROM executions WHERE state = ? ORDER BY created_at", [PENDING]
+            "SELECT * FROM executions e WHERE e.state = ? AND NOT EXISTS (SELECT 1 FROM "
+            "audit_log a WHERE a.event IN ('write', 'undo') AND "
+            "json_extract(a.payload, '$.execution') = e.id) ORDER BY e.created_at",
+            [PENDING],
         )
-        return [_execution(r) for r in rows]
+        # A record whose images no longer match its digest would be judged on edited images.
+        return [e for e in map(_execution, rows) if e.intact()]
 
     def pending_on(self, *, kind: str, namespace: str, name: str) -> list[Execution]:
         """Writes to one object whose outcome is not recorded yet, oldest first."""
@@ -445,3 +453,78 @@ def unaudited_writes(store: Store) -> list[str]:
         "AND json_extract(a.payload, '$.execution') = e.id) ORDER BY e.created_at"
     )
     return [f"{r['id']} ({r['intent']})" for r in rows]
+
+
+def misrecorded(store: Store) -> list[str]:
+    """Execution records and undo entries that disagree with the audit log: state edited
+    outside Stratus that would lose a write's record or its place on the undo stack. One line
+    each, naming the execution."""
+    found = []
+    for r in store.query(
+        "SELECT e.id, e.state FROM executions e WHERE e.state != 'applied' AND EXISTS "
+        "(SELECT 1 FROM audit_log a WHERE a.event IN ('write', 'undo') "
+        "AND json_extract(a.payload, '$.execution') = e.id)"
+    ):
+        found.append(f"execution {r['id']} is marked {r['state']}, but its write was applied")
+    for r in store.query("SELECT * FROM executions WHERE state = ?", [PENDING]):
+        if not _execution(r).intact():
+            found.append(
+                f"execution {r['id']} is pending, but its images were edited since it was "
+                "recorded: recovery leaves it as found"
+            )
+    for r in store.query(
+        "SELECT e.id FROM executions e WHERE e.state = 'applied' AND e.inverse_of IS NULL "
+        "AND NOT EXISTS (SELECT 1 FROM undo_entries u WHERE u.execution_id = e.id)"
+    ):
+        found.append(f"execution {r['id']} was applied, but its undo entry is gone")
+    for r in store.query(
+        "SELECT u.id, u.state, u.execution_id FROM undo_entries u WHERE u.state != 'active' "
+        "AND u.state != 'no_inverse'"
+    ):
+        if not _entry_left_on_record(store, r["id"], r["execution_id"], r["state"]):
+            found.append(
+                f"execution {r['execution_id']}: its undo entry {r['id']} is marked "
+                f"{r['state']}, but no undo or drop of it is on record"
+            )
+    for r in store.query(
+        "SELECT u.id, u.execution_id FROM undo_entries u WHERE u.state = 'active'"
+    ):
+        left = entry_left(store, r["id"], r["execution_id"])
+        if left:
+            found.append(
+                f"execution {r['execution_id']}: its undo entry {r['id']} is active again, "
+                f"but it was {left}"
+            )
+    return found
+
+
+def entry_left(store: Store, entry_id: str, execution_id: str) -> str | None:
+    """How the audit log says an undo entry left the stack ("undone", "dropped"), or None."""
+    if store.query(
+        "SELECT 1 FROM audit_log WHERE event = 'undo' "
+        "AND json_extract(payload, '$.inverse_of') = ? LIMIT 1",
+        [execution_id],
+    ):
+        return "undone"
+    if store.query(
+        "SELECT 1 FROM audit_log WHERE event = 'undo-dropped' "
+        "AND json_extract(payload, '$.entry') = ? LIMIT 1",
+        [entry_id],
+    ):
+        return "dropped"
+    return None
+
+
+def _entry_left_on_record(store: Store, entry_id: str, execution_id: str, state: str) -> bool:
+    left = entry_left(store, entry_id, execution_id)
+    if left is not None:
+        return left == state
+    # An undo that found the object already restored wrote nothing: its executed undo
+    # proposal (sealed, checked by ``audit verify``) is the record.
+    return state == UNDONE and bool(
+        store.query(
+            "SELECT 1 FROM proposals WHERE state = 'executed' "
+            "AND json_extract(body, '$.undo_entry') = ? LIMIT 1",
+            [entry_id],
+        )
+    )

@@ -7,6 +7,7 @@ import binascii
 import copy
 import difflib
 import hashlib
+import hmac
 import json
 import re
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from store import anchor, integrity
 from tools.errors import Invalid
 from tools.names import check_name, check_namespace
 
@@ -175,13 +177,24 @@ def yaml_diff(
     return "".join(lines)
 
 
-_DIGEST = re.compile(r"^sha256:[0-9a-f]{12}$")
+_DIGEST = re.compile(r"^(sha256|hmac):[0-9a-f]{12}$")
+SECRET_DIGEST_KEY = "secret-value"  # the subkey's purpose (``store.anchor.subkey``)
 
 
 def secret_digest(value: str) -> str:
     """A short, stable fingerprint of a secret value (never the value); the same one the
-    agents' snapshots show, so a digest on a card can be matched with what an analyzer saw."""
-    return "sha256:" + hashlib.sha256(value.encode()).hexdigest()[:12]
+    agents' snapshots show, so a digest on a card can be matched with what an analyzer saw,
+    and two values compared (same value, same digest, in one installation).
+
+    With ``STRATUS_AUDIT_KEY`` set it is an HMAC under a subkey of it (``hmac:``): whoever reads
+    the database or a Slack card cannot test guesses of a weak value against it offline.
+    Without a key it is a bare SHA-256 (``sha256:``), which such guesses can match
+    (docs/tools.md)."""
+    key = integrity.audit_key()
+    if key is None:
+        return "sha256:" + hashlib.sha256(value.encode()).hexdigest()[:12]
+    subkey = anchor.subkey(key, SECRET_DIGEST_KEY)
+    return "hmac:" + hmac.new(subkey, value.encode(), hashlib.sha256).hexdigest()[:12]
 
 
 def _decoded(raw: object) -> str:

@@ -24,10 +24,11 @@ from store.records import (
     UndoEntries,
     UndoEntry,
     audited_digest,
+    entry_left,
 )
 from tools import errors, secrets
 from tools.actions import WritePlan
-from tools.executor import Executor, Guard, OnApplied, WriteOutcome
+from tools.executor import IRREVERSIBLE, Executor, Guard, OnApplied, WriteOutcome
 from tools.objects import ObjectRef, for_create, same_object, yaml_diff
 
 
@@ -165,6 +166,15 @@ class UndoStack:
         if entry.state == DROPPED:
             raise errors.Invalid(
                 f"{entry_id} was dropped from the stack ({entry.undone_at} by {entry.undone_by})",
+                subject=entry_id,
+            )
+        # Active, as stored: the audit log must not say it already left the stack.
+        left = entry_left(self.executor.store, entry.id, entry.execution.id)
+        if left is not None or entry.execution.action in IRREVERSIBLE:
+            raise errors.Tampered(
+                f"{entry_id} was put back on the undo stack outside Stratus (it was "
+                f"{left or 'never undoable: the write is irreversible'}); undo refuses it "
+                "(see `stratus audit verify`)",
                 subject=entry_id,
             )
         return entry

@@ -15,7 +15,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
+from bot import cards
 from cli.main import stratus as stratus_cli
+from proposals.repository import ProposalRepository
+from store.db import Store
 from tools.k8s import KubeClient
 from tools.objects import ObjectRef
 
@@ -272,3 +275,61 @@ def test_an_edited_grant_allows_nothing(
         assert f"grant {grant_id}" in result.stderr, result.stderr
         checked = verify(remembered)
         assert checked.exit_code == 1 and f"grant {grant_id}" in checked.stderr
+
+
+# ---------------------------------------------------------------- every surface that lists
+
+
+def _swap_bodies(env: dict[str, str], first: str, second: str) -> None:
+    one, two = body(env, first), body(env, second)
+    sql(env, "UPDATE proposals SET body = ? WHERE id = ?", (json.dumps(two), first))
+    sql(env, "UPDATE proposals SET body = ? WHERE id = ?", (json.dumps(one), second))
+
+
+@pytest.mark.parametrize(
+    "tamper",
+    ["quorum", "state-column", "version-column", "swapped-bodies", "incident-column"],
+)
+def test_a_tampered_proposal_is_shown_as_tampered_everywhere(
+    keyed: dict[str, str], kube: KubeClient, monkeypatch: pytest.MonkeyPatch, tamper: str
+) -> None:
+    proposal_id = ask(keyed)
+    other = ask(keyed, "deploy/profile")
+    assert approve(keyed, "bob", proposal_id).exit_code == 0  # 1 of 2
+    if tamper == "quorum":
+        edit(keyed, proposal_id, _quorum_one)
+    elif tamper == "state-column":
+        sql(keyed, "UPDATE proposals SET state = 'approved' WHERE id = ?", (proposal_id,))
+    elif tamper == "version-column":
+        sql(keyed, "UPDATE proposals SET version = version + 1 WHERE id = ?", (proposal_id,))
+    elif tamper == "swapped-bodies":
+        _swap_bodies(keyed, proposal_id, other)
+    else:
+        sql(
+            keyed, "UPDATE proposals SET incident_id = 'inc-elsewhere' WHERE id = ?", (proposal_id,)
+        )
+    listed = run(keyed, "auditor", "proposals", "list").output
+    everything = run(keyed, "auditor", "proposals", "list", "--all").output
+    for output in (listed, everything):
+        [line] = [row for row in output.splitlines() if row.startswith(proposal_id)]
+        assert "TAMPERED" in line and "edited outside Stratus" in line, output
+        assert "approved" not in line.split("by")[0] and "awaiting" not in line, line
+    shown = run(keyed, "auditor", "proposals", "show", proposal_id)
+    assert shown.exit_code == 0, shown.output
+    assert "state:     TAMPERED" in shown.output and "nothing acts on it" in shown.output
+    # The card the bot renders from the same query: no buttons, and it says why.
+    monkeypatch.setenv("STRATUS_AUDIT_KEY", keyed["STRATUS_AUDIT_KEY"])
+    store = Store(keyed["STRATUS_DB"])
+    try:
+        card = cards.proposal_card(
+            ProposalRepository(store).shown_one(proposal_id), incident=None, telemetry=None
+        )
+    finally:
+        store.close()
+    rendered = json.dumps([block.to_dict() for block in card])
+    assert "edited outside Stratus" in rendered and "Tampered" in rendered
+    assert '"actions"' not in rendered and "stratus.approve" not in rendered
+    for actor in ("carol", "cli:mallory"):
+        refused(approve(keyed, actor, proposal_id), kube)
+    checked = verify(keyed)
+    assert checked.exit_code == 1 and f"proposal {proposal_id}" in checked.stderr

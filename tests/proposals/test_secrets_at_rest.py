@@ -6,13 +6,17 @@ back exactly. The CLI runs in-process against the lab."""
 from __future__ import annotations
 
 import base64
+import copy
+import hashlib
+import sqlite3
 from pathlib import Path
 
 from click.testing import CliRunner, Result
 
 from cli.main import stratus as stratus_cli
+from proposals.model import Proposal, plan_digest
 from tools.k8s import KubeClient
-from tools.objects import ObjectRef, normalized
+from tools.objects import LAST_APPLIED, ObjectRef, normalized
 
 SECRET = ObjectRef("Secret", "mongodb-rate-auth", "hotel")
 APPLIED = "rate-s3cret"  # the lab's last-applied value
@@ -96,3 +100,63 @@ def test_undo_refuses_a_keeper_that_is_gone_or_edited(
     gone = run(env, "undo", "--last", "--yes")
     assert gone.exit_code == 1 and "is gone" in gone.stderr, gone.output
     assert "Traceback" not in gone.output + gone.stderr and password(kube) == APPLIED
+
+
+def _unkeyed(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()[:12]
+
+
+def test_with_a_key_no_stored_or_shown_digest_lets_a_value_be_guessed(
+    env: dict[str, str], kube: KubeClient
+) -> None:
+    """An attacker who reads the database (or a card) tries the candidate values offline:
+    neither the shown digests nor the plan digest a vote is bound to may confirm a guess."""
+    drifted = kube.get(SECRET)
+    drifted["data"]["password"] = base64.b64encode(DRIFTED.encode()).decode()
+    kube.replace(drifted)
+    keyed = {**env, "STRATUS_AUDIT_KEY": "k" * 32}
+    args = ("act", "restore-secret-key", "mongodb-rate-auth", "key=password", "-n", "hotel")
+    assert run(keyed, *args, "--yes").exit_code == 0
+    files = stored_bytes(keyed)
+    shown = run(keyed, "proposals", "list", "--all").output + run(keyed, "audit", "show").output
+    for value in (APPLIED, DRIFTED):
+        for name, content in files.items():
+            assert _unkeyed(value).encode() not in content, f"sha256 of {value} in {name}"
+        assert _unkeyed(value) not in shown
+    [stored] = [
+        Proposal.model_validate_json(row["body"])
+        for row in _rows(keyed, "SELECT body FROM proposals")
+    ]
+    assert "hmac:" in stored.intent and "hmac:" in stored.plan.diff
+    # The plan digest, recomputed by the attacker with each guess put back into the image
+    # (the other keys and the last-applied annotation as they were: guessed right too).
+    assert stored.plan.before is not None
+    applied = drifted["metadata"]["annotations"][LAST_APPLIED]
+    for guess in (APPLIED, DRIFTED, "wrong"):
+        image = copy.deepcopy(stored.plan.before)
+        image["data"] = {**drifted["data"], "password": base64.b64encode(guess.encode()).decode()}
+        image["metadata"]["annotations"][LAST_APPLIED] = applied
+        tried = plan_digest(
+            action=stored.action,
+            target=str(stored.target),
+            params=stored.params,
+            diff=stored.plan.diff,
+            seen=image,
+        )
+        assert tried != stored.plan.digest, f"the plan digest confirms {guess!r}"
+    # Within one installation the same value keeps the same digest: the card's "now" digest
+    # of the drifted value is the one a second proposal on the same drift shows.
+    assert run(keyed, "undo", "--last", "--yes").exit_code == 0
+    again = run(keyed, *args, "--dry-run")
+    now = stored.intent.split("(now ")[1].rstrip(")")
+    assert now in again.output, again.output
+    assert password(kube) == DRIFTED
+
+
+def _rows(env: dict[str, str], statement: str) -> list[sqlite3.Row]:
+    db = sqlite3.connect(env["STRATUS_DB"])
+    db.row_factory = sqlite3.Row
+    try:
+        return list(db.execute(statement))
+    finally:
+        db.close()
