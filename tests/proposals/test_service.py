@@ -397,13 +397,11 @@ def test_a_reactivated_entry_is_refused_before_anything_is_written(
     )  # an edited database puts the undone entry back
     connection.commit()
     connection.close()
-    again = service.propose_undo(
-        UndoRequest(entry_id=written.undo_id, force=True), requester="U0REQ"
-    )
-    from store.errors import StratusError
+    from tools.errors import Tampered
 
-    with pytest.raises(StratusError, match="cannot be undone"):
-        service.execute(again.id, actor="U0REQ")
+    # The stack itself refuses the entry, before a proposal to undo it again exists.
+    with pytest.raises(Tampered, match="put back on the undo stack outside Stratus"):
+        service.propose_undo(UndoRequest(entry_id=written.undo_id, force=True), requester="U0REQ")
     assert kube.get(GEO)["spec"]["replicas"] == 4  # nothing was written
     assert (
         service.store.query("SELECT COUNT(*) AS n FROM executions WHERE state = 'pending'")[0]["n"]
