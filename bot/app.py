@@ -50,7 +50,9 @@ class StratusBot:
         self.client = AsyncWebClient(
             token=config.bot_token,
             base_url=config.api_url or AsyncWebClient.BASE_URL,
-            retry_handlers=[AsyncRateLimitErrorRetryHandler(max_retry_count=5)],
+            retry_handlers=[
+                AsyncRateLimitErrorRetryHandler(max_retry_count=config.rate_limit_retries)
+            ],
         )
         self.app = AsyncApp(
             client=self.client,
