@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 
 from agents import snapshot as snapshots
 from agents.analyzers import analyze
-from agents.attempts import AttemptRunner
+from agents.attempts import AttemptRunner, WriteInFlight
 from agents.health import HealthScore
 from agents.incident import (
     Incident,
@@ -141,6 +141,13 @@ class IncidentWorkflow(AttemptRunner):
                 # cancel, a join, a choice): our move did not happen; look again.
                 incident = self.incidents.get(incident_id)
                 continue
+            except WriteInFlight as busy:
+                # A write of it started between our wait and our cancel: the cancel stays
+                # requested and the next advance carries it out once the write settled.
+                self.incidents.note(
+                    incident, IncidentEventType.NOTE, actor=AGENT, message=busy.message
+                )
+                return self.incidents.get(incident_id)
             if moved is None:
                 break  # waiting for a human
             incident = moved
@@ -232,7 +239,9 @@ class IncidentWorkflow(AttemptRunner):
 
     def _end_parked(self, incident: Incident) -> Incident | None:
         minutes = max(1, round(self.config.park_seconds / 60))
-        self._withdraw_open(incident)
+        self._withdraw_open(
+            incident, actor=AGENT, why=f"incident {incident.id} ended: its thread was never posted"
+        )
         try:
             return self.move(
                 incident,
