@@ -244,6 +244,43 @@ def test_a_cancel_waits_for_a_write_in_flight_and_undoes_it(
         direct.close()
 
 
+def test_a_write_still_in_flight_after_the_wait_keeps_the_cancel_requested(
+    broken: Lab, wstore: Store, policy: PolicyBox, tmp_path: Path
+) -> None:
+    """The write outlasts the cancel's wait: the incident is not stored as cancelled (it says
+    why), and the next advance carries the cancel out once the write has landed."""
+    with fault_proxy(broken.url, tmp_path / "proxied") as proxy:
+        slow = KubeClient(kubeconfig=str(proxy.kubeconfig))
+        slow_service = ProposalService(
+            store=wstore, executor=Executor(slow, wstore, lock_wait=0.5), policy=policy
+        )
+        direct = KubeClient(kubeconfig=str(broken.kubeconfig))
+        service = ProposalService(
+            store=wstore, executor=Executor(direct, wstore, lock_wait=0.5), policy=policy
+        )
+        flow, iid, step = _one_step_waiting(service, direct, policy)
+        flow.config.cancel_wait = 0.3
+        proxy.delay("PUT", REC_PATH, 2.0, times=1)
+        slow_service.answer(step, user="U0BOB", choice="approve")
+        writing = threading.Thread(target=lambda: slow_service.execute(step, actor="U0BOB"))
+        writing.start()
+        deadline = time.monotonic() + 10
+        while not proxy.in_flight and time.monotonic() < deadline:
+            time.sleep(0.01)
+        waiting = flow.cancel(iid, actor="cli:alice")
+        assert waiting.is_open and waiting.cancel_requested == "cli:alice"
+        notes = [e.event.message for e in flow.incidents.events(incident_id=iid)]
+        assert any(f"the cancel waits for {step}" in n for n in notes), notes
+        writing.join(30)
+        done = flow.advance(iid)
+        assert done.state == St.CANCELLED
+        nothing_left_open(flow, service, wstore, iid)
+        executed_before_cancelled(flow, service, iid)
+        assert replicas(direct, "recommendation") == 0
+        slow.close()
+        direct.close()
+
+
 def test_a_stratus_process_approving_while_the_incident_is_cancelled(
     broken: Lab, wstore: Store, policy: PolicyBox, tmp_path: Path
 ) -> None:
