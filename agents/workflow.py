@@ -96,7 +96,7 @@ class IncidentWorkflow(AttemptRunner):
             max_attempts=self.config.max_attempts,
             planner=self.llm.name if self.llm else self.offline.name,
         )
-        self._release_if_parked(namespace)
+        self.release_parked_in(namespace)
         existing = self.incidents.insert(incident)
         if existing is not None:
             self.incidents.note(
@@ -230,7 +230,9 @@ class IncidentWorkflow(AttemptRunner):
                     ended.append(released)
         return ended
 
-    def _release_if_parked(self, namespace: str) -> None:
+    def release_parked_in(self, namespace: str) -> None:
+        """End the namespace's open incident if it was parked past the bound, so that a new
+        investigation (a command's, an alert's) opens its own instead of joining it."""
         existing = self.incidents.open_for(namespace)
         if existing is not None and _parked_too_long(
             existing, self.clock.now(), self.config.park_seconds
