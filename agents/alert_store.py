@@ -147,6 +147,9 @@ class AlertIntake:
         # The cluster is read before the transaction: nothing waits on the network while
         # SQLite's write lock is held.
         exists = {ns: self._exists(ns) for ns in split.by_namespace}
+        for namespace in split.by_namespace:
+            # An incident parked past the bound (its thread never posted) is not joined.
+            self.workflow.release_parked_in(namespace)
         outcomes = [
             self._one(payload, namespace, alerts, exists[namespace])
             for namespace, alerts in sorted(split.by_namespace.items())

@@ -10,11 +10,17 @@ executed are undone — each undo itself a proposal the policy decides.
 from __future__ import annotations
 
 import contextlib
+import time
 from datetime import datetime
 
 from agents.health import HealthScore
 from agents.incident import Attempt, Incident, IncidentState, new_transaction_id
-from agents.incident_store import IncidentEventType, IncidentRepository, StaleIncident
+from agents.incident_store import (
+    IncidentError,
+    IncidentEventType,
+    IncidentRepository,
+    StaleIncident,
+)
 from agents.model import Candidate
 from agents.settings import WorkflowConfig
 from agents.verify import Pause, look, wait_until_settled
@@ -22,7 +28,7 @@ from proposals.errors import NoChange, NotExecutable
 from proposals.model import Proposal, ProposalState
 from proposals.service import ProposalService, Superseded, UndoRequest
 from store.clock import Clock, stamp
-from store.errors import StratusError
+from store.errors import Remedy, StratusError
 from tools import errors
 from tools.k8s import KubeClient
 from tools.prometheus import PrometheusClient
@@ -32,6 +38,14 @@ P = ProposalState
 SKIPPED = ""  # a step whose object already looked as wanted
 _REFUSED = {P.REJECTED: "rejected", P.EXPIRED: "expired", P.CANCELLED: "cancelled"}
 _AGENT = "agent:stratus"
+
+
+class WriteInFlight(IncidentError):
+    """The incident cannot end now: a write of it is being carried out (approved from a
+    terminal, say). The cancel stays requested and is carried out once the write settled."""
+
+    code = "write_in_flight"
+    default_remedy = Remedy.RETRY
 
 
 class AttemptRunner:
@@ -75,16 +89,31 @@ class AttemptRunner:
     ) -> Incident:
         if not incident.can_move(to):
             raise RuntimeError(f"incident {incident.id}: {incident.state} → {to} is not a move")
-        if to == St.CANCELLED:
-            self._withdraw_open(incident)
         changed = incident.model_copy(update={**updates, "state": to, "updated_at": self.now()})
-        return self.incidents.save(
-            changed,
-            expected_version=incident.version,
-            actor=_AGENT,
-            message=message,
-            previous=incident.state,
-        )
+        # A cancel is one transaction: the open proposals withdrawn, no write of the incident
+        # in flight, the incident stored. An approval or an execution of another process
+        # (their moves are transactions too) lands wholly before it — and is seen here — or
+        # after, on a withdrawn proposal, and is refused.
+        with self.service.store.immediate():
+            if to == St.CANCELLED:
+                by = incident.cancel_requested or _AGENT
+                self._withdraw_open(
+                    incident, actor=by, why=f"incident {incident.id} was cancelled by {by}"
+                )
+                busy = self._in_flight(incident)
+                if busy is not None:
+                    raise WriteInFlight(
+                        f"{busy.id} ({busy.intent}) is being carried out; the cancel of "
+                        f"incident {incident.id} waits for it",
+                        subject=incident.id,
+                    )
+            return self.incidents.save(
+                changed,
+                expected_version=incident.version,
+                actor=_AGENT,
+                message=message,
+                previous=incident.state,
+            )
 
     def update(self, incident: Incident, **updates: object) -> Incident:
         changed = incident.model_copy(update={**updates, "updated_at": self.now()})
@@ -375,6 +404,10 @@ class AttemptRunner:
         return self._go(incident, St.PLANNING, f"attempt {attempt.number}: {outcome}")
 
     def _cancel_now(self, incident: Incident) -> Incident | None:
+        busy = self._wait_for_writes(incident)
+        if busy is not None:
+            self._say(incident, f"the cancel waits for {busy.id} ({busy.intent}) to finish")
+            return None  # carried out by the next advance, once the write settled
         attempt = incident.current
         if incident.state == St.UNDOING:
             return self._undo(incident)
@@ -405,15 +438,34 @@ class AttemptRunner:
 
     # ------------------------------------------------------------------ helpers
 
-    def _withdraw_open(self, incident: Incident) -> None:
-        """Nothing of a cancelled incident stays open: every proposal of it still waiting or
+    def _withdraw_open(self, incident: Incident, *, actor: str, why: str) -> None:
+        """Nothing of an ended incident stays open: every proposal of it still waiting or
         approved (one an answer approved while the cancel ran, one proposed by a move the
-        cancel made stale) is withdrawn before the incident is stored as cancelled — before,
-        so that no surface ever sees a cancelled incident with an approved proposal to run."""
+        cancel made stale, an undo a person asked for from a card) is withdrawn, whoever
+        requested it, before the incident is stored as ended — before, so that no surface
+        ever sees a cancelled incident with an approved proposal to run."""
         for proposal in self.service.by_incident(incident.id):
             if proposal.state in (P.AWAITING_APPROVAL, P.APPROVED):
                 with contextlib.suppress(StratusError):  # it moved on; judged by what it is
-                    self.service.cancel(proposal.id, actor=_AGENT, reason="incident cancelled")
+                    self.service.withdraw(
+                        proposal.id, incident_id=incident.id, actor=actor, reason=why
+                    )
+
+    def _in_flight(self, incident: Incident) -> Proposal | None:
+        """A proposal of the incident being executed right now, if there is one."""
+        return next(
+            (p for p in self.service.by_incident(incident.id) if p.state == P.EXECUTING), None
+        )
+
+    def _wait_for_writes(self, incident: Incident) -> Proposal | None:
+        """Wait (up to ``config.cancel_wait``) until no write of the incident is in flight;
+        the one still in flight after that, or None."""
+        deadline = time.monotonic() + self.config.cancel_wait
+        while (busy := self._in_flight(incident)) is not None:
+            if time.monotonic() >= deadline:
+                return busy
+            self.pause(self.config.poll_interval)
+        return None
 
     def _pending(self, attempt: Attempt) -> tuple[Proposal | None, bool]:
         """The proposal the attempt waits on, and whether it is an undo."""

@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 
 from agents import snapshot as snapshots
 from agents.analyzers import analyze
-from agents.attempts import AttemptRunner
+from agents.attempts import AttemptRunner, WriteInFlight
 from agents.health import HealthScore
 from agents.incident import (
     Incident,
@@ -96,7 +96,7 @@ class IncidentWorkflow(AttemptRunner):
             max_attempts=self.config.max_attempts,
             planner=self.llm.name if self.llm else self.offline.name,
         )
-        self._release_if_parked(namespace)
+        self.release_parked_in(namespace)
         existing = self.incidents.insert(incident)
         if existing is not None:
             self.incidents.note(
@@ -141,6 +141,13 @@ class IncidentWorkflow(AttemptRunner):
                 # cancel, a join, a choice): our move did not happen; look again.
                 incident = self.incidents.get(incident_id)
                 continue
+            except WriteInFlight as busy:
+                # A write of it started between our wait and our cancel: the cancel stays
+                # requested and the next advance carries it out once the write settled.
+                self.incidents.note(
+                    incident, IncidentEventType.NOTE, actor=AGENT, message=busy.message
+                )
+                return self.incidents.get(incident_id)
             if moved is None:
                 break  # waiting for a human
             incident = moved
@@ -223,7 +230,9 @@ class IncidentWorkflow(AttemptRunner):
                     ended.append(released)
         return ended
 
-    def _release_if_parked(self, namespace: str) -> None:
+    def release_parked_in(self, namespace: str) -> None:
+        """End the namespace's open incident if it was parked past the bound, so that a new
+        investigation (a command's, an alert's) opens its own instead of joining it."""
         existing = self.incidents.open_for(namespace)
         if existing is not None and _parked_too_long(
             existing, self.clock.now(), self.config.park_seconds
@@ -232,7 +241,9 @@ class IncidentWorkflow(AttemptRunner):
 
     def _end_parked(self, incident: Incident) -> Incident | None:
         minutes = max(1, round(self.config.park_seconds / 60))
-        self._withdraw_open(incident)
+        self._withdraw_open(
+            incident, actor=AGENT, why=f"incident {incident.id} ended: its thread was never posted"
+        )
         try:
             return self.move(
                 incident,

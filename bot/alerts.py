@@ -26,11 +26,12 @@ from pydantic import ValidationError
 
 from agents.alert_store import AlertIntake
 from agents.alerts import AlertmanagerPayload
-from bot import cards, text
+from bot import text
 from bot.config import AlertsConfig
 from bot.driver import Driver
 from bot.follower import Follower
 from bot.links import MessageRef
+from bot.parking import Threads
 from bot.runtime import Runtime
 from store.errors import StratusError
 
@@ -48,28 +49,42 @@ def bearer_matches(header: str, token: str) -> bool:
 
 
 class AlertThreads:
-    """The incident thread of an alert: posted once, in the channel the config names."""
+    """The incident thread of an alert: posted once, in the channel the config names — or,
+    when Slack refuses it (``channel_not_found``, ``not_in_channel`` for the alert channel,
+    ``ratelimited`` after the retries), the incident is parked as a command's would be
+    (``bot.parking``): nothing runs, it shows in ``stratus incidents`` and in the admins' App
+    Home with Retry, and it ends after the workflow's ``park_seconds``. A retry is the button,
+    ``/stratus investigate`` of the namespace, or the alert group notified again."""
 
-    def __init__(self, runtime: Runtime, follower: Follower, config: AlertsConfig) -> None:
+    def __init__(
+        self, runtime: Runtime, follower: Follower, threads: Threads, config: AlertsConfig
+    ) -> None:
         self.rt = runtime
         self.follower = follower
+        self.threads = threads
         self.config = config
         self._locks: dict[str, asyncio.Lock] = {}
 
-    async def ensure(self, incident_id: str) -> MessageRef | None:
+    async def ensure(self, incident_id: str, *, retry: bool = False) -> MessageRef | None:
+        """The incident's thread, posted now if it has none; None when it could not be posted
+        (the incident is parked then). A parked incident is tried again only on ``retry``:
+        the follower meeting its events again is no reason to knock on Slack once more."""
         async with self._locks.setdefault(incident_id, asyncio.Lock()):
             existing = await self.rt.call(self.rt.links.thread, incident_id)
             if existing is not None:
                 return existing
             incident = await self.rt.call(self.rt.incidents.get, incident_id)
-            parent = await self.follower.post(
-                MessageRef(self.config.channel_for(incident.namespace), ""),
-                cards.incident_parent(incident, self.rt.store.clock.now()),
-                text.incident_fallback(incident.namespace, incident.state.value),
-            )
-            if parent is None:
+            if incident.parked and not retry:
                 return None
-            await self.rt.call(self.rt.links.link_thread, incident_id, parent, incident.requester)
+            channel = self.config.channel_for(incident.namespace)
+            parent, error = await self.threads.post_thread(incident, channel, incident.requester)
+            if parent is None:
+                log.error(
+                    "the thread of alert incident %s could not be posted in %s (%s): parked",
+                    incident_id,
+                    channel,
+                    error,
+                )
             return parent
 
 
@@ -116,14 +131,24 @@ class AlertReceiver:
             return _answer(503, text.alerts_unavailable(error.message))
         for incident_id in result.opened:
             self.rt.spawn(self._investigate(incident_id), name=f"alert {incident_id}")
+        for group in result.groups:
+            if group.incident_id and not group.opened and group.action != "refuse":
+                self.rt.spawn(self._retry_parked(group.incident_id), name="alert retry")
         self.threads.follower.wake()
         return web.json_response(result.to_json())
 
-    async def _investigate(self, incident_id: str) -> None:
-        if await self.threads.ensure(incident_id) is None:
-            log.error("no thread could be posted for %s; investigating anyway", incident_id)
+    async def _investigate(self, incident_id: str, *, retry: bool = False) -> None:
+        if await self.threads.ensure(incident_id, retry=retry) is None:
+            return  # parked: nothing runs that nobody could see
         await self.driver.advance(incident_id)
         self.threads.follower.wake()
+
+    async def _retry_parked(self, incident_id: str) -> None:
+        """The alert group was notified again: the incident it opened may be parked, and this
+        is as good a moment as any to try its thread again."""
+        incident = await self.rt.call(self.rt.incidents.get, incident_id)
+        if incident.is_open and incident.parked:
+            await self._investigate(incident_id, retry=True)
 
 
 async def _read(request: web.Request) -> bytes | None:

@@ -50,7 +50,9 @@ class StratusBot:
         self.client = AsyncWebClient(
             token=config.bot_token,
             base_url=config.api_url or AsyncWebClient.BASE_URL,
-            retry_handlers=[AsyncRateLimitErrorRetryHandler(max_retry_count=5)],
+            retry_handlers=[
+                AsyncRateLimitErrorRetryHandler(max_retry_count=config.rate_limit_retries)
+            ],
         )
         self.app = AsyncApp(
             client=self.client,
@@ -61,12 +63,14 @@ class StratusBot:
         self.follower = Follower(runtime, self.client, interval=config.follow_interval)
         self.driver = Driver(runtime)
         self.gate = Gate(runtime, Groups(self.client))
-        self.threads = Threads(runtime, self.follower, self.driver)
+        self.threads = Threads(runtime, self.follower, self.driver, self.gate)
         self.commands = Commands(
             runtime, self.client, self.follower, self.driver, self.gate, self.threads
         )
         self.clicks = Clicks(runtime, self.client, self.follower, self.driver, self.gate)
-        self.alert_threads = alerts.AlertThreads(runtime, self.follower, config.alerts)
+        self.alert_threads = alerts.AlertThreads(
+            runtime, self.follower, self.threads, config.alerts
+        )
         self.alerts = alerts.AlertReceiver(
             runtime, threads=self.alert_threads, driver=self.driver, config=config.alerts
         )

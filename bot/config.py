@@ -103,6 +103,9 @@ class BotConfig(BaseModel):
     path: str = "/slack/events"
     # How often the event stream is read for changes made elsewhere (CLI undo, TNR).
     follow_interval: float = 0.3
+    # How often a Web API call Slack answers ``ratelimited`` is sent again (each after the
+    # Retry-After it names) before the caller sees the refusal.
+    rate_limit_retries: int = Field(default=5, ge=0, le=20)
     alerts: AlertsConfig = Field(default_factory=AlertsConfig)  # Alertmanager's webhook
 
     @classmethod

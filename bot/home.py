@@ -40,7 +40,7 @@ async def publish(runtime: Runtime, gate: Gate, client: AsyncWebClient, user: st
     grants = [g for g in await runtime.call(runtime.grants.active, now) if g.created_by == user]
     body: list[Block] = [
         b.header(text.HOME_TITLE),
-        *await _parked(runtime, user),
+        *await _parked(runtime, gate, user),
         b.section(text.HOME_PENDING),
         *(b.sections("\n".join(lines)) if lines else [b.context(text.HOME_NONE_PENDING)]),
         b.divider(),
@@ -52,10 +52,11 @@ async def publish(runtime: Runtime, gate: Gate, client: AsyncWebClient, user: st
     )
 
 
-async def _parked(runtime: Runtime, user: str) -> list[Block]:
+async def _parked(runtime: Runtime, gate: Gate, user: str) -> list[Block]:
     """The incidents whose thread could not be posted, for their requester (all of them for
-    an admin), each with Retry (``bot.parking``); nothing when there are none."""
-    everyone = user in runtime.admins()
+    an admin — an alert's incident has no other), each with Retry (``bot.parking``); nothing
+    when there are none."""
+    everyone = await gate.admin(user)
     found = [
         i
         for i in await runtime.call(runtime.incidents.recent, limit=200, open_only=True)

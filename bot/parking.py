@@ -18,8 +18,9 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 
 from agents.incident import Incident
-from agents.incident_store import IncidentNotFound
-from bot import cards, text
+from agents.incident_store import IncidentEventType, IncidentNotFound
+from bot import alert_blocks, cards, text
+from bot.authz import Gate
 from bot.driver import Driver
 from bot.follower import Follower
 from bot.links import MessageRef
@@ -30,14 +31,28 @@ RETRY = "stratus.retry_thread"
 
 
 class Threads:
-    def __init__(self, runtime: Runtime, follower: Follower, driver: Driver) -> None:
+    def __init__(self, runtime: Runtime, follower: Follower, driver: Driver, gate: Gate) -> None:
         self.rt = runtime
         self.follower = follower
         self.driver = driver
+        self.gate = gate
 
     async def open(self, incident: Incident, channel: str, user: str) -> str:
         """Post the incident's parent message in ``channel`` and advance the incident; or
         park it. Returns Slack's error ("" when the thread was posted)."""
+        parent, error = await self.post_thread(incident, channel, user)
+        if parent is None:
+            return error
+        await self.driver.advance(incident.id)
+        self.follower.wake()
+        return ""
+
+    async def post_thread(
+        self, incident: Incident, channel: str, user: str
+    ) -> tuple[MessageRef | None, str]:
+        """Post the incident's parent message in ``channel`` (nothing is advanced): the thread
+        and "", or — parked, with Slack's error — None and that error. ``user`` is who asked
+        (an alert's incident: its ``alert:NAME`` requester, which no Slack user can be)."""
         now = self.rt.store.clock.now()
         parent, error = await self.follower.post_checked(
             MessageRef(channel, ""),
@@ -52,14 +67,24 @@ class Threads:
                 reason=text.parked_reason(channel, error),
                 actor=user,
             )
-            return error
+            return None, error
         await self.rt.call(self.rt.links.link_thread, incident.id, parent, user)
         await self.rt.call(self.rt.links.unpark, incident.id)
         if incident.parked:
             await self.rt.call(self.rt.workflow.unpark, incident.id, actor=user)
-        await self.driver.advance(incident.id)
-        self.follower.wake()
-        return ""
+            await self._replay_alerts(incident.id, parent)
+        return parent, ""
+
+    async def _replay_alerts(self, incident_id: str, thread: MessageRef) -> None:
+        """The alerts that fired (and cleared) while the thread could not be posted: the
+        follower passed them by with nowhere to show them."""
+        events = await self.rt.call(self.rt.incidents.events, incident_id=incident_id, limit=500)
+        for envelope in events:
+            event = envelope.event
+            if event.type == IncidentEventType.ALERT_FIRED:
+                await self.follower.post(thread, alert_blocks.fired(event.data), event.message)
+            elif event.type == IncidentEventType.ALERT_RESOLVED:
+                await self.follower.post(thread, alert_blocks.resolved(event.data), event.message)
 
     def minutes(self) -> int:
         return max(1, round(self.rt.workflow.config.park_seconds / 60))
@@ -79,7 +104,9 @@ class Threads:
             await self.tell(user, text.RETRY_GONE)
             return
         channel, requester = place
-        if user not in (requester, incident.requester) and user not in self.rt.admins():
+        # An alert's incident has no person behind it (requester ``alert:NAME``): an admin —
+        # a default approver, user groups resolved — retries it.
+        if user not in (requester, incident.requester) and not await self.gate.admin(user):
             await self.tell(user, text.RETRY_REFUSED)
             return
         error = await self.open(incident, channel, user)

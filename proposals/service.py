@@ -518,6 +518,30 @@ class ProposalService(UndoUseCases, RecoveryUseCases):
             reason=reason,
         )
 
+    def withdraw(self, proposal_id: str, *, incident_id: str, actor: str, reason: str) -> Proposal:
+        """Withdraw an open proposal of an incident that ended, whoever requested it: nothing of
+        a cancelled incident stays open. The authorization is the incident's — its cancel was
+        authorized before the incident workflow got here — so neither the requester nor an
+        approver is asked; withdrawing writes nothing. ``actor`` is who ended the incident,
+        ``reason`` says how; both land in the event and the audit row. Refused for a
+        proposal of another incident (or of none)."""
+        proposal = self.repo.get(proposal_id)
+        if not proposal.incident_id or proposal.incident_id != incident_id:
+            raise AnswerRefused(
+                f"proposal {proposal.id} belongs to "
+                + (f"incident {proposal.incident_id}" if proposal.incident_id else "no incident")
+                + f", not to {incident_id}; it is not withdrawn",
+                subject=proposal.id,
+            )
+        return self._move(
+            proposal.id,
+            S.CANCELLED,
+            actor=actor,
+            allowed_from={S.AWAITING_APPROVAL, S.APPROVED},
+            message=f"withdrawn: {reason}",
+            reason=reason,
+        )
+
     # ------------------------------------------------------------------ queries
 
     # Every query a surface calls checks what it returns (``repo.shown``): a proposal edited

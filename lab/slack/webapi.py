@@ -94,8 +94,11 @@ class RateLimiter:
         window = self._calls.setdefault(method, deque())
         while window and window[0] <= now - span:
             window.popleft()
-        if limit is not None and len(window) >= limit:
-            return max(1, math.ceil(window[0] + span - now))
+        if limit is not None and len(window) >= max(limit, 0):
+            # A limit of 0 (or less) refuses every call: there is no oldest call to wait
+            # for, so the whole window is the wait.
+            oldest = window[0] if window else now
+            return max(1, math.ceil(oldest + span - now))
         window.append(now)
         return None
 

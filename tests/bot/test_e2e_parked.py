@@ -7,8 +7,10 @@ namespace can be investigated again."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -170,10 +172,42 @@ async def test_a_new_investigation_ends_a_parked_incident_past_the_bound_and_ope
     await slack.command("U0ALICE", "/stratus", "investigate hotel", channel=OUTSIDE)
     parked = await parked_incident(stratus_bot)
     await stratus_bot.settle()
-    import asyncio
-
     await asyncio.sleep(0.3)
     await slack.command("U0BOB", "/stratus", "investigate hotel")
     await first_card(slack)
     gone = await rt.call(rt.incidents.get, parked.id)
     assert gone.state == IncidentState.ESCALATED and gone.reason == "unreachable"
+
+
+async def test_a_thread_refused_as_ratelimited_after_the_retries_is_parked(
+    lab: Lab, slack: AsyncPlaygroundClient, stratus_bot: BotHandle
+) -> None:
+    """Slack keeps answering ``ratelimited`` (a limit of 0, Retry-After 1 s) and the client's
+    one retry is spent: the incident is parked, the person told, and a retry once Slack takes
+    posts again carries on."""
+    await stratus_bot.stop()
+    stratus_bot.settings = {"rate_limit_retries": 1}
+    await stratus_bot.start()
+    await slack.configure(rate_limits={"chat.postMessage": 0}, rate_window=1.0)
+    inject(lab, SCENARIO)
+    started = time.monotonic()
+    await slack.command("U0ALICE", "/stratus", "investigate hotel")
+    incident = await parked_incident(stratus_bot)
+    assert time.monotonic() - started < 15
+    assert "ratelimited" in incident.parked and incident.state == IncidentState.DETECTING
+    posts = [c["status"] for c in (await slack.calls("chat.postMessage"))["calls"]]
+    assert posts[:2] == [429, 429], posts  # the first try and the one retry
+
+    async def told() -> bool:
+        whispers = (await slack.ephemerals(user="U0ALICE"))["ephemerals"]
+        said = [blocks_text(e["message"]) for e in whispers]
+        return any(incident.id in m and "ratelimited" in m for m in said)
+
+    await wait_for(told)
+    rt = stratus_bot.runtime
+    assert await rt.call(rt.service.by_incident, incident.id) == []
+    await slack.configure(rate_limits={"chat.postMessage": 10_000}, rate_window=60.0)
+    await slack.command("U0ALICE", "/stratus", "investigate hotel")
+    await card_in(slack, "C0INCIDENT")
+    await stratus_bot.settle()
+    assert not (await rt.call(rt.incidents.get, incident.id)).parked

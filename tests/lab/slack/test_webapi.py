@@ -272,3 +272,25 @@ async def test_a_client_that_honours_retry_after_gets_through(
     assert second["ok"] and time.monotonic() - started >= 0.9
     statuses = [c["status"] for c in (await acontrol.calls("chat.postMessage"))["calls"]]
     assert statuses == [200, 429, 200]
+
+
+def test_a_limit_of_zero_refuses_every_call_with_retry_after(
+    web: WebClient, control: PlaygroundClient
+) -> None:
+    """A limit of 0 (a method Slack refuses outright, for a test of the client's retries)
+    answered with an IndexError: the limiter read the oldest call of an empty window."""
+    control.configure(rate_limits={"chat.postMessage": 0}, rate_window=1.0)
+    for _ in range(2):
+        with pytest.raises(SlackApiError) as limited:
+            web.chat_postMessage(channel="C0INCIDENT", text="never")
+        assert limited.value.response.status_code == 429
+        assert limited.value.response.data == {"ok": False, "error": "ratelimited"}
+        assert int(limited.value.response.headers["Retry-After"]) == 1
+    control.configure(rate_limits={"chat.postMessage": -3})  # read as 0, never a crash
+    with pytest.raises(SlackApiError) as limited:
+        web.chat_postMessage(channel="C0INCIDENT", text="never")
+    assert limited.value.response.status_code == 429
+    control.configure(rate_limits={})
+    assert web.chat_postMessage(channel="C0INCIDENT", text="now")["ok"]
+    calls = control.calls("chat.postMessage")["calls"]
+    assert [c["status"] for c in calls] == [429, 429, 429, 200]
