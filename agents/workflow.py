@@ -142,12 +142,14 @@ class IncidentWorkflow(AttemptRunner):
                 incident = self.incidents.get(incident_id)
                 continue
             except WriteInFlight as busy:
-                # A write of it started between our wait and our cancel: the cancel stays
-                # requested and the next advance carries it out once the write settled.
+                # A write of it started between our wait and our cancel (the cancel's
+                # transaction was rolled back): wait for that write and try again, within the
+                # budget; past it, the cancel stays requested for the next advance.
                 self.incidents.note(
                     incident, IncidentEventType.NOTE, actor=AGENT, message=busy.message
                 )
-                return self.incidents.get(incident_id)
+                incident = self.incidents.get(incident_id)
+                continue
             if moved is None:
                 break  # waiting for a human
             incident = moved
