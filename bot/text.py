@@ -559,6 +559,14 @@ def not_approver(reason: str) -> str:
     return f":no_entry: You can't answer this request: {esc(reason)}"
 
 
+def undo_refused(why: str) -> str:
+    return f":no_entry: Nothing changed: {esc(why)}."
+
+
+def cancel_refused(why: str) -> str:
+    return f":no_entry: Nothing changed: {esc(why)}."
+
+
 def vote_counted(got: int, needed: int) -> str:
     return f"Your approval counts: {got} of {needed}. Waiting for another approver."
 
