@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Coroutine
 from typing import Any
 
@@ -19,7 +20,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import alerts, cards, home, http, questions
+from bot import alerts, cards, home, http, questions, replay
 from bot.actions import Clicks
 from bot.authz import Gate, Groups, middleware
 from bot.commands import Commands
@@ -141,7 +142,14 @@ class StratusBot:
         await self.driver.resume_open()
         self.rt.spawn(self.gate.groups.warm(self.rt.approvers_named()), name="warm user groups")
         if self.config.mode == "http":
-            server_app = http.web_app(self.app, self.config.path, self.config.signing_secret)
+            seen = await self.rt.call(replay.SeenRequests, self.rt.store, window=http.MAX_AGE)
+
+            async def first_time(signature: str, stamp: int) -> bool:
+                return await self.rt.call(seen.first_time, signature, stamp=stamp, now=time.time())
+
+            server_app = http.web_app(
+                self.app, self.config.path, self.config.signing_secret, first_time=first_time
+            )
             self.alerts.add_to(server_app)  # off (503, says why) without STRATUS_ALERTS_TOKEN
             self._runner = web.AppRunner(
                 server_app,

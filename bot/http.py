@@ -3,15 +3,18 @@
 The signature and the timestamp are checked first, as Slack documents (HMAC-SHA256 of
 ``v0:{timestamp}:{body}``, at most five minutes old): a forged, tampered or replayed request
 gets a 401. A signed body that is not UTF-8 or whose payload is not JSON — which bolt's own
-aiohttp adapter answers with a 500 — gets a 400. Neither reaches a listener. Bolt then checks
-the signature again, as it always does.
+aiohttp adapter answers with a 500 — gets a 400. Neither reaches a listener. A signed request
+seen before (a capture replayed within the five minutes) is acknowledged and ignored
+(``bot.replay``). Bolt then checks the signature again, as it always does.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
@@ -19,6 +22,7 @@ from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
 
+log = logging.getLogger("stratus.bot")
 MAX_BODY = 1024 * 1024
 MAX_AGE = 300  # seconds: Slack's replay window
 
@@ -66,7 +70,13 @@ def well_formed(body: Any) -> bool:
     return True
 
 
-def web_app(app: AsyncApp, path: str, signing_secret: str) -> web.Application:
+# Records a signed request (its signature and timestamp); False when it was seen before.
+FirstTime = Callable[[str, int], Awaitable[bool]]
+
+
+def web_app(
+    app: AsyncApp, path: str, signing_secret: str, *, first_time: FirstTime
+) -> web.Application:
     async def handle(request: web.Request) -> web.Response:
         raw = await request.read()
         if len(raw) > MAX_BODY:
@@ -93,6 +103,11 @@ def web_app(app: AsyncApp, path: str, signing_secret: str) -> web.Application:
             return web.Response(status=400, text="malformed request")
         if not well_formed(bolt_request.body):
             return web.Response(status=400, text="malformed request")
+        stamp = int(headers["x-slack-request-timestamp"])
+        if not await first_time(headers["x-slack-signature"], stamp):
+            # Acknowledged like the first delivery, so a replay learns nothing; it does nothing.
+            log.warning("a signed request was sent again (timestamp %d); ignored", stamp)
+            return web.Response(status=200)
         return await to_aiohttp_response(await app.async_dispatch(bolt_request))
 
     server = web.Application(client_max_size=MAX_BODY + 1)
