@@ -15,12 +15,13 @@ import hmac
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
+
+from bot.payloads import well_formed
 
 log = logging.getLogger("stratus.bot")
 MAX_BODY = 1024 * 1024
@@ -38,36 +39,6 @@ def signed(secret: str, raw: bytes, *, timestamp: str, signature: str, now: floa
     base = b"v0:" + timestamp.encode() + b":" + raw
     expected = "v0=" + hmac.new(secret.encode(), base, hashlib.sha256).hexdigest()
     return hmac.compare_digest(expected.encode(), signature.encode("utf-8", "replace"))
-
-
-# The parts of each payload type that bolt and our listeners read, and their JSON types.
-_SHAPES: dict[str, dict[str, type]] = {
-    "block_actions": {"user": dict, "actions": list},
-    "view_submission": {"user": dict, "view": dict},
-    "view_closed": {"user": dict, "view": dict},
-    "event_callback": {"event": dict},
-    "url_verification": {"challenge": str},
-}
-
-
-def well_formed(body: Any) -> bool:
-    """Whether a signed body has the shape Slack sends: an object; a slash command's form; a
-    payload of a known type with its parts of the right JSON types (every action an object).
-    Bolt answers a signed ``[1]``, ``null`` or ``{"actions": null}`` with a 500 and a
-    traceback; those are the sender's mistakes, answered 400."""
-    if not isinstance(body, dict):
-        return False
-    kind = body.get("type")
-    if kind is None:
-        return "command" in body or "ssl_check" in body  # a slash command's form fields
-    if not isinstance(kind, str):
-        return False
-    for part, expected in _SHAPES.get(kind, {}).items():
-        if not isinstance(body.get(part), expected):
-            return False
-    if kind == "block_actions":
-        return bool(body["actions"]) and all(isinstance(a, dict) for a in body["actions"])
-    return True
 
 
 # Records a signed request (its signature and timestamp); False when it was seen before.
@@ -96,12 +67,14 @@ def web_app(
                 query=request.query_string,
                 headers={k: [v] for k, v in headers.items()},
             )
-        except (UnicodeDecodeError, ValueError, RecursionError, AttributeError, TypeError):
+        except (ValueError, LookupError, RecursionError, AttributeError, TypeError):
             # Bolt's constructor parses the body once (a click's payload carries the whole
             # message: parsing it twice cost a millisecond a click) and fails on a payload
-            # that is not an object.
+            # that is not an object, or whose parts bolt indexes are of the wrong type.
+            log.warning("a signed request whose body cannot be read; answered 400")
             return web.Response(status=400, text="malformed request")
         if not well_formed(bolt_request.body):
+            log.warning("a signed request of a shape Slack does not send; answered 400")
             return web.Response(status=400, text="malformed request")
         stamp = int(headers["x-slack-request-timestamp"])
         if not await first_time(headers["x-slack-signature"], stamp):

@@ -23,6 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from slack_sdk.errors import SlackApiError
+
 from agents.incident_store import IncidentRepository
 from agents.workflow import IncidentWorkflow
 from bot.links import Links
@@ -87,8 +89,15 @@ class Runtime:
 
     def _finished(self, task: asyncio.Task[Any]) -> None:
         self.tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("background work %s failed", task.get_name(), exc_info=task.exception())
+        error = None if task.cancelled() else task.exception()
+        if isinstance(error, SlackApiError):  # a user, channel or trigger Slack does not know
+            log.warning(
+                "background work %s: Slack refused a call: %s",
+                task.get_name(),
+                error.response.get("error"),
+            )
+        elif error is not None:
+            log.error("background work %s failed", task.get_name(), exc_info=error)
 
     async def drain(self, timeout: float = 30.0) -> None:
         """Wait for background work (used when stopping and by tests); work still running
