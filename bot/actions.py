@@ -163,11 +163,11 @@ class Clicks:
             )
 
         try:
-            await self.rt.work(choose)
+            await self.rt.write(choose)
         except StratusError as error:
             await self.ephemeral(body, text.refused(error.message))
             return
-        await self.driver.advance(incident_id)
+        await self.driver.advance(incident_id, answered=True)
         self.follower.wake()
 
     # ------------------------------------------------------------------ undo, diff, revoke
@@ -180,7 +180,7 @@ class Clicks:
 
     async def _undo(self, body: dict[str, Any], proposal: Proposal, user: str) -> None:
         try:
-            undo = await self.rt.work(
+            undo = await self.rt.write(
                 self.rt.service.propose_undo,
                 UndoRequest(entry_id=proposal.undo_id, incident_id=proposal.incident_id),
                 requester=user,

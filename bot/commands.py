@@ -162,7 +162,7 @@ class Commands:
 
     async def _undo(self, call: Invocation, request: UndoRequest) -> None:
         try:
-            proposal = await self.rt.work(
+            proposal = await self.rt.write(
                 self.rt.service.propose_undo, request, requester=call.user
             )
         except StratusError as error:
@@ -258,7 +258,9 @@ class Commands:
 
     async def _cancel(self, call: Invocation, incident_id: str, reason: str) -> None:
         try:
-            await self.rt.work(self.rt.workflow.cancel, incident_id, actor=call.user, reason=reason)
+            await self.rt.write(
+                self.rt.workflow.cancel, incident_id, actor=call.user, reason=reason
+            )
         except StratusError as error:
             await self._ephemeral(call, text.failed(incident_id, error.message))
         self.follower.wake()

@@ -6,11 +6,14 @@ loop must acknowledge Slack within three seconds, so every call goes through a w
 and long work through ``spawn`` (a background task the bot keeps track of, so that shutting
 down waits for it and nothing is dropped silently).
 
-Two pools of worker threads, so that a click never waits behind an investigation: ``call`` for
-the short reads and writes an acknowledgement needs (a proposal, a link, a grant), ``work`` for
-what takes seconds (investigating, advancing a workflow that verifies, executing, reading
-telemetry). With one shared pool, six incidents verifying at once held every thread and a
-click's stale-check queued behind them.
+Three pools of worker threads, so that a click never waits behind an investigation: ``call``
+for the short reads and writes an acknowledgement needs (a proposal, a link, a grant), ``work``
+for what takes seconds (investigating, planning — which may wait a minute on a model —,
+reading telemetry), and ``write`` for what a human asked for: executing an approved write,
+carrying an incident on after an answer, undoing, cancelling. With one shared pool, six
+incidents verifying at once held every thread and a click's stale-check queued behind them;
+with two, eight investigations waiting on a slow model held every thread and an approved
+write waited for them.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ if TYPE_CHECKING:  # the model's client stack loads only when a model is configu
 T = TypeVar("T")
 QUICK_THREADS = 8
 WORK_THREADS = 8
+WRITE_THREADS = 4
 log = logging.getLogger("stratus.bot")
 
 
@@ -62,6 +66,7 @@ class Runtime:
         self.reader = ClusterReader(self.kube)
         self._quick = ThreadPoolExecutor(QUICK_THREADS, thread_name_prefix="stratus-quick")
         self._work = ThreadPoolExecutor(WORK_THREADS, thread_name_prefix="stratus-work")
+        self._write = ThreadPoolExecutor(WRITE_THREADS, thread_name_prefix="stratus-write")
 
     @property
     def store(self) -> Store:
@@ -80,6 +85,12 @@ class Runtime:
         """A long call (seconds: reading the cluster, verifying, executing) in the other pool."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._work, functools.partial(func, *args, **kwargs))
+
+    async def write(self, func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """What a human asked for (an approved write, the incident's next move after an
+        answer, an undo, a cancel) in a pool of its own: never queued behind model calls."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._write, functools.partial(func, *args, **kwargs))
 
     def spawn(self, work: Coroutine[Any, Any, Any], *, name: str = "") -> asyncio.Task[Any]:
         task = asyncio.get_running_loop().create_task(work, name=name or None)
@@ -115,6 +126,7 @@ class Runtime:
         """Let the worker threads go once nothing runs on them (after ``drain``)."""
         self._quick.shutdown(wait=False, cancel_futures=True)
         self._work.shutdown(wait=False, cancel_futures=True)
+        self._write.shutdown(wait=False, cancel_futures=True)
 
     def approvers_named(self) -> list[str]:
         """Everyone and every user group the policy names as an approver (for warming caches)."""
