@@ -208,7 +208,7 @@ class Clicks:
         user = str(body["user"]["id"])
         grants = {g.id: g for g in await self.rt.call(self.rt.grants.all)}
         grant = grants.get(grant_id)
-        if grant is None or (grant.created_by != user and not await self.gate.admin(user)):
+        if grant is None or not await self.gate.may_revoke(user, grant.created_by):
             await self.ephemeral(body, text.REVOKE_REFUSED)
             return
         try:

@@ -206,6 +206,11 @@ class Gate:
     async def asker(self, user: str, named: Sequence[str]) -> authority.Asker:
         return authority.Asker(user=user, groups=await self.groups.of(user, list(named)))
 
+    async def may_revoke(self, user: str, created_by: str) -> bool:
+        admins = self.rt.admins()
+        asker = await self.asker(user, admins)
+        return authority.may_revoke(asker, created_by=created_by, admins=admins)
+
     async def admin(self, user: str) -> bool:
         admins = self.rt.admins()
         return authority.is_admin(await self.asker(user, admins), admins)

@@ -1,4 +1,5 @@
-"""Who may undo a write and who may cancel an incident — the authorization rules beside
+"""Who may undo a write, cancel an incident, revoke a grant or pause Stratus (an admin) — the
+authorization rules beside
 ``approvals.refusal`` (who may answer one request), written once so that every surface (the
 Undo button, ``/stratus undo``, ``/stratus cancel``, the CLI) asks the same question and gets
 the same answer.
@@ -66,6 +67,11 @@ def undo_refusal(
 
 def is_admin(asker: Asker, admins: Sequence[str]) -> bool:
     return not is_machine(asker.user) and asker.named_in(admins)
+
+
+def may_revoke(asker: Asker, *, created_by: str, admins: Sequence[str]) -> bool:
+    """A grant is revoked by whoever created it, or by an admin."""
+    return not is_machine(asker.user) and (asker.user == created_by or is_admin(asker, admins))
 
 
 def cancel_refusal(

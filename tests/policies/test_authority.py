@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from policies.approvals import ApprovalRequest
-from policies.authority import Asker, CancelFacts, cancel_refusal, undo_refusal
+from policies.authority import Asker, CancelFacts, cancel_refusal, may_revoke, undo_refusal
 from policies.evaluate import PolicyDecision, ProposalFacts
 
 NOW = datetime(2025, 1, 1, 12, tzinfo=UTC)
@@ -87,3 +87,10 @@ def test_cancel_is_an_answer_asked_from_the_incident_s_channel() -> None:
         incident_id="inc-1", requester="U0DAVE", channel="C0INC", waiting=(request(age=10**6),)
     )
     assert why(Asker(user="U0DAVE"), on=stale) is None
+
+
+def test_a_grant_is_revoked_by_its_creator_or_an_admin() -> None:
+    assert may_revoke(Asker(user="U0ALICE"), created_by="U0ALICE", admins=ADMINS)
+    assert may_revoke(Asker(user="U0CAROL"), created_by="U0ALICE", admins=ADMINS)
+    assert not may_revoke(Asker(user="U0DAVE"), created_by="U0ALICE", admins=ADMINS)
+    assert not may_revoke(Asker(user="agent:x"), created_by="agent:x", admins=("*",))
