@@ -163,11 +163,11 @@ class Clicks:
             )
 
         try:
-            await self.rt.work(choose)
+            await self.rt.write(choose)
         except StratusError as error:
             await self.ephemeral(body, text.refused(error.message))
             return
-        await self.driver.advance(incident_id)
+        await self.driver.advance(incident_id, answered=True)
         self.follower.wake()
 
     # ------------------------------------------------------------------ undo, diff, revoke
@@ -180,7 +180,7 @@ class Clicks:
 
     async def _undo(self, body: dict[str, Any], proposal: Proposal, user: str) -> None:
         try:
-            undo = await self.rt.work(
+            undo = await self.rt.write(
                 self.rt.service.propose_undo,
                 UndoRequest(entry_id=proposal.undo_id, incident_id=proposal.incident_id),
                 requester=user,
@@ -208,7 +208,7 @@ class Clicks:
         user = str(body["user"]["id"])
         grants = {g.id: g for g in await self.rt.call(self.rt.grants.all)}
         grant = grants.get(grant_id)
-        if grant is None or (grant.created_by != user and not await self.gate.admin(user)):
+        if grant is None or not await self.gate.may_revoke(user, grant.created_by):
             await self.ephemeral(body, text.REVOKE_REFUSED)
             return
         try:

@@ -10,16 +10,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Coroutine
 from typing import Any
 
 import aiohttp
 from aiohttp import web
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.error import BoltUnhandledRequestError
+from slack_bolt.response import BoltResponse
+from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import alerts, cards, home, http, parking, questions
+from bot import alerts, cards, home, http, parking, questions, replay
 from bot.actions import Clicks
 from bot.authz import Gate, Groups, middleware
 from bot.commands import Commands
@@ -43,6 +47,19 @@ async def _bounded(step: Coroutine[Any, Any, Any], what: str) -> None:
 log = logging.getLogger("stratus.bot")
 
 
+async def _error(error: Exception, request: Any) -> BoltResponse | None:
+    if isinstance(error, BoltUnhandledRequestError):
+        body = request.body if isinstance(request.body, dict) else {}
+        log.warning("a signed request no listener takes (%s); answered 400", body.get("type"))
+        return BoltResponse(status=400, body="unhandled request")
+    if isinstance(error, SlackApiError):  # Slack refused a call a request led to (a user or a
+        # channel that does not exist, a stale trigger): the request's fault, not ours
+        log.warning("Slack refused a call: %s", error.response.get("error"))
+        return None
+    log.error("handling a request failed", exc_info=error)  # our bug: keep its traceback
+    return None
+
+
 class StratusBot:
     def __init__(self, runtime: Runtime, config: BotConfig) -> None:
         self.rt = runtime
@@ -59,6 +76,10 @@ class StratusBot:
             signing_secret=config.signing_secret or "socket-mode",
             # Requests are answered as soon as a listener acks; the work goes on after.
             process_before_response=False,
+            # A request no listener takes (an action, modal or event we never sent or asked
+            # for) is answered 400 with one log line by ``_error``, not bolt's 404 and its
+            # multi-line suggestion of a listener to write.
+            raise_error_for_unhandled_request=True,
         )
         self.follower = Follower(runtime, self.client, interval=config.follow_interval)
         self.driver = Driver(runtime)
@@ -99,6 +120,7 @@ class StratusBot:
         app.event("app_home_opened")(self._home)
         app.event("app_mention")(self._mention)
         app.event("message")(self._message)
+        app.error(_error)
 
     async def _command(self, ack: Any, command: dict[str, Any]) -> None:
         await self.commands.dispatch(command, ack)
@@ -150,7 +172,14 @@ class StratusBot:
         await self.driver.resume_open()
         self.rt.spawn(self.gate.groups.warm(self.rt.approvers_named()), name="warm user groups")
         if self.config.mode == "http":
-            server_app = http.web_app(self.app, self.config.path, self.config.signing_secret)
+            seen = await self.rt.call(replay.SeenRequests, self.rt.store, window=http.MAX_AGE)
+
+            async def first_time(signature: str, stamp: int) -> bool:
+                return await self.rt.call(seen.first_time, signature, stamp=stamp, now=time.time())
+
+            server_app = http.web_app(
+                self.app, self.config.path, self.config.signing_secret, first_time=first_time
+            )
             self.alerts.add_to(server_app)  # off (503, says why) without STRATUS_ALERTS_TOKEN
             self._runner = web.AppRunner(
                 server_app,

@@ -4,7 +4,8 @@ message and changes nothing (the handler never runs). Double clicks and Slack re
 dropped here too; the proposal service's compare-and-set makes a second execution impossible
 anyway.
 
-The rules themselves are the proposal service's (``ProposalService.refusal``); this module only
+The rules themselves are the proposal service's (``ProposalService.refusal``) and
+``policies.authority``'s (who may undo, who may cancel, who is an admin); this module only
 gathers the facts a click carries (the user, their user groups from ``usergroups.users.list``)
 and the proposal's stored state.
 """
@@ -15,7 +16,7 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
 from slack_bolt.response import BoltResponse
@@ -24,7 +25,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import cards, text
 from bot.runtime import Runtime
-from policies import approvers
+from policies import approvers, authority
+from policies.approvals import ApprovalRequest
 from proposals.errors import ProposalNotFound
 from proposals.model import Proposal, ProposalState
 
@@ -163,17 +165,69 @@ class Gate:
         return (text.not_approver(why) if why else None), groups
 
     async def undo(self, user: str, proposal: Proposal) -> str | None:
+        """Why this user may not press Undo on this card (None: they may)."""
         if proposal.state != P.EXECUTED or not proposal.undo_id:
             return text.NOT_UNDOABLE
-        # Every approver list of the decision at once (a conjunction), or the admins.
-        lists = proposal.decision.approvers if proposal.decision.outcome == "ask" else []
-        for named in lists or [self.rt.admins()]:
-            if not await self.groups.allowed(user, named):
-                return text.not_approver(proposal.decision.reason)
-        return None
+        return await self.undo_of(user, proposal)
+
+    async def undo_of(self, user: str, original: Proposal | None) -> str | None:
+        """Why this user may not undo the write ``original`` made (None when no proposal made
+        it): the one rule (``policies.authority``) for the Undo button and ``/stratus undo``."""
+        decision = original.decision.policy_decision() if original is not None else None
+        admins = self.rt.admins()
+        lists = authority.undo_approvers(decision, admins)
+        asker = await self.asker(user, approvers.named(lists))
+        why = authority.undo_refusal(asker, original=decision, admins=admins)
+        return text.undo_refused(why) if why else None
+
+    async def cancel(self, user: str, incident_id: str, *, channel: str | None) -> str | None:
+        """Why this user may not cancel the incident from ``channel`` (None: they may)."""
+        facts = await self.rt.call(self._cancel_facts, incident_id)
+        admins = self.rt.admins()
+        named = [
+            *admins,
+            *(n for r in facts.waiting for n in approvers.named(r.decision.approvers)),
+        ]
+        asker = await self.asker(user, named)
+        why = authority.cancel_refusal(
+            asker, facts, admins=admins, asked_from=channel, now=self.rt.store.clock.now()
+        )
+        return text.cancel_refused(why) if why else None
+
+    def _cancel_facts(self, incident_id: str) -> authority.CancelFacts:
+        incident = self.rt.incidents.get(incident_id)
+        thread = self.rt.links.thread(incident_id)
+        waiting = [
+            p for p in self.rt.service.by_incident(incident_id) if p.state == P.AWAITING_APPROVAL
+        ]
+        return authority.CancelFacts(
+            incident_id=incident_id,
+            requester=incident.requester,
+            channel=thread.channel if thread is not None else None,
+            waiting=tuple(approval_request(p) for p in waiting),
+        )
+
+    async def asker(self, user: str, named: Sequence[str]) -> authority.Asker:
+        return authority.Asker(user=user, groups=await self.groups.of(user, list(named)))
+
+    async def may_revoke(self, user: str, created_by: str) -> bool:
+        admins = self.rt.admins()
+        asker = await self.asker(user, admins)
+        return authority.may_revoke(asker, created_by=created_by, admins=admins)
 
     async def admin(self, user: str) -> bool:
-        return await self.groups.allowed(user, self.rt.admins())
+        admins = self.rt.admins()
+        return authority.is_admin(await self.asker(user, admins), admins)
+
+
+def approval_request(proposal: Proposal) -> ApprovalRequest:
+    return ApprovalRequest(
+        proposal_id=proposal.id,
+        facts=proposal.facts.policy_facts(),
+        decision=proposal.decision.policy_decision(),
+        digest=proposal.plan.digest,
+        created_at=proposal.created_at,
+    )
 
 
 def _refusal_sender(

@@ -319,7 +319,7 @@ def reject_view(proposal: Proposal, channel: str) -> dict[str, Any]:
         "blocks": [
             {
                 "type": "section",
-                "text": {"type": "mrkdwn", "text": b.cut(proposal.intent, b.SECTION_TEXT)},
+                "text": {"type": "mrkdwn", "text": text.reject_intro(proposal.intent)},
             },
             {
                 "type": "input",

@@ -138,13 +138,34 @@ class Commands:
             await ack(text=text.USAGE["undo"])
             return
         target = call.words[1] if len(call.words) == 2 else "last"
-        await ack()
         request = UndoRequest(last=True) if target == "last" else UndoRequest(entry_id=target)
-        self.rt.spawn(self._undo(call, request), name="undo")
+        # The entry is resolved once and checked with the Undo button's rule; the proposal
+        # then names that entry, so "last" cannot move to another write in between.
+        try:
+            entry = await self.rt.call(self.rt.service.undo_target, request)
+            original = (
+                await self.rt.call(self.rt.service.get, entry.execution.proposal_id)
+                if entry.execution.proposal_id
+                else None
+            )
+        except StratusError as error:
+            await ack(text=text.failed(text.UNDO, error.message))
+            return
+        why = await self.gate.undo_of(call.user, original)
+        if why:
+            await ack(text=why)
+            return
+        await ack()
+        self.rt.spawn(
+            self._undo(
+                call, UndoRequest(entry_id=entry.id, incident_id=entry.execution.incident_id)
+            ),
+            name="undo",
+        )
 
     async def _undo(self, call: Invocation, request: UndoRequest) -> None:
         try:
-            proposal = await self.rt.call(
+            proposal = await self.rt.write(
                 self.rt.service.propose_undo, request, requester=call.user
             )
         except StratusError as error:
@@ -234,13 +255,19 @@ class Commands:
         if incident_id is None:
             await ack(text=why + "\n" + text.USAGE["cancel"])
             return
+        refusal = await self.gate.cancel(call.user, incident_id, channel=call.channel)
+        if refusal:
+            await ack(text=refusal)
+            return
         await ack()
         reason = " ".join(w for w in call.words[1:] if w != incident_id)
         self.rt.spawn(self._cancel(call, incident_id, reason), name="cancel")
 
     async def _cancel(self, call: Invocation, incident_id: str, reason: str) -> None:
         try:
-            await self.rt.work(self.rt.workflow.cancel, incident_id, actor=call.user, reason=reason)
+            await self.rt.write(
+                self.rt.workflow.cancel, incident_id, actor=call.user, reason=reason
+            )
         except StratusError as error:
             await self._ephemeral(call, text.failed(incident_id, error.message))
         self.follower.wake()

@@ -27,13 +27,16 @@ class Driver:
     def __init__(self, runtime: Runtime) -> None:
         self.rt = runtime
 
-    async def advance(self, incident_id: str) -> Incident:
-        incident = await self.rt.work(self.rt.workflow.advance, incident_id)
+    async def advance(self, incident_id: str, *, answered: bool = False) -> Incident:
+        """Move the incident on; ``answered``: a human just answered it, so the move (which
+        executes what they approved) runs in the pool no investigation can fill."""
+        run = self.rt.write if answered else self.rt.work
+        incident = await run(self.rt.workflow.advance, incident_id)
         for _ in range(RETRIES):
             if not await self.rt.call(self._answered_but_waiting, incident):
                 break
             await asyncio.sleep(0.1)  # another advance held the lease; it has let go now
-            incident = await self.rt.work(self.rt.workflow.advance, incident_id)
+            incident = await run(self.rt.workflow.advance, incident_id)
         return incident
 
     def _answered_but_waiting(self, incident: Incident) -> bool:
@@ -47,7 +50,7 @@ class Driver:
         """An answer was stored: let the incident move on, or run a standalone proposal."""
         running: bool = await self.rt.call(self._in_open_attempt, proposal)
         if running and proposal.incident_id:
-            await self.advance(proposal.incident_id)
+            await self.advance(proposal.incident_id, answered=True)
         elif proposal.state == P.APPROVED:
             await self.execute(proposal.id, actor=actor)
 
@@ -64,7 +67,7 @@ class Driver:
 
     async def execute(self, proposal_id: str, *, actor: str) -> Proposal | None:
         try:
-            return await self.rt.work(self.rt.service.execute, proposal_id, actor=actor)
+            return await self.rt.write(self.rt.service.execute, proposal_id, actor=actor)
         except StratusError as error:
             log.info("executing %s: %s", proposal_id, error.message)
             return None

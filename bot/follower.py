@@ -149,7 +149,10 @@ class Follower:
         elif event.type == IncidentEventType.ATTEMPT:
             number = event.data.get("attempt", "?")
             intent = (event.data.get("candidate") or {}).get("intent", event.message)
-            body = [b.section(text.attempt_started(int(number), str(intent)))]
+            # Whose words the attempt's description is: the model's, or the rules'.
+            incident = await self.rt.call(self.rt.incidents.get, event.incident_id)
+            source = text.planner_source(incident.planner)
+            body = [b.section(text.attempt_started(int(number), str(intent), source))]
         elif event.type == IncidentEventType.VERIFIED:
             body = [
                 b.section(
@@ -169,18 +172,20 @@ class Follower:
         elif event.type == IncidentEventType.ALERT_RESOLVED:
             body = alert_blocks.resolved(event.data)
             if event.data.get("incident_clear") and event.state in TERMINAL:
-                await self.post(thread, body, event.message)
+                await self.post(thread, body, text.inert(event.message))
                 await self.post_summary(event.incident_id)  # now saying the alerts cleared
                 return
         elif event.type == IncidentEventType.NOTE and event.message:
             body = [b.context(text.state_note(event.message))]
         elif event.type == IncidentEventType.STATE_CHANGED and event.state in TERMINAL:
             if event.message:
-                await self.post(thread, [b.context(text.state_note(event.message))], event.message)
+                await self.post(
+                    thread, [b.context(text.state_note(event.message))], text.inert(event.message)
+                )
             await self.post_summary(event.incident_id)
             return
         if body:
-            await self.post(thread, body, event.message or event.type.value)
+            await self.post(thread, body, text.inert(event.message or event.type.value))
 
     async def post_summary(self, incident_id: str, where: MessageRef | None = None) -> None:
         thread = where or await self.rt.call(self.rt.links.thread, incident_id)

@@ -3,22 +3,27 @@
 The signature and the timestamp are checked first, as Slack documents (HMAC-SHA256 of
 ``v0:{timestamp}:{body}``, at most five minutes old): a forged, tampered or replayed request
 gets a 401. A signed body that is not UTF-8 or whose payload is not JSON — which bolt's own
-aiohttp adapter answers with a 500 — gets a 400. Neither reaches a listener. Bolt then checks
-the signature again, as it always does.
+aiohttp adapter answers with a 500 — gets a 400. Neither reaches a listener. A signed request
+seen before (a capture replayed within the five minutes) is acknowledged and ignored
+(``bot.replay``). Bolt then checks the signature again, as it always does.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import time
-from typing import Any
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
 
+from bot.payloads import well_formed
+
+log = logging.getLogger("stratus.bot")
 MAX_BODY = 1024 * 1024
 MAX_AGE = 300  # seconds: Slack's replay window
 
@@ -36,37 +41,13 @@ def signed(secret: str, raw: bytes, *, timestamp: str, signature: str, now: floa
     return hmac.compare_digest(expected.encode(), signature.encode("utf-8", "replace"))
 
 
-# The parts of each payload type that bolt and our listeners read, and their JSON types.
-_SHAPES: dict[str, dict[str, type]] = {
-    "block_actions": {"user": dict, "actions": list},
-    "view_submission": {"user": dict, "view": dict},
-    "view_closed": {"user": dict, "view": dict},
-    "event_callback": {"event": dict},
-    "url_verification": {"challenge": str},
-}
+# Records a signed request (its signature and timestamp); False when it was seen before.
+FirstTime = Callable[[str, int], Awaitable[bool]]
 
 
-def well_formed(body: Any) -> bool:
-    """Whether a signed body has the shape Slack sends: an object; a slash command's form; a
-    payload of a known type with its parts of the right JSON types (every action an object).
-    Bolt answers a signed ``[1]``, ``null`` or ``{"actions": null}`` with a 500 and a
-    traceback; those are the sender's mistakes, answered 400."""
-    if not isinstance(body, dict):
-        return False
-    kind = body.get("type")
-    if kind is None:
-        return "command" in body or "ssl_check" in body  # a slash command's form fields
-    if not isinstance(kind, str):
-        return False
-    for part, expected in _SHAPES.get(kind, {}).items():
-        if not isinstance(body.get(part), expected):
-            return False
-    if kind == "block_actions":
-        return bool(body["actions"]) and all(isinstance(a, dict) for a in body["actions"])
-    return True
-
-
-def web_app(app: AsyncApp, path: str, signing_secret: str) -> web.Application:
+def web_app(
+    app: AsyncApp, path: str, signing_secret: str, *, first_time: FirstTime
+) -> web.Application:
     async def handle(request: web.Request) -> web.Response:
         raw = await request.read()
         if len(raw) > MAX_BODY:
@@ -86,13 +67,20 @@ def web_app(app: AsyncApp, path: str, signing_secret: str) -> web.Application:
                 query=request.query_string,
                 headers={k: [v] for k, v in headers.items()},
             )
-        except (UnicodeDecodeError, ValueError, RecursionError, AttributeError, TypeError):
+        except (ValueError, LookupError, RecursionError, AttributeError, TypeError):
             # Bolt's constructor parses the body once (a click's payload carries the whole
             # message: parsing it twice cost a millisecond a click) and fails on a payload
-            # that is not an object.
+            # that is not an object, or whose parts bolt indexes are of the wrong type.
+            log.warning("a signed request whose body cannot be read; answered 400")
             return web.Response(status=400, text="malformed request")
         if not well_formed(bolt_request.body):
+            log.warning("a signed request of a shape Slack does not send; answered 400")
             return web.Response(status=400, text="malformed request")
+        stamp = int(headers["x-slack-request-timestamp"])
+        if not await first_time(headers["x-slack-signature"], stamp):
+            # Acknowledged like the first delivery, so a replay learns nothing; it does nothing.
+            log.warning("a signed request was sent again (timestamp %d); ignored", stamp)
+            return web.Response(status=200)
         return await to_aiohttp_response(await app.async_dispatch(bolt_request))
 
     server = web.Application(client_max_size=MAX_BODY + 1)

@@ -6,11 +6,14 @@ loop must acknowledge Slack within three seconds, so every call goes through a w
 and long work through ``spawn`` (a background task the bot keeps track of, so that shutting
 down waits for it and nothing is dropped silently).
 
-Two pools of worker threads, so that a click never waits behind an investigation: ``call`` for
-the short reads and writes an acknowledgement needs (a proposal, a link, a grant), ``work`` for
-what takes seconds (investigating, advancing a workflow that verifies, executing, reading
-telemetry). With one shared pool, six incidents verifying at once held every thread and a
-click's stale-check queued behind them.
+Three pools of worker threads, so that a click never waits behind an investigation: ``call``
+for the short reads and writes an acknowledgement needs (a proposal, a link, a grant), ``work``
+for what takes seconds (investigating, planning — which may wait a minute on a model —,
+reading telemetry), and ``write`` for what a human asked for: executing an approved write,
+carrying an incident on after an answer, undoing, cancelling. With one shared pool, six
+incidents verifying at once held every thread and a click's stale-check queued behind them;
+with two, eight investigations waiting on a slow model held every thread and an approved
+write waited for them.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
+
+from slack_sdk.errors import SlackApiError
 
 from agents.incident_store import IncidentRepository
 from agents.workflow import IncidentWorkflow
@@ -40,6 +45,7 @@ if TYPE_CHECKING:  # the model's client stack loads only when a model is configu
 T = TypeVar("T")
 QUICK_THREADS = 8
 WORK_THREADS = 8
+WRITE_THREADS = 4
 log = logging.getLogger("stratus.bot")
 
 
@@ -60,6 +66,7 @@ class Runtime:
         self.reader = ClusterReader(self.kube)
         self._quick = ThreadPoolExecutor(QUICK_THREADS, thread_name_prefix="stratus-quick")
         self._work = ThreadPoolExecutor(WORK_THREADS, thread_name_prefix="stratus-work")
+        self._write = ThreadPoolExecutor(WRITE_THREADS, thread_name_prefix="stratus-write")
 
     @property
     def store(self) -> Store:
@@ -79,6 +86,12 @@ class Runtime:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._work, functools.partial(func, *args, **kwargs))
 
+    async def write(self, func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """What a human asked for (an approved write, the incident's next move after an
+        answer, an undo, a cancel) in a pool of its own: never queued behind model calls."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._write, functools.partial(func, *args, **kwargs))
+
     def spawn(self, work: Coroutine[Any, Any, Any], *, name: str = "") -> asyncio.Task[Any]:
         task = asyncio.get_running_loop().create_task(work, name=name or None)
         self.tasks.add(task)
@@ -87,8 +100,15 @@ class Runtime:
 
     def _finished(self, task: asyncio.Task[Any]) -> None:
         self.tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("background work %s failed", task.get_name(), exc_info=task.exception())
+        error = None if task.cancelled() else task.exception()
+        if isinstance(error, SlackApiError):  # a user, channel or trigger Slack does not know
+            log.warning(
+                "background work %s: Slack refused a call: %s",
+                task.get_name(),
+                error.response.get("error"),
+            )
+        elif error is not None:
+            log.error("background work %s failed", task.get_name(), exc_info=error)
 
     async def drain(self, timeout: float = 30.0) -> None:
         """Wait for background work (used when stopping and by tests); work still running
@@ -106,6 +126,7 @@ class Runtime:
         """Let the worker threads go once nothing runs on them (after ``drain``)."""
         self._quick.shutdown(wait=False, cancel_futures=True)
         self._work.shutdown(wait=False, cancel_futures=True)
+        self._write.shutdown(wait=False, cancel_futures=True)
 
     def approvers_named(self) -> list[str]:
         """Everyone and every user group the policy names as an approver (for warming caches)."""

@@ -21,6 +21,47 @@ def esc(value: object) -> str:
     return str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+LOOKALIKE_BACKTICK = "\u02cb"  # a modifier letter that looks like a backtick and is not one
+# Look-alikes for the characters Slack reads as formatting, where text cannot be put in code.
+_INERT = str.maketrans({"*": "\u2217", "_": "\u02cd", "~": "\u223c", "`": LOOKALIKE_BACKTICK})
+DATA_LIMIT = 500
+# Who wrote a piece of text Stratus shows: the label that goes with it.
+SOURCES = {
+    "model": "the model's words",
+    "offline": "the rule-based planner's words",
+    "catalog": "Stratus's description",
+    "cluster": "from the cluster",
+    "event": "recorded event",
+}
+
+
+def data(value: object, limit: int = DATA_LIMIT) -> str:
+    """Text Stratus did not write (a model's, the cluster's, a person's — or a sentence of ours
+    with their values in it) as quoted data: one line of inline code, where Slack reads no
+    ``*bold*``, ``_italic_`` or ``~strike~``; escaped, so it names nobody and links nowhere;
+    its backticks replaced by a look-alike (``LOOKALIKE_BACKTICK``), so it cannot close the
+    code span."""
+    flat = " ".join(str(value).split()) or "—"
+    if len(flat) > limit:
+        flat = flat[: limit - 1] + "…"
+    return "`" + esc(flat).replace("`", LOOKALIKE_BACKTICK) + "`"
+
+
+def quoted(value: object, source: str, limit: int = DATA_LIMIT) -> str:
+    """``data`` labelled with who wrote it (a key of ``SOURCES``)."""
+    return f"{data(value, limit)} _({SOURCES.get(source, esc(source))})_"
+
+
+def inert(value: object) -> str:
+    """Untrusted text where code spans would show as backticks (a notification's text):
+    escaped, with Slack's formatting characters replaced by look-alikes."""
+    return esc(value).translate(_INERT)
+
+
+def planner_source(planner: str) -> str:
+    return "model" if planner == "llm" else "offline"
+
+
 def who(actor: str | None) -> str:
     """A Slack mention for a Slack user, a readable name for anyone else."""
     if not actor:
@@ -178,7 +219,7 @@ def status_incident(incident_id: str, namespace: str, state: str, elapsed: str) 
 
 
 def status_pending(proposal_id: str, intent: str, approvals: int, needed: int) -> str:
-    return f"• `{proposal_id}` {intent} — {approvals} of {needed} approvals"
+    return f"• `{proposal_id}` {data(intent)} — {approvals} of {needed} approvals"
 
 
 def undo_proposed(proposal_id: str, state: str) -> str:
@@ -222,7 +263,7 @@ def grant_line(
     grant_id: str, action: str, namespace: str, resource: str, by: str, until: datetime
 ) -> str:
     return (
-        f"`{grant_id}`: {action} on {resource} in `{namespace}` — by {who(by)}, until "
+        f"`{grant_id}`: {action} on {data(resource, 200)} in `{namespace}` — by {who(by)}, until "
         f"{until:%Y-%m-%d %H:%M} UTC"
     )
 
@@ -273,7 +314,7 @@ def diagnosis_line(summary: str) -> str:
 
 
 def incident_fallback(namespace: str, state: str) -> str:
-    return f"Incident in {namespace}: {phase(state)}"
+    return f"Incident in {inert(namespace)}: {phase(state)}"
 
 
 def findings(count: int, lines: list[str]) -> str:
@@ -293,8 +334,8 @@ def history(lines: list[str]) -> str:
     return "*Seen before:*\n" + "\n".join(f"• {esc(line)}" for line in lines)
 
 
-def attempt_started(number: int, intent: str) -> str:
-    return f":hammer_and_wrench: *Attempt {number}:* {esc(intent)}"
+def attempt_started(number: int, intent: str, source: str = "offline") -> str:
+    return f":hammer_and_wrench: *Attempt {number}:* {quoted(intent, source)}"
 
 
 VERDICTS = {
@@ -313,11 +354,11 @@ def verified(number: int, verdict: str, before: object, after: object) -> str:
 
 
 def state_note(message: str) -> str:
-    return f"_{esc(message)}_"
+    return data(message)
 
 
 def undone_notice(intent: str, by: str, undo_id: str) -> str:
-    return f":leftwards_arrow_with_hook: *Undone:* {intent} — by {who(by)} (`{undo_id}`)"
+    return f":leftwards_arrow_with_hook: *Undone:* {data(intent)} — by {who(by)} (`{undo_id}`)"
 
 
 def superseded_notice(old: str, new: str | None, why: str) -> str:
@@ -473,7 +514,7 @@ def always(action: str, resource: str, namespace: str, expiry: str) -> str:
 
 
 def high_risk_confirm(intent: str, target: str) -> str:
-    return f"This is a *high-risk* change: {intent} on `{target}`. Run it?"
+    return f"This is a *high-risk* change: {data(intent, 150)} on {data(target, 80)}. Run it?"
 
 
 CONFIRM_TITLE = "High-risk change"
@@ -483,7 +524,7 @@ UNDO_CONFIRM_TITLE = "Undo this change?"
 
 
 def undo_confirm(intent: str) -> str:
-    return f"Put back what was there before: {intent}"
+    return f"Put back what was there before: {data(intent, 200)}"
 
 
 UNDO_CONFIRM_YES = "Undo"
@@ -495,7 +536,7 @@ def approved_by(users: list[str], at: datetime | None) -> str:
 
 
 def allowed_by_policy(reason: str) -> str:
-    return f"*Approved by policy:* {reason}"
+    return f"*Approved by policy:* {esc(reason)}"
 
 
 def ran(at: datetime | None) -> str:
@@ -522,7 +563,7 @@ def card_context(proposal_id: str, requester: str, expires: datetime) -> str:
 
 
 def card_fallback(intent: str, state: str) -> str:
-    return f"{intent} — {CARD_STATE.get(state, state)}"
+    return f"{inert(intent)} — {CARD_STATE.get(state, state)}"
 
 
 def option_label(intent: str) -> str:
@@ -532,6 +573,12 @@ def option_label(intent: str) -> str:
 # ---------------------------------------------------------------------- clicks
 
 REJECT_TITLE = "Reject this change"
+
+
+def reject_intro(intent: str) -> str:
+    return f"Rejecting {data(intent)}"
+
+
 REJECT_LABEL = "Why not? (the planner gets your reason)"
 REJECT_PLACEHOLDER = "e.g. geo is fine, look at the recommendation service"
 REJECT_SUBMIT = "Reject"
@@ -571,6 +618,14 @@ def not_approver(reason: str) -> str:
     return f":no_entry: You can't answer this request: {esc(reason)}"
 
 
+def undo_refused(why: str) -> str:
+    return f":no_entry: Nothing changed: {esc(why)}."
+
+
+def cancel_refused(why: str) -> str:
+    return f":no_entry: Nothing changed: {esc(why)}."
+
+
 def vote_counted(got: int, needed: int) -> str:
     return f"Your approval counts: {got} of {needed}. Waiting for another approver."
 
@@ -580,7 +635,7 @@ def choosing(intent: str) -> str:
 
 
 def chose_other(user: str, intent: str) -> str:
-    return f"{who(user)} chose another option: {intent}"
+    return f"{who(user)} chose another option: {data(intent)}"
 
 
 UNKNOWN_ACTION = "That button is not one I know any more; nothing changed."
@@ -603,7 +658,7 @@ def answer_alternatives(lines: list[str]) -> str:
 
 
 def answer_state(state: str, message: str) -> str:
-    return f"The incident is {phase(state)}. Latest: {esc(message)}"
+    return f"The incident is {phase(state)}. Latest: {data(message)}"
 
 
 ANSWER_DATA_NOTE = "_(answered from the diagnosis and the incident's events)_"
@@ -644,11 +699,11 @@ UNDOS = "*Undos*"
 
 def action_line(intent: str, approved: str, outcome: str, verdict: str) -> str:
     extra = f", verified {verdict}" if verdict else ""
-    return f"• {intent} — {approved}; {outcome}{extra}"
+    return f"• {data(intent)} — {approved}; {outcome}{extra}"
 
 
 def timeline_line(at: str, text: str) -> str:
-    return f"`{at}` {esc(text)}"
+    return f"`{at}` {data(text)}"
 
 
 # ---------------------------------------------------------------------- App Home
@@ -662,7 +717,7 @@ HOME_NO_GRANTS = "You have no active grants."
 
 def home_pending(proposal_id: str, intent: str, link: str | None) -> str:
     where = f" — <{link}|open the card>" if link else ""
-    return f"• `{proposal_id}` {intent}{where}"
+    return f"• `{proposal_id}` {data(intent)}{where}"
 
 
 # ---------------------------------------------------------------------- parked incidents

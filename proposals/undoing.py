@@ -73,6 +73,12 @@ class UndoUseCases(ServiceCore):
             force=request.force,
         )
 
+    def undo_target(self, request: UndoRequest) -> UndoEntry:
+        """The entry ``request`` names (``last``: the most recent write), as ``propose_undo``
+        would resolve it — so a surface can check who may undo it, then propose exactly that
+        entry (a write landing in between does not change what was checked)."""
+        return self._undo_entry(request)
+
     def _undo_entry(self, request: UndoRequest) -> UndoEntry:
         if request.last:
             newest = self.stack.entries.newest(incident_id=request.incident_id)

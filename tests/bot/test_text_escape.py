@@ -5,6 +5,7 @@ Our own mentions of users and user groups still work."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 import pytest
 
@@ -56,3 +57,57 @@ def test_our_own_mentions_still_mention() -> None:
     assert text.who("U0ALICE") == "<@U0ALICE>"
     assert "<!subteam^S0SRE>" in text.approvers(["S0SRE"])
     assert "<@U0ALICE>" in text.paused("U0ALICE", "<!here>")
+
+
+# Text someone else controls — a model's intent, a cluster's event message — that tries every
+# trick mrkdwn offers: formatting, a backtick to break out of a code span, mentions, a link.
+FORMATTED = "*bold* _it_ ~gone~ `x` ``` <!here> <@U0BOB> <http://evil.example|docs>\nsecond line"
+QUOTED: list[Callable[[str], str]] = [
+    lambda s: text.status_pending("prop-1", s, 0, 1),
+    lambda s: text.attempt_started(1, s, "model"),
+    text.state_note,
+    lambda s: text.undone_notice(s, "U0ALICE", "undo-1"),
+    lambda s: text.high_risk_confirm(s, s),
+    text.undo_confirm,
+    lambda s: text.chose_other("U0ALICE", s),
+    lambda s: text.answer_state("diagnosing", s),
+    lambda s: text.action_line(s, "by policy", "Executed", "healthy"),
+    lambda s: text.timeline_line("12:00:00", s),
+    lambda s: text.home_pending("prop-1", s, None),
+    text.reject_intro,
+    lambda s: text.grant_line("g-1", "scale", "hotel", s, "U0ALICE", text_now()),
+]
+
+
+def text_now() -> datetime:
+    return datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def code_spans_hold(shown: str) -> None:
+    """Every piece of ``FORMATTED`` sits inside one inline code span on one line."""
+    assert "\n" not in shown.split("`", 1)[1]
+    spans = shown.split("`")
+    assert len(spans) % 2 == 1, shown  # every span is closed
+    inside = " ".join(spans[1::2])
+    outside = " ".join(spans[0::2])
+    assert "bold" in inside and "second line" in inside
+    for mark in ("*bold*", "_it_", "~gone~", "evil", "<!here>", "<@U0BOB>", "<http"):
+        assert mark not in outside, (mark, shown)
+    assert "<" not in inside and f"{text.LOOKALIKE_BACKTICK}x{text.LOOKALIKE_BACKTICK}" in inside
+
+
+@pytest.mark.parametrize("render", QUOTED)
+def test_intents_and_event_messages_are_quoted_data(render: Callable[[str], str]) -> None:
+    code_spans_hold(render(FORMATTED))
+
+
+def test_the_model_s_words_say_so() -> None:
+    assert "the model's words" in text.attempt_started(1, "scale it", "model")
+    assert "the model" not in text.attempt_started(1, "scale it", "offline")
+    assert text.planner_source("llm") == "model"
+
+
+def test_notification_text_is_inert_too() -> None:
+    for shown in (text.card_fallback(FORMATTED, "awaiting_approval"), text.inert(FORMATTED)):
+        for mark in ("*bold*", "_it_", "~gone~", "`", "<!here>", "<@U0BOB>", "<http"):
+            assert mark not in shown, (mark, shown)

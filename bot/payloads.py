@@ -1,0 +1,176 @@
+"""The shape of what Slack sends us: the parts of each payload that bolt and our listeners
+read, with their JSON types — checked once, at the door, so that a signed but malformed
+payload is answered 400 with one log line instead of failing deep inside bolt or a listener
+(a 500 with a traceback, or a request that never gets an answer).
+
+A shape lists parts as ``name: Part``; a part that is present must have one of its types (and
+its own shape, when it is an object or a list of objects); a required part must be present.
+Parts we never read are not checked. Only the payload types and events Stratus listens to are
+accepted: anything else is not something Slack sends to this app.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+NONE = type(None)
+
+
+@dataclass(frozen=True)
+class Part:
+    types: tuple[type, ...]
+    required: bool = False
+    shape: dict[str, Part] = field(default_factory=dict)  # for an object, or each list item
+    items: type | None = None  # a list's item type (dict: each item has ``shape``)
+    values: int = 0  # nesting of objects whose values are objects (a modal's state.values)
+
+
+def _s(*types: type, required: bool = False) -> Part:
+    return Part(types=types, required=required)
+
+
+def _obj(shape: dict[str, Part], *, required: bool = False, also: tuple[type, ...] = ()) -> Part:
+    return Part(types=(dict, *also), required=required, shape=shape)
+
+
+TEXT = _s(str, NONE)
+ID = _obj({"id": _s(str, required=True), "team_id": TEXT, "enterprise_id": TEXT})
+AUTHORIZATION = {
+    "enterprise_id": TEXT,
+    "team_id": TEXT,
+    "user_id": TEXT,
+    "is_enterprise_install": _s(bool, NONE),
+}
+MESSAGE = {"ts": TEXT, "thread_ts": TEXT, "user": TEXT, "text": TEXT, "bot_id": TEXT}
+# What every payload may carry that bolt reads to build its context.
+COMMON: dict[str, Part] = {
+    "type": _s(str, required=True),
+    "token": TEXT,
+    "api_app_id": TEXT,
+    "team_id": TEXT,
+    "enterprise_id": TEXT,
+    "user_id": TEXT,
+    "channel_id": TEXT,
+    "response_url": TEXT,
+    "trigger_id": TEXT,
+    "thread_ts": TEXT,
+    "is_enterprise_install": _s(bool, str, NONE),
+    "is_ext_shared_channel": _s(bool, NONE),
+    "enterprise": _obj({"id": TEXT}, also=(str, NONE)),
+    "team": _obj({"id": TEXT, "enterprise_id": TEXT, "domain": TEXT}, also=(str, NONE)),
+    "authorizations": Part(types=(list, NONE), items=dict, shape=AUTHORIZATION),
+    "response_urls": Part(types=(list, NONE), items=dict, shape={"response_url": TEXT}),
+    "channel": _obj({"id": TEXT, "name": TEXT}, also=(str, NONE)),
+    "message": _obj(MESSAGE, also=(NONE,)),
+    "previous_message": _obj(MESSAGE, also=(NONE,)),
+    "container": _obj({"type": TEXT, "message_ts": TEXT, "channel_id": TEXT}, also=(NONE,)),
+    "function_data": _obj({"execution_id": TEXT}, also=(NONE,)),
+    "assistant_thread": _obj({"channel_id": TEXT, "thread_ts": TEXT}, also=(NONE,)),
+    "state": _obj({"values": Part(types=(dict,), values=2)}, also=(NONE,)),
+}
+VIEW = {
+    "id": TEXT,
+    "type": _s(str, required=True),  # bolt reads it to tell a modal from a workflow step
+    "callback_id": TEXT,
+    "private_metadata": TEXT,
+    "team_id": TEXT,
+    "app_installed_team_id": TEXT,
+    "state": _obj({"values": Part(types=(dict,), values=2)}),
+}
+ACTION = {
+    "action_id": _s(str, required=True),
+    "block_id": TEXT,
+    "action_ts": TEXT,
+    "value": TEXT,
+    "type": TEXT,
+    "selected_option": _obj({"value": _s(str, required=True)}, also=(NONE,)),
+}
+EVENT = {
+    "type": _s(str, required=True),
+    "user": TEXT,
+    "user_id": TEXT,
+    "channel": TEXT,
+    "text": TEXT,
+    "ts": TEXT,
+    "thread_ts": TEXT,
+    "tab": TEXT,
+    "subtype": TEXT,
+    "bot_id": TEXT,
+    "team": TEXT,
+    "user_team": TEXT,
+    "enterprise_id": TEXT,
+    "team_id": TEXT,
+    "message": _obj(MESSAGE, also=(NONE,)),
+    "previous_message": _obj(MESSAGE, also=(NONE,)),
+    "item": _obj({"channel": TEXT}, also=(NONE,)),
+    "assistant_thread": _obj({"channel_id": TEXT, "thread_ts": TEXT}, also=(NONE,)),
+}
+# The payload types Stratus listens to, and what each must carry beyond COMMON.
+SHAPES: dict[str, dict[str, Part]] = {
+    "block_actions": {
+        "user": Part(types=(dict,), required=True, shape=ID.shape),
+        "trigger_id": _s(str, required=True),
+        "actions": Part(types=(list,), required=True, items=dict, shape=ACTION),
+        "view": _obj(VIEW, also=(NONE,)),
+    },
+    "view_submission": {
+        "user": Part(types=(dict,), required=True, shape=ID.shape),
+        "trigger_id": TEXT,
+        "view": _obj(VIEW, required=True),
+    },
+    "view_closed": {
+        "user": Part(types=(dict,), required=True, shape=ID.shape),
+        "view": _obj(VIEW, required=True),
+    },
+    "event_callback": {"event": _obj(EVENT, required=True)},
+    "url_verification": {"challenge": _s(str, required=True)},
+}
+EVENTS = frozenset({"app_home_opened", "app_mention", "message"})
+
+
+def _fits(value: Any, part: Part) -> bool:
+    if not isinstance(value, part.types):  # no part takes numbers, so True is never an int
+        return False
+    if isinstance(value, dict):
+        if part.values:
+            inner = Part(types=(dict,), values=part.values - 1)
+            return all(isinstance(k, str) and _fits(v, inner) for k, v in value.items())
+        return fits(value, part.shape)
+    if isinstance(value, list) and part.items is not None:
+        if part.items is dict:
+            return all(isinstance(item, dict) and fits(item, part.shape) for item in value)
+        return all(isinstance(item, part.items) for item in value)
+    return True
+
+
+def fits(body: dict[str, Any], shape: dict[str, Part]) -> bool:
+    for name, part in shape.items():
+        if name not in body:
+            if part.required:
+                return False
+            continue
+        if not _fits(body[name], part):
+            return False
+    return True
+
+
+def well_formed(body: Any) -> bool:
+    """Whether a signed body has a shape Slack sends this app: a slash command's form, or a
+    payload of a type we listen to with every part we read of the right JSON type."""
+    if not isinstance(body, dict):
+        return False
+    kind = body.get("type")
+    if kind is None:  # a slash command's form fields (always strings), or Slack's SSL check
+        return ("command" in body or "ssl_check" in body) and all(
+            isinstance(v, str) for v in body.values()
+        )
+    if not isinstance(kind, str) or kind not in SHAPES:
+        return False
+    if not fits(body, COMMON) or not fits(body, SHAPES[kind]):
+        return False
+    if kind == "block_actions":
+        return bool(body["actions"])
+    if kind == "event_callback":
+        return str(body["event"]["type"]) in EVENTS
+    return True

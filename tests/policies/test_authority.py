@@ -1,0 +1,96 @@
+"""Who may undo and who may cancel (``policies.authority``): pure rules, facts in, refusal out."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from policies.approvals import ApprovalRequest
+from policies.authority import Asker, CancelFacts, cancel_refusal, may_revoke, undo_refusal
+from policies.evaluate import PolicyDecision, ProposalFacts
+
+NOW = datetime(2025, 1, 1, 12, tzinfo=UTC)
+ADMINS = ("U0CAROL",)
+SRE_ASK = PolicyDecision(
+    outcome="ask", reason="rule sre", source="rule", approvers=(("S0SRE",),), self_approval=False
+)
+ALLOWED = PolicyDecision(outcome="allow", reason="rule fine", source="rule")
+
+
+def request(
+    decision: PolicyDecision = SRE_ASK, *, age: float = 0, requester: str = "agent:x"
+) -> ApprovalRequest:
+    facts = ProposalFacts(
+        action="scale",
+        namespace="hotel",
+        kind="Deployment",
+        name="geo",
+        risk="low",
+        reversible=True,
+        requester=requester,
+    )
+    return ApprovalRequest(
+        proposal_id="prop-1",
+        facts=facts,
+        decision=decision,
+        digest="d",
+        created_at=NOW - timedelta(seconds=age),
+    )
+
+
+def test_undo_needs_an_approver_of_the_original_or_an_admin_when_nobody_was_asked() -> None:
+    alice = Asker(user="U0ALICE", groups=("S0SRE",))
+    dave = Asker(user="U0DAVE")
+    carol = Asker(user="U0CAROL")
+    assert undo_refusal(alice, original=SRE_ASK, admins=ADMINS) is None
+    assert undo_refusal(dave, original=SRE_ASK, admins=ADMINS) is not None
+    # An admin who is not among the approvers a human was asked from may not.
+    assert undo_refusal(carol, original=SRE_ASK, admins=ADMINS) is not None
+    assert undo_refusal(carol, original=ALLOWED, admins=ADMINS) is None
+    assert undo_refusal(alice, original=ALLOWED, admins=ADMINS) is not None
+    assert undo_refusal(carol, original=None, admins=ADMINS) is None
+    assert undo_refusal(Asker(user="agent:planner"), original=None, admins=("*",)) is not None
+    assert undo_refusal(Asker(user="stratus"), original=None, admins=("*",)) is not None
+
+
+def test_cancel_is_an_answer_asked_from_the_incident_s_channel() -> None:
+    facts = CancelFacts(
+        incident_id="inc-1", requester="U0DAVE", channel="C0INC", waiting=(request(),)
+    )
+    alice = Asker(user="U0ALICE", groups=("S0SRE",))
+
+    def why(asker: Asker, where: str | None = "C0INC", on: CancelFacts = facts) -> str | None:
+        return cancel_refusal(asker, on, admins=ADMINS, asked_from=where, now=NOW)
+
+    assert why(alice) is None
+    assert why(alice, "C0ELSEWHERE") is not None
+    assert why(Asker(user="U0DAVE")) is not None  # started it, but may not reject
+    assert why(Asker(user="U0CAROL"), "C0ELSEWHERE") is None  # an admin, from anywhere
+    # The requester of the waiting proposal may not reject it where self-approval is off.
+    own = CancelFacts(
+        incident_id="inc-1",
+        requester="U0ALICE",
+        channel="C0INC",
+        waiting=(request(requester="U0ALICE"),),
+    )
+    assert why(alice, on=own) is not None
+    # Nothing waiting: whoever started it may cancel it; nobody else (but an admin).
+    idle = CancelFacts(incident_id="inc-1", requester="U0DAVE", channel="C0INC")
+    assert why(Asker(user="U0DAVE"), on=idle) is None
+    assert why(alice, on=idle) is not None
+    # An incident with no thread (started in a terminal) is not cancelled from Slack...
+    headless = CancelFacts(incident_id="inc-1", requester="U0DAVE", channel=None)
+    assert why(Asker(user="U0DAVE"), on=headless) is not None
+    # ...and machines never cancel through this door.
+    assert why(Asker(user="agent:x"), on=idle) is not None
+    # A request nobody can answer any more (expired) does not stand in the way.
+    stale = CancelFacts(
+        incident_id="inc-1", requester="U0DAVE", channel="C0INC", waiting=(request(age=10**6),)
+    )
+    assert why(Asker(user="U0DAVE"), on=stale) is None
+
+
+def test_a_grant_is_revoked_by_its_creator_or_an_admin() -> None:
+    assert may_revoke(Asker(user="U0ALICE"), created_by="U0ALICE", admins=ADMINS)
+    assert may_revoke(Asker(user="U0CAROL"), created_by="U0ALICE", admins=ADMINS)
+    assert not may_revoke(Asker(user="U0DAVE"), created_by="U0ALICE", admins=ADMINS)
+    assert not may_revoke(Asker(user="agent:x"), created_by="agent:x", admins=("*",))
