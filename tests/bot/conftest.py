@@ -98,6 +98,7 @@ class BotHandle:
         self.bot: StratusBot | None = None
         self.answerer: QuestionAnswerer | None = None  # a model for thread questions
         self.prometheus: PrometheusClient | None = None  # the metrics source (none by default)
+        self.reconcile_interval = 10.0  # how often the bot's recovery looks (``bot.recovery``)
 
     @property
     def runtime(self) -> Runtime:
@@ -112,6 +113,7 @@ class BotHandle:
             api_url=self.playground.api_url,
             port=0,
             follow_interval=0.1,
+            reconcile_interval=self.reconcile_interval,
         )
         self.bot = StratusBot(
             make_runtime(self.kube, self.path, self.policy, self.answerer, self.prometheus),
