@@ -562,17 +562,18 @@ class Executor:
         death proves nothing (the request may be held on its way); the object does."""
         if execution.sent_at is None:
             return "its process stopped before sending it", True
-        moved = moved_past(execution.operation, current, execution.before_rv)
+        planned_on = planned_rv(execution)
+        moved = moved_past(execution.operation, current, planned_on)
         if moved and fences.fenced_by(current) == execution.id:
             return (
                 f"the object did not show it within {self.settle_after:g} s of sending, and "
-                f"recovery fenced it (resourceVersion {execution.before_rv} → {moved}, "
+                f"recovery fenced it (resourceVersion {planned_on} → {moved}, "
                 f"annotation {FENCE_ANNOTATION}), so it can never land",
                 True,
             )
         if moved:
             return (
-                f"the object moved on (resourceVersion {execution.before_rv} → {moved}) "
+                f"the object moved on (resourceVersion {planned_on} → {moved}) "
                 "without it, so its precondition can no longer hold",
                 True,
             )
@@ -600,11 +601,11 @@ class Executor:
             self.scope.check(ref)
             if execution.operation == "create":
                 body = self._approved_create(execution, ref)
-            elif current is None or not execution.before_rv:
+            elif current is None or not planned_rv(execution):
                 return f"{cannot}: it names no resourceVersion to fence"
             else:
                 body = fences.fence_body(
-                    current, execution_id=execution.id, precondition=execution.before_rv
+                    current, execution_id=execution.id, precondition=planned_rv(execution)
                 )
         except errors.ToolError as error:
             return f"{cannot}: {error.message}"
@@ -616,7 +617,7 @@ class Executor:
                 payload=fences.audit_payload(
                     execution_id=execution.id,
                     operation=execution.operation,
-                    precondition=execution.before_rv,
+                    precondition=planned_rv(execution),
                 ),
             )
         try:
@@ -763,6 +764,13 @@ def _at(obj: Any, path: tuple[str, ...]) -> Any:
             return _MISSING
         obj = obj[key]
     return obj
+
+
+def planned_rv(execution: Execution) -> str:
+    """The resourceVersion a write was planned on, from its sealed before-image (the
+    ``before_rv`` column is a copy the record's digest does not cover)."""
+    meta = (execution.before_image or {}).get("metadata") or {}
+    return str(meta.get("resourceVersion") or "")
 
 
 def moved_past(operation: str, current: dict[str, Any] | None, before_rv: str | None) -> str:

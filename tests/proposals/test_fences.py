@@ -17,16 +17,18 @@ of 3 s make the grace period 6 s.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
+import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import Lab, stratus
+from tests.conftest import Lab, kubectl_for, stratus
 from tests.faultproxy import FaultProxy, Rule, fault_proxy
 from tests.proposals.test_crashes import (
     Processes,
@@ -45,6 +47,7 @@ from tests.proposals.test_faults import (
     replicas,
     wait_for,
 )
+from tests.proposals.test_secrets_at_rest import DRIFTED, assert_no_value_stored, password
 from tools.k8s import KubeClient
 from tools.objects import ObjectRef
 
@@ -288,3 +291,120 @@ def test_a_held_create_is_fenced_by_creating_the_approved_object(
     assert undone.returncode == 0, undone.stderr
     assert kube.find(ref) is None
     assert record_problems(db) == []
+
+
+def test_kubectl_apply_and_diff_leave_the_fence_alone(
+    env: dict[str, str],
+    proxy: FaultProxy,
+    kube: KubeClient,
+    db: Path,
+    processes: Processes,
+    lab: Lab,
+    tmp_path: Path,
+) -> None:
+    """The manifest a person keeps for geo shows no difference after a fence (``kubectl
+    diff`` exits 0), and applying it again changes nothing the fence set."""
+    kubectl = kubectl_for("system", lab, tmp_path)
+    manifest = tmp_path / "geo.json"
+    live = json.loads(kubectl.out("get", "deployment", "geo", "-o", "json"))
+    live.pop("status", None)
+    for field in ("resourceVersion", "uid", "creationTimestamp", "generation", "managedFields"):
+        live["metadata"].pop(field, None)
+    manifest.write_text(json.dumps(live))
+    held = proxy.delay("PUT", GEO_PATH, 600, dry_run=False, times=1)
+    killed_while_held(processes, held, *SCALE, env=env)
+    time.sleep(GRACE)
+    assert "fenced" in stratus("undo", "--list", env=env).stderr
+    assert FENCE in annotations(kube)
+
+    diff = kubectl.run("diff", "-f", str(manifest), check=False)
+    assert diff.returncode == 0, diff.stdout + diff.stderr
+    kubectl.run("apply", "-f", str(manifest))
+    assert FENCE in annotations(kube) and replicas(kube) == 1
+    proxy.release()
+    wait_for(lambda: len(proxy.forwarded("PUT", GEO_PATH)) == 2, "the held write to arrive")
+    assert replicas(kube) == 1
+
+
+def test_a_held_undo_is_fenced_and_its_entry_stays_active(
+    env: dict[str, str], proxy: FaultProxy, kube: KubeClient, db: Path, processes: Processes
+) -> None:
+    """The undo variant: the restoring write is held past the grace period; recovery fences
+    it, the entry stays on the stack (the object still shows the write), and a later undo
+    applies exactly once, not refused because of the fence."""
+    scaled = stratus(*SCALE, env=env)
+    assert scaled.returncode == 0, scaled.stderr
+    held = proxy.delay("PUT", GEO_PATH, 600, dry_run=False, times=1)
+    killed_while_held(processes, held, "undo", "--last", "--yes", env=env)
+    time.sleep(GRACE)
+    settled = stratus("undo", "--list", env=env)
+    assert f"(Undo: {INTENT}): not applied (" in settled.stderr, settled.stderr
+    assert "fenced" in settled.stderr and INTENT in settled.stdout
+    assert entry_states(db) == ["active"]
+    assert execution_states(db) == ["applied", "aborted"]
+    proxy.release()
+    wait_for(lambda: len(proxy.forwarded("PUT", GEO_PATH)) == 3, "the held undo to arrive")
+    assert replicas(kube) == 3
+    undone = stratus("undo", "--last", "--yes", env=env)
+    assert undone.returncode == 0, undone.stderr
+    assert replicas(kube) == 1
+    assert entry_states(db) == ["undone"]
+    assert record_problems(db) == []
+    assert not audit_verified(env)
+
+
+SECRET = ObjectRef("Secret", "mongodb-rate-auth", "hotel")
+SECRET_PATH = r"/api/v1/namespaces/hotel/secrets/mongodb-rate-auth$"
+
+
+def test_a_held_secret_write_is_fenced_its_keeper_goes_and_no_value_is_stored(
+    env: dict[str, str], proxy: FaultProxy, kube: KubeClient, db: Path, processes: Processes
+) -> None:
+    drifted = kube.get(SECRET)
+    drifted["data"]["password"] = base64.b64encode(DRIFTED.encode()).decode()
+    kube.replace(drifted)
+    held = proxy.delay("PUT", SECRET_PATH, 600, dry_run=False, times=1)
+    restore = ("act", "restore-secret-key", "mongodb-rate-auth", "key=password", "-n", "hotel")
+    killed_while_held(processes, held, *restore, "--yes", env=env)
+    keepers = kube.list("v1", "Secret", namespace="hotel", label_selector="stratus.io/undo-of")
+    assert len(keepers) == 1
+    time.sleep(GRACE)
+    settled = stratus("undo", "--list", env=env)
+    assert "): not applied (" in settled.stderr and "fenced" in settled.stderr, settled.stderr
+    assert password(kube) == DRIFTED  # the fence wrote the values back exactly as read
+    assert FENCE in annotations(kube, SECRET)
+    assert kube.list("v1", "Secret", namespace="hotel", label_selector="stratus.io/undo-of") == []
+    proxy.release()
+    wait_for(lambda: len(proxy.forwarded("PUT", SECRET_PATH)) == 2, "the held write to arrive")
+    assert password(kube) == DRIFTED
+    assert_no_value_stored(env)
+    assert record_problems(db) == []
+    assert not audit_verified(env)
+
+
+def test_no_fence_outside_the_write_scope_or_from_an_edited_record(
+    env: dict[str, str], proxy: FaultProxy, kube: KubeClient, db: Path, processes: Processes
+) -> None:
+    """A fence is a write: never outside today's write scope, and never from a record edited
+    since it was written (a create's fence sends the object the record names). The write stays
+    unknown, and says why."""
+    held = proxy.delay("POST", SERVICES, 600, dry_run=False, times=1)
+    killed_while_held(processes, held, *CREATE, env=env)
+    time.sleep(GRACE)
+    narrowed = stratus("undo", "--list", env={**env, "STRATUS_WRITE_NAMESPACES": "shop"})
+    assert "cannot tell yet (" in narrowed.stderr and "cannot fence it" in narrowed.stderr
+    assert "not allowed" in narrowed.stderr or "scope" in narrowed.stderr, narrowed.stderr
+
+    [row] = rows(db, "SELECT id, planned_after FROM executions")
+    planned = json.loads(row["planned_after"])
+    planned["spec"]["selector"] = {"app": "frontend"}
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "UPDATE executions SET planned_after = ? WHERE id = ?",
+            [json.dumps(planned), row["id"]],
+        )
+    edited = stratus("undo", "--list", env=env)
+    assert "cannot fence it: its record was edited" in edited.stderr, edited.stderr
+    assert proxy.forwarded("POST", SERVICES) == []
+    assert fence_rows(db) == []
+    assert kube.find(ObjectRef("Service", "geo-extra", "hotel")) is None
