@@ -176,6 +176,12 @@ def test_a_fence_that_meets_409_finds_the_held_write_landed_and_records_it(
     proxy.open(fence)  # ... then the fence arrives
     out, err = recovering.communicate(timeout=60)
     assert recovering.returncode == 0, err
+    wait_for(lambda: len(proxy.forwarded("PUT", GEO_PATH)) == 2, "the fence to arrive")
+    if "the fence's answer was lost" in err:
+        # A loaded machine opened the fence after its 3 s read timeout: the fence is then as
+        # unknown as the write, and the next recovery reads the object (no second fence).
+        again = stratus("undo", "--list", env=env)
+        out, err = again.stdout, again.stderr
     statuses = [s.status for s in proxy.forwarded("PUT", GEO_PATH)]
     assert statuses == [200, 409], statuses
     assert f"({INTENT}): applied" in err, err
