@@ -32,6 +32,7 @@ from bot.driver import Driver
 from bot.follower import Follower
 from bot.links import MessageRef
 from bot.parking import Threads
+from bot.recovery import Reconciler
 from bot.runtime import Runtime
 
 STOP_SECONDS = 10.0
@@ -82,6 +83,7 @@ class StratusBot:
             raise_error_for_unhandled_request=True,
         )
         self.follower = Follower(runtime, self.client, interval=config.follow_interval)
+        self.recovery = Reconciler(runtime, self.follower, interval=config.reconcile_interval)
         self.driver = Driver(runtime)
         self.gate = Gate(runtime, Groups(self.client))
         self.threads = Threads(runtime, self.follower, self.driver, self.gate)
@@ -169,6 +171,7 @@ class StratusBot:
         # once each paid a connect on the event loop that acknowledges the next clicks.
         self.client.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30))
         await self.follower.start()
+        self.recovery.start()
         await self.driver.resume_open()
         self.rt.spawn(self.gate.groups.warm(self.rt.approvers_named()), name="warm user groups")
         if self.config.mode == "http":
@@ -225,6 +228,7 @@ class StratusBot:
             await _bounded(self._runner.cleanup(), "closing the HTTP server")
         if self._alert_listener is not None:
             await _bounded(self._alert_listener.stop(), "closing the alert webhook listener")
+        await self.recovery.stop()
         await self.rt.drain(timeout=STOP_SECONDS)
         await _bounded(self.follower.stop(), "stopping the event follower")
         self.rt.close()

@@ -20,6 +20,7 @@ from tools.errors import Invalid
 
 Mode = Literal["socket", "http"]
 MIN_ALERTS_TOKEN = 16
+MAX_RECONCILE_SECONDS = 300.0  # a late-landing write waits at most this long to be recorded
 
 
 class ConfigError(StratusError):
@@ -73,6 +74,19 @@ class AlertsConfig(BaseModel):
         )
 
 
+def _reconcile_seconds(raw: str) -> float:
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds <= MAX_RECONCILE_SECONDS:  # also refuses nan
+        raise ConfigError(
+            f"STRATUS_RECONCILE_SECONDS must be a number of seconds above 0 and at most "
+            f"{MAX_RECONCILE_SECONDS:g}, not {raw!r}"
+        )
+    return seconds
+
+
 def _channels(spec: str) -> dict[str, str]:
     """``hotel=C0HOTEL,shop=C0SHOP`` → {namespace: channel}."""
     mapping: dict[str, str] = {}
@@ -106,6 +120,8 @@ class BotConfig(BaseModel):
     # How often a Web API call Slack answers ``ratelimited`` is sent again (each after the
     # Retry-After it names) before the caller sees the refusal.
     rate_limit_retries: int = Field(default=5, ge=0, le=20)
+    # How often recovery looks at writes whose outcome is not recorded yet (``bot.recovery``).
+    reconcile_interval: float = Field(default=10.0, gt=0, le=MAX_RECONCILE_SECONDS)
     alerts: AlertsConfig = Field(default_factory=AlertsConfig)  # Alertmanager's webhook
 
     @classmethod
@@ -144,5 +160,6 @@ class BotConfig(BaseModel):
             host=host or values.get("STRATUS_BOT_HOST", "127.0.0.1"),
             port=port if port is not None else int(values.get("STRATUS_BOT_PORT", "3000")),
             follow_interval=float(values.get("STRATUS_BOT_FOLLOW_SECONDS", "0.3")),
+            reconcile_interval=_reconcile_seconds(values.get("STRATUS_RECONCILE_SECONDS", "10")),
             alerts=AlertsConfig.from_env(values),
         )

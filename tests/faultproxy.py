@@ -27,6 +27,7 @@ import re
 import socket
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -81,6 +82,8 @@ class Rule:
     times: int | None = None
     after: Rule | None = None
     hits: int = 0
+    # Set by ``FaultProxy.open``: this rule's delays end now (others keep waiting).
+    opened: threading.Event = field(default_factory=threading.Event)
 
     def matches(self, method: str, path: str, dry_run: bool) -> bool:
         if self.method not in ("*", method):
@@ -215,7 +218,7 @@ class _Handler(BaseHTTPRequestHandler):
             state.in_flight += 1
         try:
             if rule is not None and rule.kind == "delay":
-                state.released.wait(rule.seconds)
+                _hold(state, rule)
             request = _Request(self.command, self.path, self.headers.items(), body)
             status_code, headers, answer = _forward(state, request)
         except (OSError, http.client.HTTPException) as error:
@@ -278,6 +281,16 @@ class _Request:
     target: str  # path and query, as received
     headers: list[tuple[str, str]]
     body: bytes
+
+
+def _hold(state: _State, rule: Rule) -> None:
+    """Wait out a delay, cut short by ``release()`` (every rule) or ``open(rule)``."""
+    deadline = time.monotonic() + rule.seconds
+    while not (state.released.is_set() or rule.opened.is_set()):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        rule.opened.wait(min(left, 0.05))
 
 
 def _forward(state: _State, request: _Request) -> tuple[int, list[tuple[str, str]], bytes]:
@@ -404,6 +417,11 @@ class FaultProxy:
     def release(self) -> None:
         """Cut every delay short, now and from now on."""
         self._state.released.set()
+
+    def open(self, rule: Rule) -> None:
+        """Cut the delays of one rule short, now and from now on; other rules keep holding
+        (two held writes released in a chosen order)."""
+        rule.opened.set()
 
     # ------------------------------------------------------------------ what happened
 

@@ -15,9 +15,12 @@ A dead owner settles nothing by itself: a write it sent may still be held by a p
 API server and land later. Only the object decides. It shows the planned after-image: applied.
 It moved past the resourceVersion the write was planned on without showing it: the write's
 precondition can no longer hold, so it never will land — not applied. It still sits at that
-resourceVersion: unknown, until ``settle_after`` seconds from the moment the write was sent
-(the record is stamped just before it leaves; a record never stamped was never sent). While a
-write to an object is unknown, no other write to that object starts.
+resourceVersion: unknown for ``settle_after`` seconds from the moment the write was sent (the
+record is stamped just before it leaves; a record never stamped was never sent); after that,
+recovery *fences* the object (``tools.fences``) — a write under the same precondition that
+only marks it, or for a create the approved create itself — so that exactly one of the two can
+land, and judges again from what the object shows. While a write to an object is unknown, no
+other write to that object starts.
 """
 
 from __future__ import annotations
@@ -36,10 +39,10 @@ from store.clock import parse_stamp
 from store.db import Store, StoreError
 from store.locks import LeaseLocks, holder_alive, holder_name
 from store.records import ABORTED, FAILED, PENDING, Execution, ExecutionLog
-from tools import crashpoints, errors, secrets
+from tools import crashpoints, errors, fences, secrets
 from tools.actions import CATALOG, Action, WritePlan
 from tools.k8s import KubeClient
-from tools.objects import ObjectRef, normalized, same_object
+from tools.objects import FENCE_ANNOTATION, ObjectRef, normalized, same_object
 from tools.scope import WriteScope
 
 log = logging.getLogger("stratus.executor")
@@ -453,7 +456,10 @@ class Executor:
         assert plan.before is not None
         meta = plan.before["metadata"]
         ref = ObjectRef(plan.before["kind"], meta["name"], meta.get("namespace", ""))
-        self.kube.delete(ref, resource_version=meta.get("resourceVersion"), dry_run=dry_run)
+        # Both preconditions: the object as planned on, not one re-created under its name.
+        self.kube.delete(
+            ref, resource_version=meta.get("resourceVersion"), uid=meta.get("uid"), dry_run=dry_run
+        )
         return None
 
     # ------------------------------------------------------------ crash recovery
@@ -489,23 +495,47 @@ class Executor:
     def _resolve(
         self, execution: Execution, actor: str, on_resolved: OnResolved | None
     ) -> Resolution | None:
-        """Read the object, then — inside one transaction that first checks the record is
-        still pending (another process may have resolved it meanwhile) — record the verdict."""
+        """Read the object and judge; past the grace period, fence it and judge again. The
+        verdict is recorded inside one transaction that first checks the record is still
+        pending (another process may have resolved it meanwhile)."""
         ref = ObjectRef(execution.kind, execution.name, execution.namespace)
-        try:
-            current = self.kube.find(ref)
-        except errors.ToolError as error:
-            return Resolution(execution, "cannot tell yet", why=error.message)
-        # A record never stamped as sent was never sent: whatever the object shows now is
-        # someone else's doing.
-        applied = execution.sent_at and was_applied(
-            execution.operation, current, execution.before_image, execution.planned_after
+        for _ in range(fences.ROUNDS):
+            try:
+                current = self.kube.find(ref)
+            except errors.ToolError as error:
+                return Resolution(execution, "cannot tell yet", why=error.message)
+            # A record never stamped as sent was never sent: whatever the object shows now is
+            # someone else's doing.
+            applied = execution.sent_at and was_applied(
+                execution.operation, current, execution.before_image, execution.planned_after
+            )
+            why = ""
+            if not applied:
+                why, settled = self._not_landed(execution, current)
+                if not settled and self.store.clock.now() < self.settles_by(execution):
+                    return Resolution(execution, "cannot tell yet", why=why)
+                if not settled:
+                    unfenced = self._fence(execution, ref, current, actor)
+                    if unfenced:
+                        return Resolution(execution, "cannot tell yet", why=unfenced)
+                    continue  # the fence was answered: the object says what happened now
+            return self._settle(execution, ref, current, applied, why, actor, on_resolved)
+        return Resolution(
+            execution,
+            "cannot tell yet",
+            why="the object kept changing while recovery fenced the write; tried again later",
         )
-        why = ""
-        if not applied:
-            why, settled = self._not_landed(execution, current)
-            if not settled:
-                return Resolution(execution, "cannot tell yet", why=why)
+
+    def _settle(
+        self,
+        execution: Execution,
+        ref: ObjectRef,
+        current: dict[str, Any] | None,
+        applied: str | None,
+        why: str,
+        actor: str,
+        on_resolved: OnResolved | None,
+    ) -> Resolution | None:
         with self.store.immediate():
             fresh = self.executions.get(execution.id)
             if fresh is None or fresh.state != PENDING:
@@ -532,24 +562,89 @@ class Executor:
         death proves nothing (the request may be held on its way); the object does."""
         if execution.sent_at is None:
             return "its process stopped before sending it", True
-        moved = moved_past(execution.operation, current, execution.before_rv)
+        planned_on = planned_rv(execution)
+        moved = moved_past(execution.operation, current, planned_on)
+        if moved and fences.fenced_by(current) == execution.id:
+            return (
+                f"the object did not show it within {self.settle_after:g} s of sending, and "
+                f"recovery fenced it (resourceVersion {planned_on} → {moved}, "
+                f"annotation {FENCE_ANNOTATION}), so it can never land",
+                True,
+            )
         if moved:
             return (
-                f"the object moved on (resourceVersion {execution.before_rv} → {moved}) "
+                f"the object moved on (resourceVersion {planned_on} → {moved}) "
                 "without it, so its precondition can no longer hold",
                 True,
             )
         deadline = self.settles_by(execution)
         if self.store.clock.now() >= deadline:
-            return (
-                f"the object did not show it within {self.settle_after:g} s of sending",
-                True,
-            )
+            return f"the object did not show it within {self.settle_after:g} s of sending", False
         return (
             "the write may still be on its way; settled by "
             f"{deadline:%Y-%m-%d %H:%M:%S} UTC at the latest",
             False,
         )
+
+    def _fence(
+        self, execution: Execution, ref: ObjectRef, current: dict[str, Any] | None, actor: str
+    ) -> str:
+        """Write the fence of a write whose grace period has passed (``tools.fences``). ''
+        when it was answered — it landed, or met 409 because the object moved — so the object
+        is judged again; otherwise why the write stays unknown: the fence could not be sent,
+        or its own answer was lost (it may be held too; the next recovery reads the object,
+        and fences again under the same precondition if it must)."""
+        cannot = "the object does not show it yet and recovery cannot fence it"
+        if not execution.intact():
+            return f"{cannot}: its record was edited after it was written"
+        try:
+            self.scope.check(ref)
+            if execution.operation == "create":
+                body = self._approved_create(execution, ref)
+            elif current is None or not planned_rv(execution):
+                return f"{cannot}: it names no resourceVersion to fence"
+            else:
+                body = fences.fence_body(
+                    current, execution_id=execution.id, precondition=planned_rv(execution)
+                )
+        except errors.ToolError as error:
+            return f"{cannot}: {error.message}"
+        with self.store.immediate():
+            self.audit.append(
+                actor=actor,
+                event="fence",
+                subject=str(ref),
+                payload=fences.audit_payload(
+                    execution_id=execution.id,
+                    operation=execution.operation,
+                    precondition=planned_rv(execution),
+                ),
+            )
+        try:
+            if execution.operation == "create":
+                self.kube.create(body)
+            else:
+                self.kube.replace(body)
+        except errors.Conflict:
+            return ""  # the object moved: read it again
+        except errors.Unavailable as lost:
+            return f"recovery fenced it, but the fence's answer was lost ({lost.message})"
+        except errors.ToolError as error:
+            return f"{cannot}: {error.message}"
+        return ""
+
+    def _approved_create(self, execution: Execution, ref: ObjectRef) -> dict[str, Any]:
+        """The object a create was approved to make, as it was sent. A Secret's values are
+        stored as digests only: they come back from the keeper of the write it undoes."""
+        body = execution.planned_after
+        if body is None or not same_object(body, ref):
+            raise errors.Tampered(f"its record names no object to create as {ref}")
+        if not secrets.is_secret(body):
+            return body
+        if not execution.inverse_of:
+            raise errors.NotFound("the values of the Secret it creates are not kept anywhere")
+        kept = self.kube.find(secrets.keeper_ref(execution.inverse_of, execution.namespace))
+        return secrets.restored(body, kept, execution_id=execution.inverse_of)
 
     def settles_by(self, execution: Execution) -> datetime:
         """When a sent write that the object does not show is declared "not applied": a write
@@ -669,6 +764,13 @@ def _at(obj: Any, path: tuple[str, ...]) -> Any:
             return _MISSING
         obj = obj[key]
     return obj
+
+
+def planned_rv(execution: Execution) -> str:
+    """The resourceVersion a write was planned on, from its sealed before-image (the
+    ``before_rv`` column is a copy the record's digest does not cover)."""
+    meta = (execution.before_image or {}).get("metadata") or {}
+    return str(meta.get("resourceVersion") or "")
 
 
 def moved_past(operation: str, current: dict[str, Any] | None, before_rv: str | None) -> str:

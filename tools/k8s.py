@@ -252,7 +252,12 @@ class KubeClient:
         return result
 
     def delete(
-        self, ref: ObjectRef, *, resource_version: str | None = None, dry_run: bool = False
+        self,
+        ref: ObjectRef,
+        *,
+        resource_version: str | None = None,
+        uid: str | None = None,
+        dry_run: bool = False,
     ) -> None:
         resource = self._resource(ref.api_version, ref.kind)
         body: dict[str, Any] = {
@@ -260,8 +265,9 @@ class KubeClient:
             "apiVersion": "v1",
             "propagationPolicy": "Background",
         }
-        if resource_version:
-            body["preconditions"] = {"resourceVersion": resource_version}
+        preconditions = {"resourceVersion": resource_version, "uid": uid}
+        if any(preconditions.values()):
+            body["preconditions"] = {k: v for k, v in preconditions.items() if v}
         try:
             resource.delete(
                 name=ref.name,

@@ -32,6 +32,9 @@ SERVER_METADATA = (
     "deletionGracePeriodSeconds",
 )
 CONTROLLER_ANNOTATIONS = ("deployment.kubernetes.io/revision",)
+# Written by recovery to stop a held write from landing (``tools.fences``): it says which
+# write was fenced, and is no change a person made — never in a diff, a comparison or a digest.
+FENCE_ANNOTATION = "stratus.io/fenced"
 API_VERSIONS = {
     "Deployment": "apps/v1",
     "StatefulSet": "apps/v1",
@@ -117,7 +120,7 @@ def normalized(obj: dict[str, Any] | None) -> dict[str, Any] | None:
     _drop_controller_taints(result)
     annotations = meta.get("annotations")
     if annotations:
-        for key in CONTROLLER_ANNOTATIONS:
+        for key in (*CONTROLLER_ANNOTATIONS, FENCE_ANNOTATION):
             annotations.pop(key, None)
         if not annotations:
             meta.pop("annotations", None)

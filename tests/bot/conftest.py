@@ -99,6 +99,7 @@ class BotHandle:
         self.answerer: QuestionAnswerer | None = None  # a model for thread questions
         self.prometheus: PrometheusClient | None = None  # the metrics source (none by default)
         self.settings: dict[str, Any] = {}  # more BotConfig fields (set before a restart)
+        self.reconcile_interval = 10.0  # how often the bot's recovery looks (``bot.recovery``)
 
     @property
     def runtime(self) -> Runtime:
@@ -114,6 +115,7 @@ class BotHandle:
             port=0,
             follow_interval=0.1,
             **self.settings,
+            reconcile_interval=self.reconcile_interval,
         )
         self.bot = StratusBot(
             make_runtime(self.kube, self.path, self.policy, self.answerer, self.prometheus),

@@ -226,8 +226,8 @@ def test_a_refused_write_is_settled_by_recovery_never_guessed(
 ) -> None:
     """503 on the PUT, not forwarded. An error answer is not proof the write did not land (a
     gateway may answer while the write is on its way), so the record stays pending; once a
-    write in flight would have landed, recovery reads the object and says "not applied", the
-    proposal fails, and a new proposal applies the change exactly once."""
+    write in flight would have landed, recovery fences the object (``tools.fences``) and says
+    "not applied", the proposal fails, and a new proposal applies the change exactly once."""
     # Recovery waits two read timeouts (6 s) for a write in flight: long enough that the
     # next command starts inside that window even on a loaded machine.
     env = {**env, "STRATUS_KUBE_TIMEOUT": "3"}
@@ -256,7 +256,7 @@ def test_a_refused_write_is_settled_by_recovery_never_guessed(
     assert again.returncode == 0, again.stderr
     assert f"applied: {INTENT}" in again.stdout
     assert replicas(kube) == 3
-    assert len(proxy.forwarded("PUT", GEO_PATH)) == 1
+    assert len(proxy.forwarded("PUT", GEO_PATH)) == 2  # the fence, then the new write
     assert entry_states(db) == ["active"]
     assert record_problems(db) == []
     assert not audit_verified(env)

@@ -169,12 +169,12 @@ def test_an_undo_that_lands_after_its_process_was_killed_marks_the_entry_undone(
 def test_a_write_that_never_lands_is_settled_after_the_grace_period(
     env: dict[str, str], proxy: FaultProxy, kube: KubeClient, db: Path, processes: Processes
 ) -> None:
-    """The held write is never released while the test runs: recovery waits two read
-    timeouts from its sending (two times 3 s here), then says "not applied"; the object is free
-    again and a new write applies exactly once. (The proxy forwards the held PUT when it
-    closes; by then the object moved on, so its precondition fails and nothing changes.)"""
+    """The held write is not released in time: recovery waits two read timeouts from its
+    sending (two times 3 s here), then fences the object (``tools.fences``) and says "not
+    applied"; the object is free again and a new write applies exactly once. (The held PUT,
+    released, meets 409: the fence moved the object past its precondition.)"""
     env = {**env, "STRATUS_KUBE_TIMEOUT": "3"}
-    held = proxy.delay("PUT", GEO_PATH, 600, dry_run=False)
+    held = proxy.delay("PUT", GEO_PATH, 600, dry_run=False, times=1)
     killed_while_held(processes, held, *SCALE, env=env)
     early = stratus("undo", "--list", env=env)
     assert "may still be on its way" in early.stderr, early.stderr
@@ -184,12 +184,16 @@ def test_a_write_that_never_lands_is_settled_after_the_grace_period(
     settled = stratus("undo", "--list", env=env)
     assert settled.returncode == 0, settled.stderr
     assert f"({INTENT}): not applied (the object did not show it within 6 s" in settled.stderr
+    assert "recovery fenced it" in settled.stderr, settled.stderr
     assert execution_states(db) == ["aborted"]
     assert only_proposal(db, "scale")["state"] == "failed"
     assert entry_states(db) == []
     assert record_problems(db) == []
 
-    proxy.clear()  # from now on writes pass (the held one keeps waiting)
+    proxy.clear()  # from now on writes pass, and the held one arrives
+    wait_for(lambda: len(proxy.forwarded("PUT", GEO_PATH)) == 2, "the held write to arrive")
+    assert [s.status for s in proxy.forwarded("PUT", GEO_PATH)] == [200, 409]  # fence, held
+    assert replicas(kube) == 1
     again = stratus("act", "scale", "deploy/geo", "replicas=2", "-n", "hotel", "--yes", env=env)
     assert again.returncode == 0, again.stderr
     assert replicas(kube) == 2
