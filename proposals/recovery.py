@@ -10,6 +10,7 @@ from proposals.errors import (
     ProposalError,
     ProposalTampered,
 )
+from proposals.killswitch import KillSwitch
 from proposals.model import (
     Proposal,
     ProposalState,
@@ -57,7 +58,9 @@ class RecoveryUseCases(ServiceCore):
         proposals whose executing process is gone. Live processes are left alone."""
         lines = [
             str(resolution)
-            for resolution in self.executor.reconcile(actor, on_resolved=self._resolved)
+            for resolution in self.executor.reconcile(
+                actor, on_resolved=self._resolved, creates_held=self._creates_held()
+            )
         ]
         for proposal in self.repo.find(states=frozenset({S.EXECUTING}), limit=10_000):
             if proposal.executor and not self._gone(proposal.executor):
@@ -88,7 +91,15 @@ class RecoveryUseCases(ServiceCore):
     def settle_earlier_writes(self, ref: ObjectRef) -> None:
         """Before a write to ``ref`` starts: record what earlier writes to it did, if the
         object already says (a long-running bot has no next command to recover for it)."""
-        self.executor.reconcile(on_resolved=self._resolved, ref=ref)
+        self.executor.reconcile(
+            on_resolved=self._resolved, ref=ref, creates_held=self._creates_held()
+        )
+
+    def _creates_held(self) -> str:
+        """Why recovery must not complete a held create now ('' when it may): its fence is
+        the approved create itself, a change like any, and the kill switch holds changes."""
+        state = KillSwitch(self.store).state()
+        return "Stratus is paused; it is completed after resume" if state.paused else ""
 
     def _gone(self, holder: str) -> bool:
         alive = holder_alive(holder)

@@ -470,13 +470,16 @@ class Executor:
         *,
         on_resolved: OnResolved | None = None,
         ref: ObjectRef | None = None,
+        creates_held: str = "",
     ) -> list[Resolution]:
         """Resolve writes a crash (or a lost answer) left pending: did they land or not?
 
         Only records whose owner is gone are touched: a process on this host that no longer
         runs, a record its writer gave up on, or — for another host — one whose lease has
         expired. Each resolution and the caller's own rows commit in one transaction. With
-        ``ref``, only the writes to that object (a write about to start settles them first)."""
+        ``ref``, only the writes to that object (a write about to start settles them first).
+        ``creates_held`` says why a held create must not be completed by its fence now (Stratus
+        is paused): it stays unknown until then."""
         self.locks.release_dead(socket.gethostname())
         resolved: list[Resolution] = []
         pending = (
@@ -487,13 +490,17 @@ class Executor:
         for execution in pending:
             if not self._owner_gone(execution):
                 continue
-            resolution = self._resolve(execution, actor, on_resolved)
+            resolution = self._resolve(execution, actor, on_resolved, creates_held)
             if resolution is not None:
                 resolved.append(resolution)
         return resolved
 
     def _resolve(
-        self, execution: Execution, actor: str, on_resolved: OnResolved | None
+        self,
+        execution: Execution,
+        actor: str,
+        on_resolved: OnResolved | None,
+        creates_held: str = "",
     ) -> Resolution | None:
         """Read the object and judge; past the grace period, fence it and judge again. The
         verdict is recorded inside one transaction that first checks the record is still
@@ -515,7 +522,7 @@ class Executor:
                 if not settled and self.store.clock.now() < self.settles_by(execution):
                     return Resolution(execution, "cannot tell yet", why=why)
                 if not settled:
-                    unfenced = self._fence(execution, ref, current, actor)
+                    unfenced = self._fence(execution, ref, current, actor, creates_held)
                     if unfenced:
                         return Resolution(execution, "cannot tell yet", why=unfenced)
                     continue  # the fence was answered: the object says what happened now
@@ -587,7 +594,12 @@ class Executor:
         )
 
     def _fence(
-        self, execution: Execution, ref: ObjectRef, current: dict[str, Any] | None, actor: str
+        self,
+        execution: Execution,
+        ref: ObjectRef,
+        current: dict[str, Any] | None,
+        actor: str,
+        creates_held: str = "",
     ) -> str:
         """Write the fence of a write whose grace period has passed (``tools.fences``). ''
         when it was answered — it landed, or met 409 because the object moved — so the object
@@ -597,6 +609,9 @@ class Executor:
         cannot = "the object does not show it yet and recovery cannot fence it"
         if not execution.intact():
             return f"{cannot}: its record was edited after it was written"
+        if execution.operation == "create" and creates_held:
+            # A create's fence is the approved create itself: a real change, held like any.
+            return f"{cannot} now: {creates_held}"
         try:
             self.scope.check(ref)
             if execution.operation == "create":

@@ -299,6 +299,34 @@ def test_a_held_create_is_fenced_by_creating_the_approved_object(
     assert record_problems(db) == []
 
 
+def test_a_held_create_is_not_completed_while_stratus_is_paused(
+    env: dict[str, str], proxy: FaultProxy, kube: KubeClient, db: Path, processes: Processes
+) -> None:
+    """A create's fence is the approved create itself, a real change: under an emergency
+    pause recovery leaves the write unknown and says why, and completes it after resume."""
+    from proposals.killswitch import KillSwitch
+    from store.db import Store
+
+    held = proxy.delay("POST", SERVICES, 600, dry_run=False, times=1)
+    killed_while_held(processes, held, *CREATE, env=env)
+    ref = ObjectRef("Service", "geo-extra", "hotel")
+    switch = KillSwitch(Store(str(db)))
+    switch.pause(actor="U0ALICE", reason="freeze")
+    time.sleep(GRACE)
+    paused = stratus("undo", "--list", env=env)
+    assert "Stratus is paused" in paused.stderr, paused.stderr
+    assert kube.find(ref) is None
+    assert execution_states(db) == ["pending"]
+    assert fence_rows(db) == []
+
+    switch.resume(actor="U0ALICE", reason="over")
+    settled = stratus("undo", "--list", env=env)
+    assert "): applied" in settled.stderr, settled.stderr
+    assert kube.find(ref) is not None
+    assert execution_states(db) == ["applied"]
+    proxy.release()
+
+
 def test_kubectl_apply_and_diff_leave_the_fence_alone(
     env: dict[str, str],
     proxy: FaultProxy,
