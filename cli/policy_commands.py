@@ -21,11 +21,20 @@ from proposals.core import decide
 from tools.actions import CATALOG, POLICY_ACTIONS
 from tools.params import parse_labels
 
+
+def _policy_dir(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
+    # Path("") is ".": an empty option would quietly read the current directory.
+    if value is not None and not value.strip():
+        raise click.BadParameter("is empty; name the policy directory", ctx=ctx, param=param)
+    return None if value is None else Path(value)
+
+
 _POLICY_DIR = click.option(
     "--policy-dir",
-    type=click.Path(path_type=Path),
+    type=click.Path(),
     default=None,
-    help=f"Policy directory (default: ${ENV}; none: ask for everything).",
+    callback=_policy_dir,
+    help=f"Policy directory (default: ${ENV}; unset: no policy, ask for everything).",
 )
 
 

@@ -19,6 +19,7 @@ from policies.evaluate import CompiledPolicy
 from policies.loader import MAX_FILE_BYTES, PolicyError, find_policy_files, load
 from store.audit import AuditLog
 from store.db import Store
+from store.errors import Remedy, StratusError
 
 log = logging.getLogger("stratus.policies")
 ENV = "STRATUS_POLICY_DIR"
@@ -32,9 +33,26 @@ RECENT_NS = 2_000_000_000
 Fingerprint = tuple[tuple[Stamp, ...], tuple[str, ...]]
 
 
+class PolicyDirError(StratusError):
+    """``STRATUS_POLICY_DIR`` is set but names nothing: fail closed, never "no policy"."""
+
+    code = "policy_dir"
+    default_remedy = Remedy.FIX_CONFIG
+
+
 def default_directory() -> Path | None:
-    value = os.environ.get(ENV)
-    return Path(value) if value else None
+    """``$STRATUS_POLICY_DIR``; unset means "no policy: ask for everything". Set but empty (or
+    blank) is a mistake — an unexpanded shell variable, a blank line in an env file — and is
+    refused: read as "no policy" it would drop every deny rule."""
+    if ENV not in os.environ:
+        return None
+    value = os.environ[ENV]
+    if not value.strip():
+        raise PolicyDirError(
+            f"{ENV} is set but empty ({value!r}); set it to the policy directory, or unset it "
+            "to run with no policy (every write asked for)"
+        )
+    return Path(value)
 
 
 def audit_reporter(store: Store, actor: str = "stratus-policy") -> Callable[[PolicyError], None]:
