@@ -24,9 +24,11 @@ from store.errors import Remedy, StratusError
 log = logging.getLogger("stratus.policies")
 ENV = "STRATUS_POLICY_DIR"
 
-# A file's identity and change stamp (with a digest of its content while it is recent), or the
+# A file's identity and change stamps (with a digest of its content while it is recent), or the
 # error that hid it (it vanished mid-scan).
-Stamp = tuple[str, int, int, int] | tuple[str, int, int, int, str] | tuple[str, str]
+Stamp = (
+    tuple[str, int, int, int, int, int] | tuple[str, int, int, int, int, int, str] | tuple[str, str]
+)
 # A file changed this recently may change again within one tick of the file system's clock
 # (a few milliseconds) with the same size: its content is compared too, not only its stamp.
 RECENT_NS = 2_000_000_000
@@ -112,12 +114,27 @@ class PolicyWatcher:
 
 
 def _stamp(path: Path) -> Stamp:
-    # The inode changes when a ConfigMap volume swaps its ..data link, even if size and
-    # mtime happen to match.
+    """What tells a changed file from the one that was loaded, with one ``stat``.
+
+    The modification time alone is not enough: ``cp -p``, ``touch -r`` or ``os.utime`` set it
+    back, so a same-size rewrite can keep size, inode and mtime. The change time (ctime) is
+    set by the kernel on every write and metadata change and no user can set it back. The
+    device and inode change when a ConfigMap volume swaps its ``..data`` link or a link is
+    pointed elsewhere, even if everything else happens to match."""
     try:
         status = path.stat()
-        stamp = (str(path), status.st_ino, status.st_mtime_ns, status.st_size)
-        if time.time_ns() - status.st_mtime_ns >= RECENT_NS:
+        stamp = (
+            str(path),
+            status.st_dev,
+            status.st_ino,
+            status.st_mtime_ns,
+            status.st_ctime_ns,
+            status.st_size,
+        )
+        # Two writes within one tick of the file system's clock leave the same stamps: a
+        # file whose latest change (either time) is recent is compared by content too.
+        changed = max(status.st_mtime_ns, status.st_ctime_ns)
+        if time.time_ns() - changed >= RECENT_NS:
             return stamp
         with path.open("rb") as stream:
             content = stream.read(MAX_FILE_BYTES + 1)
