@@ -17,6 +17,7 @@ which resolves conflicting keys just as silently.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -177,8 +178,8 @@ class _Bounds:
         self._ancestors.discard(key)
 
 
-def _mappings(root: yaml.Node) -> Iterator[yaml.MappingNode]:
-    """Every mapping of a document once (aliases share nodes), in document order."""
+def _nodes(root: yaml.Node) -> Iterator[yaml.Node]:
+    """Every node of a document once (aliases share nodes), in document order."""
     seen: set[int] = set()
     pending = [root]
     while pending:
@@ -186,9 +187,15 @@ def _mappings(root: yaml.Node) -> Iterator[yaml.MappingNode]:
         if id(node) in seen:
             continue
         seen.add(id(node))
+        yield node
+        pending.extend(reversed(_children(node)))
+
+
+def _mappings(root: yaml.Node) -> Iterator[yaml.MappingNode]:
+    """Every mapping of a document once, in document order."""
+    for node in _nodes(root):
         if isinstance(node, yaml.MappingNode):
             yield node
-        pending.extend(reversed(_children(node)))
 
 
 def _duplicate_keys(root: yaml.Node, label: str) -> list[Problem]:
@@ -245,13 +252,68 @@ def _merge_keys(root: yaml.Node, label: str) -> list[Problem]:
     ]
 
 
+# What a policy file may not hold, raw or written as an escape: C0 controls but tab and line
+# feed, DEL, C1 controls, lone surrogates (no UTF-8 exists for them) and the noncharacters
+# U+FFFE/U+FFFF. Policy text is printed on terminals and in Slack, where an ESC starts an
+# escape sequence and a carriage return rewrites the line; in a file it is a paste or binary
+# mishap. The raw check leaves carriage returns alone (CRLF line ends) and lets YAML read NEL
+# as the line break it is.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+_RAW_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff\ufffe\uffff]")
+_LINE_BREAK = re.compile("\r\n|[\n\r\x85\u2028\u2029]")
+
+
+def _control_text(char: str) -> str:
+    return f"control character U+{ord(char):04X}"
+
+
+def _raw_control(text: str, label: str) -> Problem | None:
+    """The first control character in the file's text, at its line and column (as YAML
+    counts them), before PyYAML's reader refuses the whole file without a position."""
+    found = _RAW_CONTROL.search(text)
+    if found is None:
+        return None
+    before = text[: found.start()]
+    breaks = list(_LINE_BREAK.finditer(before))
+    line = len(breaks) + 1
+    column = found.start() - (breaks[-1].end() if breaks else 0) + 1
+    return Problem(
+        label,
+        line,
+        column,
+        f"{_control_text(found.group())} in the file: a policy file is plain text (tab and "
+        "line breaks only), and its text is printed on terminals and in Slack; remove it",
+    )
+
+
+def _scalar_controls(root: yaml.Node, label: str) -> list[Problem]:
+    """A control character a quoted escape (``"\\e[2J"``, ``"\\0"``, ``"\\r"``) put in a
+    key or value, at the scalar's position."""
+    problems = []
+    for node in _nodes(root):
+        if isinstance(node, yaml.ScalarNode):
+            found = _CONTROL.search(node.value)
+            if found is not None:
+                problems.append(
+                    _at(
+                        label,
+                        node,
+                        f"{_control_text(found.group())} in this value (written as an "
+                        "escape): policy text is printed on terminals and in Slack, where "
+                        "control characters rewrite what is shown; remove it (tab and "
+                        "line breaks are fine)",
+                    )
+                )
+    return problems
+
+
 def _check_document(node: yaml.Node, bounds: _Bounds, label: str) -> list[Problem]:
     """Problems of one composed document, found before anything is constructed."""
     try:
         bounds.visit(node)
     except _Refused as refused:
         return [_at(label, refused.node, refused.message)]
-    return _merge_keys(node, label) + _duplicate_keys(node, label)
+    return _merge_keys(node, label) + _duplicate_keys(node, label) + _scalar_controls(node, label)
 
 
 def _yaml_problem(label: str, error: yaml.YAMLError) -> Problem:
@@ -270,9 +332,15 @@ def _compose_and_construct(
     Every document is composed and checked before any is constructed, so nothing is expanded
     that was not counted first.
     """
-    loader = yaml.SafeLoader(text)
+    control = _raw_control(text, label)
+    if control is not None:
+        return [], [], [control]
     bounds = _Bounds()
     nodes: list[yaml.Node] = []
+    try:
+        loader = yaml.SafeLoader(text)
+    except yaml.YAMLError as error:  # the reader refuses a character _RAW_CONTROL let through
+        return [], [], [_yaml_problem(label, error)]
     try:
         while loader.check_node():
             node = loader.get_node()
@@ -285,6 +353,10 @@ def _compose_and_construct(
         values = [loader.construct_document(node) for node in nodes]
     except yaml.YAMLError as error:
         return [], [], [_yaml_problem(label, error)]
+    except (ValueError, OverflowError, TypeError) as error:
+        # PyYAML's resolvers promise more than its constructors keep: 2024-13-45 resolves as
+        # a date that datetime refuses, a 5,000-digit integer exceeds Python's limit.
+        return [], [], [_unconstructable(nodes, label, error)]
     except RecursionError:
         # PyYAML's composer recurses once per level: thousands of '[' end here, not in _Bounds
         message = f"the YAML is nested far more than {MAX_DEPTH} levels deep; a policy needs ~7"
@@ -293,6 +365,38 @@ def _compose_and_construct(
         loader.dispose()
     kept = [(node, value) for node, value in zip(nodes, values, strict=True) if value is not None]
     return [node for node, _ in kept], [value for _, value in kept], []
+
+
+def _unconstructable(nodes: list[yaml.Node], label: str, error: Exception) -> Problem:
+    """The scalar whose value YAML resolved to a type it then could not build, at its line."""
+    constructor = yaml.SafeLoader("")
+    try:
+        for root in nodes:
+            for node in _nodes(root):
+                if not isinstance(node, yaml.ScalarNode):
+                    continue
+                try:
+                    constructor.construct_object(node)
+                except (ValueError, OverflowError, TypeError) as failure:
+                    return _at(label, node, _unreadable_scalar(node, failure))
+    finally:
+        constructor.dispose()
+    return Problem(label, 1, 1, f"a value cannot be read: {error}")
+
+
+def _unreadable_scalar(node: yaml.ScalarNode, error: Exception) -> str:
+    kind = node.tag.rpartition(":")[2]
+    if kind == "int" and "digits" in str(error):
+        digits = sum(c.isdigit() for c in node.value)
+        return (
+            f"a number with {digits:,} digits ({node.value[:12]}…) cannot be read; no policy "
+            "value needs more than a few"
+        )
+    what = {"timestamp": "a date", "int": "a number", "float": "a number"}.get(kind, kind)
+    return (
+        f"{node.value!r} reads as {what} in YAML but is not one ({error}); put it in quotes "
+        "if it is text"
+    )
 
 
 def _read(path: Path) -> str | Problem:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from policies.evaluate import CompiledPolicy
-from policies.loader import MAX_FILE_BYTES, PolicyError, find_policy_files, load
+from policies.loader import MAX_FILE_BYTES, PolicyError, Problem, find_policy_files, load
 from store.audit import AuditLog
 from store.db import Store
 from store.errors import Remedy, StratusError
@@ -94,6 +94,12 @@ class PolicyWatcher:
         paths = [self.directory] if self.directory is not None else []
         return CompiledPolicy.build(load(paths))
 
+    def _unreadable(self, failure: Exception) -> PolicyError:
+        log.error("reading the policy failed", exc_info=failure)
+        where = str(self.directory) if self.directory is not None else "policy"
+        reason = f"the files could not be read ({type(failure).__name__}: {failure})"
+        return PolicyError([Problem(where, 1, 1, reason)])
+
     def refresh(self) -> bool:
         """Reload if a file changed; returns True when a new policy is in force."""
         fingerprint = self._scan()
@@ -102,7 +108,11 @@ class PolicyWatcher:
         self._fingerprint = fingerprint
         try:
             self.current = self._load()
-        except PolicyError as error:
+        except Exception as failure:
+            # A reload runs at the guard, between approval and write: whatever goes wrong in
+            # reading the files rejects the change like a bad file, and never crashes the
+            # write it guards (which would leave the proposal executing).
+            error = failure if isinstance(failure, PolicyError) else self._unreadable(failure)
             self.last_error = error
             log.error("policy change rejected, keeping the last good policy:\n%s", error)
             if self.on_error is not None:

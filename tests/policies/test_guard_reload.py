@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 
 from policies.reload import LivePolicy
+from store.audit import AuditLog
+from store.db import Store
 from tests.conftest import REPO
 from tools.k8s import KubeClient
 from tools.objects import ObjectRef
@@ -153,3 +155,48 @@ def test_cp_p_of_a_deny_rule_at_the_prompt_is_enforced_when_answered(
     output = seen.decode()
     assert "freeze" in output and "nothing was written" in output, output
     assert kube.get(ObjectRef("Deployment", "geo", "hotel"))["spec"]["replicas"] == 1
+
+
+def test_a_control_character_written_at_the_prompt_keeps_the_last_good_policy(
+    env: dict[str, str], tmp_path: Path, kube: KubeClient
+) -> None:
+    """A change that does not load, made while the person reads the prompt, is rejected and
+    reported (never a crash that leaves the proposal executing); the last good policy — the
+    one the person was asked under — decides their "y"."""
+    policies = tmp_path / "policies"
+    policies.mkdir()
+    target = policies / "a-ask.yaml"
+    target.write_text(ASK)
+    child_env = {**env, "STRATUS_POLICY_DIR": str(policies), "STRATUS_HOME": str(tmp_path)}
+    master, terminal = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cli", "act", "scale", "geo", "replicas=3", "-n", "hotel"],
+        stdin=terminal,
+        stdout=terminal,
+        stderr=terminal,
+        env=child_env,
+        cwd=REPO,
+    )
+    os.close(terminal)
+    seen = bytearray()
+    try:
+        assert read_until(master, b"[y/N]", seen, time.monotonic() + 60), seen.decode()
+        target.write_text(DENY.replace("decision: deny", "decision: deny\x07"))
+        os.write(master, b"y\n")
+        read_until(master, b"\x00never", seen, time.monotonic() + 60)
+        assert process.wait(timeout=60) == 0, seen.decode()
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(master)
+    output = seen.decode()
+    assert "internal error" not in output and "applied:" in output, output
+    assert kube.get(ObjectRef("Deployment", "geo", "hotel"))["spec"]["replicas"] == 3
+    store = Store(Path(env["STRATUS_DB"]))
+    try:
+        rejected = [r for r in AuditLog(store).records() if r.event == "policy-rejected"]
+        states = {r["state"] for r in store.query("SELECT state FROM proposals")}
+    finally:
+        store.close()
+    assert rejected and f"{target}:7:19: control character U+0007" in str(rejected[-1].payload)
+    assert states == {"executed"}, states

@@ -346,3 +346,107 @@ def test_kubernetes_globs_and_labels_that_can_match_load(tmp_path: Path) -> None
         "tier": "",
         "Tier_2": "A.b-c",
     }
+
+
+CONTROL_RULE = HEADER + "rules:\n  - name: good\n    decision: deny\n"
+
+
+@pytest.mark.parametrize(
+    ("case", "text", "line", "column"),
+    [
+        ("NUL in a plain value", "    description: x\x00y\n", 7, 19),
+        ("BEL in a quoted value", '    description: "x\x07y"\n', 7, 20),
+        ("ESC in a comment", "    # \x1b[2J\n", 7, 7),
+        ("DEL", "    description: x\x7fy\n", 7, 19),
+        ("a C1 control", "    description: x\x9by\n", 7, 19),
+        ("a noncharacter", "    description: x\ufffey\n", 7, 19),
+    ],
+)
+def test_a_control_character_in_the_file_is_a_problem_at_its_position(
+    tmp_path: Path, case: str, text: str, line: int, column: int
+) -> None:
+    path = write(tmp_path, CONTROL_RULE + text)
+    problem = the_problem([path], "control character")
+    assert problem.startswith(f"{path}:{line}:{column}: "), (case, problem)
+
+
+@pytest.mark.parametrize(
+    ("case", "text"),
+    [
+        ("escaped NUL", '    description: "a\\0b"\n'),
+        ("escaped BEL", '    description: "a\\ab"\n'),
+        ("escaped ESC (a terminal escape sequence)", '    description: "\\e[2Jcleared"\n'),
+        ("escaped C1", '    description: "a\\x9bb"\n'),
+        ("a lone surrogate (no UTF-8 for it)", '    description: "\\ud800"\n'),
+        ("escaped carriage return", '    description: "denied\\rallowed"\n'),
+        ("escaped control in a key", '    match: {labels: {"a\\x01b": x}}\n'),
+    ],
+)
+def test_a_control_character_written_as_an_escape_is_refused_too(
+    tmp_path: Path, case: str, text: str
+) -> None:
+    """Policy text is printed on terminals and in Slack: an escape sequence in a description
+    would rewrite the terminal of whoever runs `policy explain`."""
+    path = write(tmp_path, CONTROL_RULE + text)
+    problem = the_problem([path], "control character")
+    assert problem.startswith(f"{path}:7:"), (case, problem)
+
+
+@pytest.mark.parametrize(
+    ("case", "text", "needle"),
+    [
+        ("an impossible date", "    description: 2024-13-45\n", "2024-13-45"),
+        ("an impossible date and time", "    description: 2024-02-30 10:00:00\n", "2024-02-30"),
+        ("an integer too long to read", "    min_approvals: " + "9" * 5000 + "\n", "digits"),
+    ],
+)
+def test_values_yaml_cannot_construct_are_problems_at_their_line(
+    tmp_path: Path, case: str, text: str, needle: str
+) -> None:
+    path = write(tmp_path, CONTROL_RULE + text)
+    problems = problems_of([path])
+    assert any(p.startswith(f"{path}:7:") and needle in p for p in problems), (case, problems)
+
+
+def test_tabs_newlines_and_unicode_text_still_load(tmp_path: Path) -> None:
+    text = (
+        CONTROL_RULE + '    description: "Gel\\u00e9e:\\tno changes\\nduring the freeze \u2603"\n'
+    )
+    [rule] = load([write(tmp_path, text)]).rules
+    assert rule.rule.description == "Gelée:\tno changes\nduring the freeze \u2603"
+
+
+@pytest.mark.parametrize("command", ["check", "explain", "act"])
+def test_a_control_character_is_one_line_at_the_cli_never_an_internal_error(
+    env: dict[str, str], tmp_path: Path, command: str
+) -> None:
+    policies = tmp_path / "policies"
+    policies.mkdir()
+    path = write(policies, CONTROL_RULE + "    description: x\x07y\n")
+    env = {**env, "STRATUS_POLICY_DIR": str(policies), "STRATUS_HOME": str(tmp_path)}
+    args = {
+        "check": ["policy", "check", str(policies)],
+        "explain": [
+            "policy",
+            "explain",
+            "--action",
+            "scale",
+            "-n",
+            "hotel",
+            "--resource",
+            "deployment/geo",
+        ],
+        "act": ["act", "scale", "geo", "replicas=3", "-n", "hotel", "--yes"],
+    }[command]
+    result = subprocess.run(
+        [sys.executable, "-m", "cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 1, result.stderr
+    assert "internal error" not in result.stderr
+    assert f"{path}:7:19: " in result.stderr and "control character" in result.stderr
