@@ -12,7 +12,8 @@ its composed node graph is checked before anything is constructed: aliases may e
 at most ``MAX_ALIAS_EXPANSION`` nodes (a "billion laughs" document stops after that many
 steps), nesting is bounded, and a key repeated in one mapping (where YAML would silently keep
 the last, turning ``decision: deny`` into ``allow``) is an error, as is a merge key (``<<``),
-which resolves conflicting keys just as silently.
+which resolves conflicting keys just as silently. A file holds one YAML document: a second
+one (``---``) could hide rules below the policy a reviewer read.
 """
 
 from __future__ import annotations
@@ -316,6 +317,18 @@ def _check_document(node: yaml.Node, bounds: _Bounds, label: str) -> list[Proble
     return _merge_keys(node, label) + _duplicate_keys(node, label) + _scalar_controls(node, label)
 
 
+def _second_document(label: str, mark: yaml.Mark) -> Problem:
+    """A file holds one policy document. YAML allows several (``---``), but a file meant to be
+    replaced whole could then hide a second policy below the one its reviewer read."""
+    return Problem(
+        label,
+        mark.line + 1,
+        1,
+        "a second YAML document ('---'): a policy file holds one policy document, so no rule "
+        "hides below the one a reviewer reads; move it to a file of its own",
+    )
+
+
 def _yaml_problem(label: str, error: yaml.YAMLError) -> Problem:
     if isinstance(error, yaml.MarkedYAMLError):
         mark = error.problem_mark or error.context_mark
@@ -343,6 +356,8 @@ def _compose_and_construct(
         return [], [], [_yaml_problem(label, error)]
     try:
         while loader.check_node():
+            if nodes:
+                return [], [], [_second_document(label, loader.peek_event().start_mark)]
             node = loader.get_node()
             if node is None:
                 break
@@ -424,7 +439,8 @@ def _read(path: Path) -> str | Problem:
 
 
 def parse_file(path: Path) -> tuple[list[PolicyFile], list[Problem], list[yaml.Node]]:
-    """Every document of one file, bounded and validated; problems carry positions."""
+    """The file's policy document (one at most), bounded and validated; problems carry
+    positions."""
     label = str(path)
     text = _read(path)
     if isinstance(text, Problem):

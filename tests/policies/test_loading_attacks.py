@@ -450,3 +450,24 @@ def test_a_control_character_is_one_line_at_the_cli_never_an_internal_error(
     assert result.returncode == 1, result.stderr
     assert "internal error" not in result.stderr
     assert f"{path}:7:19: " in result.stderr and "control character" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("case", "text", "line"),
+    [
+        ("a second policy", GOOD + "---\n" + GOOD.replace("good", "other"), 7),
+        ("a second document hiding an allow rule", GOOD + "--- \n# later\n" + GOOD, 7),
+        ("an empty second document", GOOD + "---\n", 7),
+        ("an explicit end, then another", GOOD + "...\n---\n" + GOOD, 8),
+        ("a leading marker and a second document", "---\n" + GOOD + "---\n" + GOOD, 8),
+    ],
+)
+def test_a_file_holds_one_document(tmp_path: Path, case: str, text: str, line: int) -> None:
+    """A file meant to be replaced whole could hide a second document nobody reviews."""
+    path = write(tmp_path, text)
+    problem = the_problem([path], "holds one policy document")
+    assert problem.startswith(f"{path}:{line}:1: "), (case, problem)
+
+
+def test_a_leading_document_marker_is_fine(tmp_path: Path) -> None:
+    assert len(load([write(tmp_path, "---\n" + GOOD + "...\n")]).rules) == 1
