@@ -18,6 +18,7 @@ one (``---``) could hide rules below the policy a reviewer read.
 
 from __future__ import annotations
 
+import errno
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -116,6 +117,53 @@ def _message(error: ErrorDetails) -> str:
         return f"{loc}: expected {expected}, got {error.get('input')!r}"
     text = str(error["msg"]).removeprefix("Value error, ")
     return f"{loc}: {text}" if loc else text
+
+
+def _value_node(root: yaml.Node, loc: tuple[int | str, ...]) -> yaml.Node | None:
+    """The value node at a pydantic location (``_locate`` answers a scalar's key)."""
+    parent = _locate(root, loc[:-1]) if loc[:-1] else root
+    if isinstance(parent, yaml.MappingNode):
+        return next((v for k, v in parent.value if k.value == loc[-1]), None)
+    if isinstance(parent, yaml.SequenceNode) and isinstance(loc[-1], int):
+        return parent.value[loc[-1]] if loc[-1] < len(parent.value) else None
+    return None
+
+
+_SHORT_CLOCK = re.compile(r"[0-9]:[0-5][0-9]")
+
+
+def _read_as(tag: str, value: Any) -> str | None:
+    """What YAML 1.1 made of an unquoted scalar that is not text, in words."""
+    kind = tag.rpartition(":")[2]
+    if kind in ("int", "float"):
+        return f"the number {value}"
+    if kind == "bool":
+        return "true" if value else "false"
+    if kind == "null":
+        return "null (nothing)"
+    if kind == "timestamp":
+        return "a date"
+    return None
+
+
+def _unquoted(root: yaml.Node, error: ErrorDetails) -> str | None:
+    """For text written without quotes that YAML 1.1 read as something else, what it read and
+    how to write it: ``end: 18:00`` is the base-60 number 1080, ``description: yes`` is true."""
+    if error["type"] != "string_type" or not error["loc"]:
+        return None
+    node = _value_node(root, tuple(error["loc"]))
+    if not isinstance(node, yaml.ScalarNode) or node.style is not None:
+        return None
+    read_as = _read_as(node.tag, error.get("input"))
+    if read_as is None:
+        return None
+    text = node.value
+    why = f"YAML reads an unquoted {text or '(empty value)'} as {read_as}"
+    if ":" in text and node.tag.endswith(":int"):
+        why += " (base 60)"
+        text = "0" + text if _SHORT_CLOCK.fullmatch(text) else text
+    loc = ".".join(str(p) for p in error["loc"])
+    return f'{loc}: expected text, but {why}; write it in quotes: {error["loc"][-1]}: "{text}"'
 
 
 def _at(label: str, node: yaml.Node, message: str) -> Problem:
@@ -457,7 +505,7 @@ def parse_file(path: Path) -> tuple[list[PolicyFile], list[Problem], list[yaml.N
         except ValidationError as exc:
             for error in exc.errors():
                 located = _locate(node, tuple(error["loc"])) or node
-                problems.append(_at(label, located, _message(error)))
+                problems.append(_at(label, located, _unquoted(node, error) or _message(error)))
     return parsed, problems, nodes
 
 
@@ -481,11 +529,11 @@ def _refusal(entry: Path) -> str | None:
     ``..data`` folder. Anything skipped quietly could be a deny rule nobody enforces, so every
     other entry is refused with what to do about it.
     """
-    if entry.is_symlink() and not entry.exists():
-        return (
-            f"this is a dangling symbolic link: its target {_link_target(entry)} does not "
-            "exist; restore the target or remove the link"
-        )
+    if entry.is_symlink():
+        try:
+            entry.stat()
+        except OSError as error:
+            return _broken_link(entry, error)
     if entry.is_dir():
         return (
             "this is a directory, and subdirectories are not searched: policy files lie "
@@ -509,6 +557,24 @@ def _refusal(entry: Path) -> str | None:
     if not entry.is_file():
         return "not a regular file (a pipe, socket or device); a policy must be a plain file"
     return None
+
+
+def _broken_link(link: Path, error: OSError) -> str:
+    target = _link_target(link)
+    if error.errno == errno.ELOOP:
+        return (
+            f"this symbolic link is part of a loop (it points to {target}, which leads back "
+            "to it) and never reaches a file; point it at the policy file or remove it"
+        )
+    if error.errno in (errno.ENOENT, errno.ENOTDIR):
+        return (
+            f"this is a dangling symbolic link: its target {target} does not exist; restore "
+            "the target or remove the link"
+        )
+    return (
+        f"this symbolic link's target {target} cannot be read ({error.strerror}); make it "
+        "readable or remove the link"
+    )
 
 
 def _link_target(link: Path) -> str:
@@ -538,7 +604,8 @@ def _directory_files(directory: Path) -> tuple[list[Path], list[Problem]]:
             files.append(entry)
         else:
             problems.append(Problem(str(entry), 1, 1, refusal))
-    if not files:
+    if not files and not problems:
+        # Refused entries are reported each with what to do; "no policy files" would hide them.
         problems.append(
             Problem(
                 str(directory),

@@ -471,3 +471,41 @@ def test_a_file_holds_one_document(tmp_path: Path, case: str, text: str, line: i
 
 def test_a_leading_document_marker_is_fine(tmp_path: Path) -> None:
     assert len(load([write(tmp_path, "---\n" + GOOD + "...\n")]).rules) == 1
+
+
+@pytest.mark.parametrize(
+    ("clock", "minutes"), [("18:00", 1080), ("9:30", 570), ("24:00", 1440), ("22:00:00", 79200)]
+)
+def test_an_unquoted_clock_time_says_to_quote_it(tmp_path: Path, clock: str, minutes: int) -> None:
+    """YAML 1.1 reads an unquoted 18:00 as the base-60 number 1080."""
+    path = write(tmp_path, RULE + f"      window: {{start: '08:00', end: {clock}}}\n")
+    problem = the_problem([path], "quote")
+    assert problem.startswith(f"{path}:8:"), problem
+    quoted = "09:30" if clock == "9:30" else clock
+    assert f"the number {minutes}" in problem and f'end: "{quoted}"' in problem, problem
+
+
+def test_a_symlink_loop_is_reported_as_a_loop(tmp_path: Path) -> None:
+    write(tmp_path, GOOD, "good.yaml")
+    (tmp_path / "a.yaml").symlink_to(tmp_path / "b.yaml")
+    (tmp_path / "b.yaml").symlink_to(tmp_path / "a.yaml")
+    problem = the_problem([tmp_path], "a.yaml:")
+    assert "loop" in problem and "dangling" not in problem and "does not exist" not in problem
+
+
+def test_a_link_to_itself_is_a_loop(tmp_path: Path) -> None:
+    write(tmp_path, GOOD, "good.yaml")
+    (tmp_path / "self.yaml").symlink_to("self.yaml")
+    problem = the_problem([tmp_path], "self.yaml")
+    assert "loop" in problem and "dangling" not in problem, problem
+
+
+def test_a_directory_of_refused_entries_names_them_not_an_empty_directory(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path, GOOD, "prod.YAML")
+    write(tmp_path, GOOD, "prod.json")
+    problems = problems_of([tmp_path])
+    assert len(problems) == 2, problems
+    assert not any("no policy files" in p for p in problems), problems
+    assert any("rename it to prod.yaml" in p for p in problems), problems
