@@ -405,7 +405,8 @@ def _compose_and_construct(
     try:
         while loader.check_node():
             if nodes:
-                return [], [], [_second_document(label, loader.peek_event().start_mark)]
+                marker = loader.peek_event().start_mark  # type: ignore[no-untyped-call]
+                return [], [], [_second_document(label, marker)]
             node = loader.get_node()
             if node is None:
                 break
