@@ -14,7 +14,7 @@ from cli.context import load_policy, open_store, record_identity
 from cli.identity import PREFIX, current
 from cli.targets import parse_target
 from policies.approvers import describe
-from policies.evaluate import ProposalFacts, undo_facts
+from policies.evaluate import CompiledPolicy, Grant, ProposalFacts, grant_standing, undo_facts
 from policies.grants import GrantBook
 from policies.loader import PolicyError, load
 from policies.model import check_label_key, check_label_value, schema
@@ -230,23 +230,78 @@ def explain(
     )
 
 
+def _standing(grant: Grant, policy: CompiledPolicy, now: datetime) -> str | None:
+    """Why ``grant`` does not count under ``policy`` now (None: it counts), by the function
+    evaluate uses. An undo's risk is that of the write it reverses, unknown here: the grant
+    counts only if it counts whatever that risk is."""
+    kind, _, name = grant.resource.partition("/")
+    cls = CATALOG.get(grant.action)
+    levels = [cls.risk] if cls is not None else ["low", "medium", "high"]
+    reasons: dict[str, str] = {}
+    for level in levels:
+        facts = ProposalFacts(
+            action=grant.action,
+            namespace=grant.namespace,
+            kind=kind,
+            name=name,
+            risk=level,
+            reversible=cls.reversible if cls is not None else True,
+            requester="",  # someone else than its creator: see grant_refusal
+        )
+        reason = grant_standing(grant, policy, facts, now)
+        if reason is not None:
+            reasons.setdefault(reason, level)
+    if not reasons:
+        return None
+    if cls is not None:
+        return next(iter(reasons))
+    return "; ".join(f"undoing a {level}-risk write: {why}" for why, level in reasons.items())
+
+
 @policy.command()
 @click.option("--all", "show_all", is_flag=True, help="Include expired and revoked grants.")
-def grants(show_all: bool) -> None:
-    """List "Always allow" grants."""
+@_POLICY_DIR
+def grants(show_all: bool, policy_dir: Path | None) -> None:
+    """List "Always allow" grants, and whether each counts under today's rules."""
     now = datetime.now(UTC)
     book = _grants()
-    found = book.all() if show_all else book.active(now)
-    if not found:
-        click.echo("no grants")
-    for grant in found:
-        state = (
-            "revoked" if grant.revoked_at else ("expired" if grant.expires_at <= now else "active")
-        )
+    try:
+        in_force: CompiledPolicy | None = load_policy(policy_dir)
+    except PolicyError as error:
+        in_force = None
         click.echo(
-            f"{grant.id}  {state:<7} {grant.action} {grant.namespace}/{grant.resource}"
-            f"  by {grant.created_by}  until {grant.expires_at:%Y-%m-%d %H:%M} UTC"
+            f"{error.message.partition(chr(10))[0]} (`stratus policy check` lists why); no "
+            "grant counts until it does",
+            err=True,
         )
+    listed = 0
+    for grant in book.all():
+        tampered = book.problem(grant.id)
+        live = grant.revoked_at is None and now < grant.expires_at
+        if not (show_all or live or tampered):
+            continue
+        listed += 1
+        why_not: str | None = None
+        if tampered:
+            state, why_not = "TAMPERED", f"allows nothing: {tampered}"
+        elif grant.revoked_at:
+            state = "revoked"
+        elif not live:
+            state = "expired"
+        else:
+            reason = (
+                "the policy does not load" if in_force is None else _standing(grant, in_force, now)
+            )
+            state = "counts" if reason is None else "suspended"
+            if reason is not None:
+                why_not = f"does not count under today's rules: {reason}"
+        click.echo(
+            f"{grant.id}  {state:<9} {grant.action} {grant.namespace}/{grant.resource}"
+            f"  by {grant.created_by}  until {grant.expires_at:%Y-%m-%d %H:%M} UTC"
+            + (f"  ({why_not})" if why_not else "")
+        )
+    if not listed:
+        click.echo("no grants")
 
 
 @policy.command()
