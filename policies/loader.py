@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import errno
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -302,17 +303,27 @@ def _merge_keys(root: yaml.Node, label: str) -> list[Problem]:
 
 
 # What a policy file may not hold, raw or written as an escape: C0 controls but tab and line
-# feed, DEL, C1 controls, lone surrogates (no UTF-8 exists for them) and the noncharacters
-# U+FFFE/U+FFFF. Policy text is printed on terminals and in Slack, where an ESC starts an
-# escape sequence and a carriage return rewrites the line; in a file it is a paste or binary
-# mishap. The raw check leaves carriage returns alone (CRLF line ends) and lets YAML read NEL
-# as the line break it is.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
-_RAW_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff\ufffe\uffff]")
+# feed, DEL, C1 controls, lone surrogates (no UTF-8 exists for them), the noncharacters
+# U+FFFE/U+FFFF, and the bidirectional overrides and isolates, which show a reviewer the text
+# in another order than YAML reads it. Policy text is printed on terminals and in Slack, where
+# an ESC starts an escape sequence and a carriage return rewrites the line; in a file it is a
+# paste or binary mishap. The raw check leaves carriage returns alone (CRLF line ends) and
+# lets YAML read NEL as the line break it is.
+_BIDI = "\u202a-\u202e\u2066-\u2069"
+_CONTROL = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff{_BIDI}]")
+_RAW_CONTROL = re.compile(
+    f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff\ufffe\uffff{_BIDI}]"
+)
 _LINE_BREAK = re.compile("\r\n|[\n\r\x85\u2028\u2029]")
 
 
 def _control_text(char: str) -> str:
+    if re.fullmatch(f"[{_BIDI}]", char):
+        # "Trojan Source": a reviewer would read the file in another order than YAML does.
+        return (
+            f"control character U+{ord(char):04X} (a bidirectional override, which reorders "
+            "how the text around it is shown)"
+        )
     return f"control character U+{ord(char):04X}"
 
 
@@ -600,7 +611,10 @@ def _directory_files(directory: Path) -> tuple[list[Path], list[Problem]]:
     for entry in entries:
         if entry.name.startswith("."):
             continue
-        refusal = _refusal(entry)
+        try:
+            refusal = _refusal(entry)
+        except OSError as error:
+            refusal = f"cannot read it: {error.strerror}"
         if refusal is None:
             files.append(entry)
         else:
@@ -626,16 +640,22 @@ def find_policy_files(paths: list[Path]) -> PolicyFiles:
     files: list[Path] = []
     problems: list[Problem] = []
     for path in paths:
-        if path.is_dir():
+        try:
+            status = path.stat()
+        except OSError as error:
+            # Missing, a loop, too long a name, no permission: the path is a problem like any
+            # other (a reload at the guard must not crash on it).
+            reason = "no such file or directory" if error.errno == errno.ENOENT else error.strerror
+            problems.append(Problem(str(path), 1, 1, f"cannot read it: {reason}"))
+            continue
+        if stat.S_ISDIR(status.st_mode):
             found, refused = _directory_files(path)
             files.extend(found)
             problems.extend(refused)
-        elif path.is_file():
+        elif stat.S_ISREG(status.st_mode):
             files.append(path)
-        elif path.exists():
-            problems.append(Problem(str(path), 1, 1, "not a regular file or directory"))
         else:
-            problems.append(Problem(str(path), 1, 1, "no such file or directory"))
+            problems.append(Problem(str(path), 1, 1, "not a regular file or directory"))
     return PolicyFiles(tuple(files), tuple(problems))
 
 

@@ -509,3 +509,32 @@ def test_a_directory_of_refused_entries_names_them_not_an_empty_directory(
     assert len(problems) == 2, problems
     assert not any("no policy files" in p for p in problems), problems
     assert any("rename it to prod.yaml" in p for p in problems), problems
+
+
+@pytest.mark.parametrize("char", ["\u202e", "\u2066", "\u202a"])
+def test_a_bidirectional_override_is_refused(tmp_path: Path, char: str) -> None:
+    """ "Trojan Source": in a comment or a value, it shows a reviewer another order than YAML
+    reads (``decision: allow  # <RLO> deny``)."""
+    raw = write(tmp_path, CONTROL_RULE + f"    # {char}wolla :noisiced\n", "raw.yaml")
+    assert "bidirectional" in the_problem([raw], "raw.yaml:7:7: control character")
+    escaped = write(tmp_path, CONTROL_RULE + f'    description: "a\\u{ord(char):04x}b"\n', "e.yaml")
+    assert "bidirectional" in the_problem([escaped], "e.yaml:7:18: control character")
+
+
+@pytest.mark.parametrize(
+    ("case", "name", "needle"),
+    [
+        ("missing", "nowhere", "no such file or directory"),
+        ("a name too long for the file system", "a" * 5000, "too long"),
+    ],
+)
+def test_a_policy_path_that_cannot_be_read_is_a_problem(
+    tmp_path: Path, case: str, name: str, needle: str
+) -> None:
+    problem = the_problem([tmp_path / name], "cannot read it")
+    assert needle in problem, (case, problem)
+
+
+def test_a_policy_path_looping_on_itself_is_a_problem(tmp_path: Path) -> None:
+    (tmp_path / "policies").symlink_to(tmp_path / "policies")
+    assert "symbolic links" in the_problem([tmp_path / "policies"], "cannot read it")
