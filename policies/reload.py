@@ -16,7 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from policies.evaluate import CompiledPolicy
-from policies.loader import MAX_FILE_BYTES, PolicyError, Problem, find_policy_files, load
+from policies.files import find_policy_files
+from policies.loader import MAX_FILE_BYTES, PolicyError, Problem, load
 from store.audit import AuditLog
 from store.db import Store
 from store.errors import Remedy, StratusError
