@@ -3,29 +3,45 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
 import click
 
+from agents.workflow import AGENT
 from cli.context import load_policy, open_store, record_identity
-from cli.identity import current
-from cli.targets import KIND_ALIASES
+from cli.identity import PREFIX, current
+from cli.targets import parse_target
 from policies.approvers import describe
-from policies.evaluate import ProposalFacts
+from policies.evaluate import CompiledPolicy, Grant, ProposalFacts, grant_standing, undo_facts
 from policies.grants import GrantBook
 from policies.loader import PolicyError, load
-from policies.model import schema
+from policies.model import check_label_key, check_label_value, schema
 from policies.reload import ENV
 from proposals.core import decide
-from tools.actions import CATALOG, POLICY_ACTIONS
+from store.db import Store
+from store.records import UndoEntries
+from tools.actions import CATALOG, POLICY_ACTIONS, UNDO
+from tools.errors import Invalid
+from tools.objects import CLUSTER_SCOPED, ObjectRef
 from tools.params import parse_labels
+from undo.stack import check_record
+
+
+def _policy_dir(ctx: click.Context, param: click.Parameter, value: str | None) -> Path | None:
+    # Path("") is ".": an empty option would quietly read the current directory.
+    if value is not None and not value.strip():
+        raise click.BadParameter("is empty; name the policy directory", ctx=ctx, param=param)
+    return None if value is None else Path(value)
+
 
 _POLICY_DIR = click.option(
     "--policy-dir",
-    type=click.Path(path_type=Path),
+    type=click.Path(),
     default=None,
-    help=f"Policy directory (default: ${ENV}; none: ask for everything).",
+    callback=_policy_dir,
+    help=f"Policy directory (default: ${ENV}; unset: no policy, ask for everything).",
 )
 
 
@@ -51,18 +67,104 @@ def check(paths: tuple[Path, ...]) -> None:
     click.echo(f"ok: {len(loaded.rules)} rules in {len(loaded.files)} file(s)")
 
 
+# Who can ask for a write: a terminal user, a Slack user, or the incident workflow's agent.
+_SLACK_USER = re.compile(r"^[UW][A-Z0-9]{2,}$")
+_TERMINAL_NAME = re.compile(r"^[A-Za-z0-9][-A-Za-z0-9._]{0,62}$")
+
+
+def _requester(value: str | None) -> str:
+    """The requester to explain for, checked like the identities that really propose: a
+    typo must not explain a request nobody can make."""
+    if value is None:
+        return current().actor
+    name = value.removeprefix(PREFIX)
+    terminal = value.startswith(PREFIX) and _TERMINAL_NAME.fullmatch(name) is not None
+    if (terminal and not name.lower().startswith("stratus")) or value == AGENT:
+        return value
+    if _SLACK_USER.fullmatch(value):
+        return value
+    raise Invalid(
+        f"--requester {value!r} is not someone who can ask for a write: give cli:NAME (a "
+        f"terminal user), a Slack user ID (U… or W…) or {AGENT} (the incident workflow)"
+    )
+
+
+def _labels(pairs: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    labels = parse_labels(pairs)
+    try:
+        for key, value in labels.items():
+            check_label_key(key)
+            check_label_value(value)
+    except ValueError as error:
+        raise Invalid(f"--label: {error}") from error
+    return tuple(sorted(labels.items()))
+
+
+def _target(action: str, resource: str, namespace: str) -> ObjectRef:
+    """KIND/NAME in NAMESPACE, checked as ``act`` checks its target: a known kind the action
+    writes, valid Kubernetes names (a cluster-scoped kind has no namespace)."""
+    if "/" not in resource:
+        raise Invalid(f"--resource {resource!r}: expected KIND/NAME, e.g. deployment/web")
+    kind, name = parse_target(resource, "")
+    writable = sorted({k for cls in CATALOG.values() for k in cls.kinds})
+    kinds = CATALOG[action].kinds if action in CATALOG else writable
+    if kind not in kinds:
+        raise Invalid(f"{action} acts on {', '.join(kinds)}, not {kind}")
+    return ObjectRef(kind, name, "" if kind in CLUSTER_SCOPED else namespace)
+
+
+def _undo_risk(store: Store, ref: ObjectRef, risk: str | None) -> tuple[str, str]:
+    """The risk an undo of ``ref`` is decided with, and where it came from: ``--risk``, or —
+    as the real undo does — the write its newest active undo entry reverses."""
+    if risk is not None:
+        return risk, "given with --risk"
+    entries = [
+        entry
+        for entry in UndoEntries(store).active()
+        if (entry.execution.kind, entry.execution.namespace, entry.execution.name)
+        == (ref.kind, ref.namespace, ref.name)
+    ]
+    if not entries:
+        raise Invalid(
+            f"no active undo entry for {ref}: there is nothing to undo there, so the risk of "
+            "the write an undo would reverse is unknown; give --risk low|medium|high to "
+            "explain undoing a write of that risk",
+            subject=str(ref),
+        )
+    execution = entries[0].execution
+    check_record(execution, store)  # a real undo refuses an edited record, and so does this
+    facts = undo_facts(
+        original_action=execution.action,
+        kind=ref.kind,
+        namespace=ref.namespace,
+        name=ref.name,
+        requester="",
+    )
+    return facts.risk, (
+        f"of {execution.action}, the write undo entry {entries[0].id} reverses: the newest "
+        f"active one for {ref}"
+    )
+
+
 @policy.command()
 @click.option(
     "--action",
     "action_name",
     required=True,
     type=click.Choice(sorted(POLICY_ACTIONS)),
-    help="The catalog action.",
+    help="The catalog action, or undo.",
 )
 @click.option("--namespace", "-n", required=True)
 @click.option("--resource", required=True, help="KIND/NAME, e.g. deployment/web.")
 @click.option("--requester", default=None, help="Who asks (default: you, cli:<user>).")
 @click.option("--label", "labels", multiple=True, help="Target label KEY=VALUE (repeatable).")
+@click.option(
+    "--risk",
+    type=click.Choice(["low", "medium", "high"]),
+    default=None,
+    help="undo only: the risk of the write it reverses (default: that of the newest active "
+    "undo entry for the resource, as the real undo).",
+)
 @_POLICY_DIR
 def explain(
     action_name: str,
@@ -70,26 +172,47 @@ def explain(
     resource: str,
     requester: str | None,
     labels: tuple[str, ...],
+    risk: str | None,
     policy_dir: Path | None,
 ) -> None:
     """Print the decision for an action and which rule (or grant) made it."""
-    kind_text, sep, name = resource.partition("/")
-    kind = KIND_ALIASES.get(kind_text.lower()) if sep else None
-    if kind is None or not name:
-        raise click.BadParameter("expected KIND/NAME, e.g. deployment/web", param_hint="--resource")
-    cls = CATALOG.get(action_name)
+    ref = _target(action_name, resource, namespace)
+    asker = _requester(requester)
+    target_labels = _labels(labels)
+    store = open_store()
+    if action_name == UNDO:
+        risk, source = _undo_risk(store, ref, risk)
+        reversible = True
+    elif risk is not None:
+        cls = CATALOG[action_name]
+        raise Invalid(
+            f"--risk is only for --action undo: the risk of {action_name} comes from the "
+            f"catalog ({cls.risk}), never from the request"
+        )
+    else:
+        cls = CATALOG[action_name]
+        risk, reversible, source = cls.risk, cls.reversible, "the catalog's"
     facts = ProposalFacts(
         action=action_name,
-        namespace="" if kind == "Node" else namespace,
-        kind=kind,
-        name=name,
-        risk=cls.risk if cls else "medium",
-        reversible=cls.reversible if cls else True,
-        requester=requester or current().actor,
-        labels=tuple(sorted(parse_labels(labels).items())),
+        namespace=ref.namespace,
+        kind=ref.kind,
+        name=ref.name,
+        risk=risk,
+        reversible=reversible,
+        requester=asker,
+        labels=target_labels,
     )
-    now = datetime.now(UTC)
-    decision = decide(facts, policy=load_policy(policy_dir), store=open_store(), now=now)
+    try:
+        policy_in_force = load_policy(policy_dir)
+    except PolicyError as error:
+        click.echo(error.message.partition("\n")[0], err=True)
+        for problem in error.problems:
+            click.echo(f"  {problem}", err=True)
+        click.echo(
+            "  hint: fix the files; `stratus policy check DIR` lists every problem", err=True
+        )
+        raise SystemExit(1) from error
+    decision = decide(facts, policy=policy_in_force, store=store, now=datetime.now(UTC))
     click.echo(f"{decision.outcome}: {decision.reason}")
     if decision.outcome == "ask":
         remember = (
@@ -100,25 +223,85 @@ def explain(
             f"{decision.min_approvals}; requester may approve: "
             f"{'yes' if decision.self_approval else 'no'}; 'Always allow': {remember}"
         )
+    click.echo(
+        f"  facts: {action_name} on {ref}, risk {risk} ({source}), "
+        f"{'reversible' if reversible else 'irreversible'}, requester {asker}"
+        + (f", labels {', '.join(f'{k}={v}' for k, v in target_labels)}" if target_labels else "")
+    )
+
+
+def _standing(grant: Grant, policy: CompiledPolicy, now: datetime) -> str | None:
+    """Why ``grant`` does not count under ``policy`` now (None: it counts), by the function
+    evaluate uses. An undo's risk is that of the write it reverses, unknown here: the grant
+    counts only if it counts whatever that risk is."""
+    kind, _, name = grant.resource.partition("/")
+    cls = CATALOG.get(grant.action)
+    levels = [cls.risk] if cls is not None else ["low", "medium", "high"]
+    reasons: dict[str, str] = {}
+    for level in levels:
+        facts = ProposalFacts(
+            action=grant.action,
+            namespace=grant.namespace,
+            kind=kind,
+            name=name,
+            risk=level,
+            reversible=cls.reversible if cls is not None else True,
+            requester="",  # someone else than its creator: see grant_refusal
+        )
+        reason = grant_standing(grant, policy, facts, now)
+        if reason is not None:
+            reasons.setdefault(reason, level)
+    if not reasons:
+        return None
+    if cls is not None:
+        return next(iter(reasons))
+    return "; ".join(f"undoing a {level}-risk write: {why}" for why, level in reasons.items())
 
 
 @policy.command()
 @click.option("--all", "show_all", is_flag=True, help="Include expired and revoked grants.")
-def grants(show_all: bool) -> None:
-    """List "Always allow" grants."""
+@_POLICY_DIR
+def grants(show_all: bool, policy_dir: Path | None) -> None:
+    """List "Always allow" grants, and whether each counts under today's rules."""
     now = datetime.now(UTC)
     book = _grants()
-    found = book.all() if show_all else book.active(now)
-    if not found:
-        click.echo("no grants")
-    for grant in found:
-        state = (
-            "revoked" if grant.revoked_at else ("expired" if grant.expires_at <= now else "active")
-        )
+    try:
+        in_force: CompiledPolicy | None = load_policy(policy_dir)
+    except PolicyError as error:
+        in_force = None
         click.echo(
-            f"{grant.id}  {state:<7} {grant.action} {grant.namespace}/{grant.resource}"
-            f"  by {grant.created_by}  until {grant.expires_at:%Y-%m-%d %H:%M} UTC"
+            f"{error.message.partition(chr(10))[0]} (`stratus policy check` lists why); no "
+            "grant counts until it does",
+            err=True,
         )
+    listed = 0
+    for grant in book.all():
+        tampered = book.problem(grant.id)
+        live = grant.revoked_at is None and now < grant.expires_at
+        if not (show_all or live or tampered):
+            continue
+        listed += 1
+        why_not: str | None = None
+        if tampered:
+            state, why_not = "TAMPERED", f"allows nothing: {tampered}"
+        elif grant.revoked_at:
+            state = "revoked"
+        elif not live:
+            state = "expired"
+        else:
+            reason = (
+                "the policy does not load" if in_force is None else _standing(grant, in_force, now)
+            )
+            state = "counts" if reason is None else "suspended"
+            if reason is not None:
+                why_not = f"does not count under today's rules: {reason}"
+        click.echo(
+            f"{grant.id}  {state:<9} {grant.action} {grant.namespace}/{grant.resource}"
+            f"  by {grant.created_by}  until {grant.expires_at:%Y-%m-%d %H:%M} UTC"
+            + (f"  ({why_not})" if why_not else "")
+        )
+    if not listed:
+        click.echo("no grants")
 
 
 @policy.command()

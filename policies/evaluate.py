@@ -299,10 +299,11 @@ def grant_refusal(
 ) -> str | None:
     """Why ``grant`` does not stand for a human answer under today's combined decision
     ``asked``, or None when it does: its creator could create it today and for this request."""
-    if not asked.remember:
-        return "the rules in force do not allow 'Always allow'"
+    # A quorum rules out "Always allow" too; it is named first, as the more telling reason.
     if asked.min_approvals > 1:
         return f"the rules in force need {asked.min_approvals} approvals"
+    if not asked.remember:
+        return "the rules in force do not allow 'Always allow'"
     if is_machine(grant.created_by) or not satisfies(
         asked.approvers, grant.created_by, grant.creator_groups
     ):
@@ -317,6 +318,33 @@ def grant_refusal(
     ):
         return "it is older than the rules' max_grant"
     return None
+
+
+def grant_standing(
+    grant: Grant, policy: CompiledPolicy, facts: ProposalFacts, now: datetime
+) -> str | None:
+    """Why ``grant`` would not allow ``facts`` under ``policy`` at ``now``, or None when it
+    would: the steps ``evaluate`` takes (a deny wins, a grant stands only for an answer the
+    matching ask rules ask for, ``grant_refusal`` under their combined decision), for surfaces
+    that list grants."""
+    if grant.revoked_at is not None:
+        return "it was revoked"
+    if now >= grant.expires_at:
+        return "it expired"
+    if not grant.matches(facts, now):
+        return "it is for another action or resource"
+    matched = policy.matching(facts, now)
+    denies = _names(r for r in matched if r.decision == "deny")
+    if denies:
+        return f"{_rules_text(denies)} {'denies' if len(denies) == 1 else 'deny'} it"
+    asks = [r for r in matched if r.decision == "ask"]
+    if not asks:
+        return (
+            "no ask rule matches it today (a grant stands only for an answer a rule asks for; "
+            "an allow rule or the default decides instead)"
+        )
+    asked = _combined_ask(asks, policy.policy.defaults, policy.approval_timeout_seconds)
+    return grant_refusal(grant, asked, facts, now)
 
 
 def evaluate(

@@ -5,18 +5,20 @@ PyYAML's composer keeps the position of every node; a validation error's locatio
 should look at. A directory with any error does not load at all: the caller keeps the last
 good policy, or — at start-up — refuses to start (fail closed).
 
-The loader assumes a clumsy or hostile author. A policy directory holds ``*.yaml`` and
-``*.yml`` files directly; any other visible entry is an error rather than silently skipped,
-and so is a directory with no policy file. A file is read only up to ``MAX_FILE_BYTES``, and
+The loader assumes a clumsy or hostile author. Which files a directory holds, and the entries
+it refuses, is ``policies.files``. A file is plain text (no control characters) read only up to
+``MAX_FILE_BYTES``, and
 its composed node graph is checked before anything is constructed: aliases may expand it by
 at most ``MAX_ALIAS_EXPANSION`` nodes (a "billion laughs" document stops after that many
 steps), nesting is bounded, and a key repeated in one mapping (where YAML would silently keep
 the last, turning ``decision: deny`` into ``allow``) is an error, as is a merge key (``<<``),
-which resolves conflicting keys just as silently.
+which resolves conflicting keys just as silently. A file holds one YAML document: a second
+one (``---``) could hide rules below the policy a reviewer read.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,39 +28,27 @@ import yaml
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
+from policies.files import find_policy_files
 from policies.model import Defaults, PolicyFile, Rule
-from store.errors import Remedy, StratusError
+from policies.problems import PolicyError, Problem
+
+# PolicyError and Problem live in policies.problems (shared with policies.files); callers
+# import them from here, where policies are loaded.
+__all__ = [
+    "MAX_ALIAS_EXPANSION",
+    "MAX_DEPTH",
+    "MAX_FILE_BYTES",
+    "Policy",
+    "PolicyError",
+    "Problem",
+    "SourcedRule",
+    "load",
+    "parse_file",
+]
 
 MAX_FILE_BYTES = 1 << 20  # a policy file is a few kilobytes; 1 MiB is generous
 MAX_ALIAS_EXPANSION = 10_000  # nodes reached again through aliases, over a whole file
 MAX_DEPTH = 50  # a policy nests about 7 levels deep
-POLICY_SUFFIXES = (".yaml", ".yml")
-
-
-@dataclass(frozen=True)
-class Problem:
-    path: str
-    line: int
-    column: int
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}:{self.column}: {self.message}"
-
-
-class PolicyError(StratusError):
-    """One or more policy files are invalid; ``problems`` lists each with its position.
-    Nothing is allowed while the policy does not load (fail closed)."""
-
-    code = "policy"
-    default_remedy = Remedy.FIX_POLICY
-
-    def __init__(self, problems: list[Problem]) -> None:
-        super().__init__(
-            "the policy does not load (nothing is allowed until it does):\n"
-            + "\n".join(str(p) for p in problems)
-        )
-        self.problems = problems
 
 
 @dataclass(frozen=True)
@@ -114,6 +104,53 @@ def _message(error: ErrorDetails) -> str:
         return f"{loc}: expected {expected}, got {error.get('input')!r}"
     text = str(error["msg"]).removeprefix("Value error, ")
     return f"{loc}: {text}" if loc else text
+
+
+def _value_node(root: yaml.Node, loc: tuple[int | str, ...]) -> yaml.Node | None:
+    """The value node at a pydantic location (``_locate`` answers a scalar's key)."""
+    parent = _locate(root, loc[:-1]) if loc[:-1] else root
+    if isinstance(parent, yaml.MappingNode):
+        return next((v for k, v in parent.value if k.value == loc[-1]), None)
+    if isinstance(parent, yaml.SequenceNode) and isinstance(loc[-1], int):
+        return parent.value[loc[-1]] if loc[-1] < len(parent.value) else None
+    return None
+
+
+_SHORT_CLOCK = re.compile(r"[0-9]:[0-5][0-9]")
+
+
+def _read_as(tag: str, value: Any) -> str | None:
+    """What YAML 1.1 made of an unquoted scalar that is not text, in words."""
+    kind = tag.rpartition(":")[2]
+    if kind in ("int", "float"):
+        return f"the number {value}"
+    if kind == "bool":
+        return "true" if value else "false"
+    if kind == "null":
+        return "null (nothing)"
+    if kind == "timestamp":
+        return "a date"
+    return None
+
+
+def _unquoted(root: yaml.Node, error: ErrorDetails) -> str | None:
+    """For text written without quotes that YAML 1.1 read as something else, what it read and
+    how to write it: ``end: 18:00`` is the base-60 number 1080, ``description: yes`` is true."""
+    if error["type"] != "string_type" or not error["loc"]:
+        return None
+    node = _value_node(root, tuple(error["loc"]))
+    if not isinstance(node, yaml.ScalarNode) or node.style is not None:
+        return None
+    read_as = _read_as(node.tag, error.get("input"))
+    if read_as is None:
+        return None
+    text = node.value
+    why = f"YAML reads an unquoted {text or '(empty value)'} as {read_as}"
+    if ":" in text and node.tag.endswith(":int"):
+        why += " (base 60)"
+        text = "0" + text if _SHORT_CLOCK.fullmatch(text) else text
+    loc = ".".join(str(p) for p in error["loc"])
+    return f'{loc}: expected text, but {why}; write it in quotes: {error["loc"][-1]}: "{text}"'
 
 
 def _at(label: str, node: yaml.Node, message: str) -> Problem:
@@ -177,8 +214,8 @@ class _Bounds:
         self._ancestors.discard(key)
 
 
-def _mappings(root: yaml.Node) -> Iterator[yaml.MappingNode]:
-    """Every mapping of a document once (aliases share nodes), in document order."""
+def _nodes(root: yaml.Node) -> Iterator[yaml.Node]:
+    """Every node of a document once (aliases share nodes), in document order."""
     seen: set[int] = set()
     pending = [root]
     while pending:
@@ -186,9 +223,15 @@ def _mappings(root: yaml.Node) -> Iterator[yaml.MappingNode]:
         if id(node) in seen:
             continue
         seen.add(id(node))
+        yield node
+        pending.extend(reversed(_children(node)))
+
+
+def _mappings(root: yaml.Node) -> Iterator[yaml.MappingNode]:
+    """Every mapping of a document once, in document order."""
+    for node in _nodes(root):
         if isinstance(node, yaml.MappingNode):
             yield node
-        pending.extend(reversed(_children(node)))
 
 
 def _duplicate_keys(root: yaml.Node, label: str) -> list[Problem]:
@@ -245,13 +288,90 @@ def _merge_keys(root: yaml.Node, label: str) -> list[Problem]:
     ]
 
 
+# What a policy file may not hold, raw or written as an escape: C0 controls but tab and line
+# feed, DEL, C1 controls, lone surrogates (no UTF-8 exists for them), the noncharacters
+# U+FFFE/U+FFFF, and the bidirectional overrides and isolates, which show a reviewer the text
+# in another order than YAML reads it. Policy text is printed on terminals and in Slack, where
+# an ESC starts an escape sequence and a carriage return rewrites the line; in a file it is a
+# paste or binary mishap. The raw check leaves carriage returns alone (CRLF line ends) and
+# lets YAML read NEL as the line break it is.
+_BIDI = "\u202a-\u202e\u2066-\u2069"
+_CONTROL = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff{_BIDI}]")
+_RAW_CONTROL = re.compile(
+    f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ud800-\udfff\ufffe\uffff{_BIDI}]"
+)
+_LINE_BREAK = re.compile("\r\n|[\n\r\x85\u2028\u2029]")
+
+
+def _control_text(char: str) -> str:
+    if re.fullmatch(f"[{_BIDI}]", char):
+        # "Trojan Source": a reviewer would read the file in another order than YAML does.
+        return (
+            f"control character U+{ord(char):04X} (a bidirectional override, which reorders "
+            "how the text around it is shown)"
+        )
+    return f"control character U+{ord(char):04X}"
+
+
+def _raw_control(text: str, label: str) -> Problem | None:
+    """The first control character in the file's text, at its line and column (as YAML
+    counts them), before PyYAML's reader refuses the whole file without a position."""
+    found = _RAW_CONTROL.search(text)
+    if found is None:
+        return None
+    before = text[: found.start()]
+    breaks = list(_LINE_BREAK.finditer(before))
+    line = len(breaks) + 1
+    column = found.start() - (breaks[-1].end() if breaks else 0) + 1
+    return Problem(
+        label,
+        line,
+        column,
+        f"{_control_text(found.group())} in the file: a policy file is plain text (tab and "
+        "line breaks only), and its text is printed on terminals and in Slack; remove it",
+    )
+
+
+def _scalar_controls(root: yaml.Node, label: str) -> list[Problem]:
+    """A control character a quoted escape (``"\\e[2J"``, ``"\\0"``, ``"\\r"``) put in a
+    key or value, at the scalar's position."""
+    problems = []
+    for node in _nodes(root):
+        if isinstance(node, yaml.ScalarNode):
+            found = _CONTROL.search(node.value)
+            if found is not None:
+                problems.append(
+                    _at(
+                        label,
+                        node,
+                        f"{_control_text(found.group())} in this value (written as an "
+                        "escape): policy text is printed on terminals and in Slack, where "
+                        "control characters rewrite what is shown; remove it (tab and "
+                        "line breaks are fine)",
+                    )
+                )
+    return problems
+
+
 def _check_document(node: yaml.Node, bounds: _Bounds, label: str) -> list[Problem]:
     """Problems of one composed document, found before anything is constructed."""
     try:
         bounds.visit(node)
     except _Refused as refused:
         return [_at(label, refused.node, refused.message)]
-    return _merge_keys(node, label) + _duplicate_keys(node, label)
+    return _merge_keys(node, label) + _duplicate_keys(node, label) + _scalar_controls(node, label)
+
+
+def _second_document(label: str, mark: yaml.Mark) -> Problem:
+    """A file holds one policy document. YAML allows several (``---``), but a file meant to be
+    replaced whole could then hide a second policy below the one its reviewer read."""
+    return Problem(
+        label,
+        mark.line + 1,
+        1,
+        "a second YAML document ('---'): a policy file holds one policy document, so no rule "
+        "hides below the one a reviewer reads; move it to a file of its own",
+    )
 
 
 def _yaml_problem(label: str, error: yaml.YAMLError) -> Problem:
@@ -270,11 +390,20 @@ def _compose_and_construct(
     Every document is composed and checked before any is constructed, so nothing is expanded
     that was not counted first.
     """
-    loader = yaml.SafeLoader(text)
+    control = _raw_control(text, label)
+    if control is not None:
+        return [], [], [control]
     bounds = _Bounds()
     nodes: list[yaml.Node] = []
     try:
+        loader = yaml.SafeLoader(text)
+    except yaml.YAMLError as error:  # the reader refuses a character _RAW_CONTROL let through
+        return [], [], [_yaml_problem(label, error)]
+    try:
         while loader.check_node():
+            if nodes:
+                marker = loader.peek_event().start_mark  # type: ignore[no-untyped-call]
+                return [], [], [_second_document(label, marker)]
             node = loader.get_node()
             if node is None:
                 break
@@ -285,6 +414,10 @@ def _compose_and_construct(
         values = [loader.construct_document(node) for node in nodes]
     except yaml.YAMLError as error:
         return [], [], [_yaml_problem(label, error)]
+    except (ValueError, OverflowError, TypeError) as error:
+        # PyYAML's resolvers promise more than its constructors keep: 2024-13-45 resolves as
+        # a date that datetime refuses, a 5,000-digit integer exceeds Python's limit.
+        return [], [], [_unconstructable(nodes, label, error)]
     except RecursionError:
         # PyYAML's composer recurses once per level: thousands of '[' end here, not in _Bounds
         message = f"the YAML is nested far more than {MAX_DEPTH} levels deep; a policy needs ~7"
@@ -293,6 +426,38 @@ def _compose_and_construct(
         loader.dispose()
     kept = [(node, value) for node, value in zip(nodes, values, strict=True) if value is not None]
     return [node for node, _ in kept], [value for _, value in kept], []
+
+
+def _unconstructable(nodes: list[yaml.Node], label: str, error: Exception) -> Problem:
+    """The scalar whose value YAML resolved to a type it then could not build, at its line."""
+    constructor = yaml.SafeLoader("")
+    try:
+        for root in nodes:
+            for node in _nodes(root):
+                if not isinstance(node, yaml.ScalarNode):
+                    continue
+                try:
+                    constructor.construct_object(node)
+                except (ValueError, OverflowError, TypeError) as failure:
+                    return _at(label, node, _unreadable_scalar(node, failure))
+    finally:
+        constructor.dispose()
+    return Problem(label, 1, 1, f"a value cannot be read: {error}")
+
+
+def _unreadable_scalar(node: yaml.ScalarNode, error: Exception) -> str:
+    kind = node.tag.rpartition(":")[2]
+    if kind == "int" and "digits" in str(error):
+        digits = sum(c.isdigit() for c in node.value)
+        return (
+            f"a number with {digits:,} digits ({node.value[:12]}…) cannot be read; no policy "
+            "value needs more than a few"
+        )
+    what = {"timestamp": "a date", "int": "a number", "float": "a number"}.get(kind, kind)
+    return (
+        f"{node.value!r} reads as {what} in YAML but is not one ({error}); put it in quotes "
+        "if it is text"
+    )
 
 
 def _read(path: Path) -> str | Problem:
@@ -320,7 +485,8 @@ def _read(path: Path) -> str | Problem:
 
 
 def parse_file(path: Path) -> tuple[list[PolicyFile], list[Problem], list[yaml.Node]]:
-    """Every document of one file, bounded and validated; problems carry positions."""
+    """The file's policy document (one at most), bounded and validated; problems carry
+    positions."""
     label = str(path)
     text = _read(path)
     if isinstance(text, Problem):
@@ -337,118 +503,13 @@ def parse_file(path: Path) -> tuple[list[PolicyFile], list[Problem], list[yaml.N
         except ValidationError as exc:
             for error in exc.errors():
                 located = _locate(node, tuple(error["loc"])) or node
-                problems.append(_at(label, located, _message(error)))
+                problems.append(_at(label, located, _unquoted(node, error) or _message(error)))
     return parsed, problems, nodes
 
 
 def _rule_position(node: yaml.Node, index: int) -> int:
     located = _locate(node, ("rules", index))
     return (located.start_mark.line + 1) if located is not None else 1
-
-
-@dataclass(frozen=True)
-class PolicyFiles:
-    """The policy files some paths name, and every entry refused on the way (fail closed)."""
-
-    files: tuple[Path, ...] = ()
-    problems: tuple[Problem, ...] = ()
-
-
-def _refusal(entry: Path) -> str | None:
-    """Why a visible directory entry cannot be a policy file, or None when it is one.
-
-    Symbolic links to files are followed: Kubernetes mounts a ConfigMap as links into a hidden
-    ``..data`` folder. Anything skipped quietly could be a deny rule nobody enforces, so every
-    other entry is refused with what to do about it.
-    """
-    if entry.is_symlink() and not entry.exists():
-        return (
-            f"this is a dangling symbolic link: its target {_link_target(entry)} does not "
-            "exist; restore the target or remove the link"
-        )
-    if entry.is_dir():
-        return (
-            "this is a directory, and subdirectories are not searched: policy files lie "
-            "directly in the policy directory; move its files up, or move it out"
-        )
-    if entry.suffix not in POLICY_SUFFIXES:
-        if entry.suffix.lower() in POLICY_SUFFIXES:
-            return (
-                "policy files end in lower-case .yaml or .yml: "
-                f"rename it to {entry.stem}{entry.suffix.lower()}"
-            )
-        advice = (
-            f"a JSON policy is valid YAML: rename it to {entry.stem}.yaml"
-            if entry.suffix.lower() == ".json"
-            else "move it out of the policy directory"
-        )
-        return (
-            "not a policy file: only *.yaml and *.yml files are loaded, and nothing else may "
-            f"lie in a policy directory; {advice}"
-        )
-    if not entry.is_file():
-        return "not a regular file (a pipe, socket or device); a policy must be a plain file"
-    return None
-
-
-def _link_target(link: Path) -> str:
-    try:
-        return str(link.readlink())
-    except OSError:
-        return "(unreadable)"
-
-
-def _directory_files(directory: Path) -> tuple[list[Path], list[Problem]]:
-    """The policy files directly in ``directory``, and a problem for every other entry.
-
-    Names starting with "." are ignored: editors' swap and lock files (``.x.yaml.swp``,
-    ``.#x.yaml``) and the bookkeeping of a ConfigMap volume (``..data``) live there.
-    """
-    try:
-        entries = sorted(directory.iterdir())
-    except OSError as error:
-        return [], [Problem(str(directory), 1, 1, f"cannot list the directory: {error}")]
-    files: list[Path] = []
-    problems: list[Problem] = []
-    for entry in entries:
-        if entry.name.startswith("."):
-            continue
-        refusal = _refusal(entry)
-        if refusal is None:
-            files.append(entry)
-        else:
-            problems.append(Problem(str(entry), 1, 1, refusal))
-    if not files:
-        problems.append(
-            Problem(
-                str(directory),
-                1,
-                1,
-                f"no policy files in {directory}: every write would be asked for with the "
-                "defaults alone (anyone may approve, even the requester); add a *.yaml policy "
-                "file, or check the path (an empty directory is often a missing mount)",
-            )
-        )
-    return files, problems
-
-
-def find_policy_files(paths: list[Path]) -> PolicyFiles:
-    """The files ``load`` reads, and why any entry is refused; a file named explicitly is
-    read whatever its suffix (the person named it)."""
-    files: list[Path] = []
-    problems: list[Problem] = []
-    for path in paths:
-        if path.is_dir():
-            found, refused = _directory_files(path)
-            files.extend(found)
-            problems.extend(refused)
-        elif path.is_file():
-            files.append(path)
-        elif path.exists():
-            problems.append(Problem(str(path), 1, 1, "not a regular file or directory"))
-        else:
-            problems.append(Problem(str(path), 1, 1, "no such file or directory"))
-    return PolicyFiles(tuple(files), tuple(problems))
 
 
 def load(paths: list[Path]) -> Policy:

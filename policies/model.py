@@ -195,13 +195,18 @@ class Window(_Strict):
         return value
 
     def contains(self, moment: datetime) -> bool:
+        """Whether ``moment`` (the clock is passed in) falls inside the window. A window across
+        midnight (``start`` after ``end``) belongs to the day it opened: ``{days: [fri],
+        start: 22:00, end: 06:00}`` covers Friday 22:00 to Saturday 06:00, and Friday's early
+        hours belong to Thursday's window."""
         local = moment.astimezone(ZoneInfo(self.timezone))
-        if DAYS[local.weekday()] not in self.days:
-            return False
         clock = local.strftime("%H:%M")
+        today, yesterday = DAYS[local.weekday()], DAYS[(local.weekday() - 1) % 7]
         if self.start <= self.end:
-            return self.start <= clock < self.end
-        return clock >= self.start or clock < self.end  # a window across midnight
+            return today in self.days and self.start <= clock < self.end
+        if clock >= self.start:
+            return today in self.days
+        return clock < self.end and yesterday in self.days
 
 
 # For editors: a match list, when given, names something (an empty one is refused on load).

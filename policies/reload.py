@@ -16,25 +16,46 @@ from collections.abc import Callable
 from pathlib import Path
 
 from policies.evaluate import CompiledPolicy
-from policies.loader import MAX_FILE_BYTES, PolicyError, find_policy_files, load
+from policies.files import find_policy_files
+from policies.loader import MAX_FILE_BYTES, PolicyError, Problem, load
 from store.audit import AuditLog
 from store.db import Store
+from store.errors import Remedy, StratusError
 
 log = logging.getLogger("stratus.policies")
 ENV = "STRATUS_POLICY_DIR"
 
-# A file's identity and change stamp (with a digest of its content while it is recent), or the
+# A file's identity and change stamps (with a digest of its content while it is recent), or the
 # error that hid it (it vanished mid-scan).
-Stamp = tuple[str, int, int, int] | tuple[str, int, int, int, str] | tuple[str, str]
+Stamp = (
+    tuple[str, int, int, int, int, int] | tuple[str, int, int, int, int, int, str] | tuple[str, str]
+)
 # A file changed this recently may change again within one tick of the file system's clock
 # (a few milliseconds) with the same size: its content is compared too, not only its stamp.
 RECENT_NS = 2_000_000_000
 Fingerprint = tuple[tuple[Stamp, ...], tuple[str, ...]]
 
 
+class PolicyDirError(StratusError):
+    """``STRATUS_POLICY_DIR`` is set but names nothing: fail closed, never "no policy"."""
+
+    code = "policy_dir"
+    default_remedy = Remedy.FIX_CONFIG
+
+
 def default_directory() -> Path | None:
-    value = os.environ.get(ENV)
-    return Path(value) if value else None
+    """``$STRATUS_POLICY_DIR``; unset means "no policy: ask for everything". Set but empty (or
+    blank) is a mistake — an unexpanded shell variable, a blank line in an env file — and is
+    refused: read as "no policy" it would drop every deny rule."""
+    if ENV not in os.environ:
+        return None
+    value = os.environ[ENV]
+    if not value.strip():
+        raise PolicyDirError(
+            f"{ENV} is set but empty ({value!r}); set it to the policy directory, or unset it "
+            "to run with no policy (every write asked for)"
+        )
+    return Path(value)
 
 
 def audit_reporter(store: Store, actor: str = "stratus-policy") -> Callable[[PolicyError], None]:
@@ -74,6 +95,12 @@ class PolicyWatcher:
         paths = [self.directory] if self.directory is not None else []
         return CompiledPolicy.build(load(paths))
 
+    def _unreadable(self, failure: Exception) -> PolicyError:
+        log.error("reading the policy failed", exc_info=failure)
+        where = str(self.directory) if self.directory is not None else "policy"
+        reason = f"the files could not be read ({type(failure).__name__}: {failure})"
+        return PolicyError([Problem(where, 1, 1, reason)])
+
     def refresh(self) -> bool:
         """Reload if a file changed; returns True when a new policy is in force."""
         fingerprint = self._scan()
@@ -82,7 +109,11 @@ class PolicyWatcher:
         self._fingerprint = fingerprint
         try:
             self.current = self._load()
-        except PolicyError as error:
+        except Exception as failure:
+            # A reload runs at the guard, between approval and write: whatever goes wrong in
+            # reading the files rejects the change like a bad file, and never crashes the
+            # write it guards (which would leave the proposal executing).
+            error = failure if isinstance(failure, PolicyError) else self._unreadable(failure)
             self.last_error = error
             log.error("policy change rejected, keeping the last good policy:\n%s", error)
             if self.on_error is not None:
@@ -94,12 +125,27 @@ class PolicyWatcher:
 
 
 def _stamp(path: Path) -> Stamp:
-    # The inode changes when a ConfigMap volume swaps its ..data link, even if size and
-    # mtime happen to match.
+    """What tells a changed file from the one that was loaded, with one ``stat``.
+
+    The modification time alone is not enough: ``cp -p``, ``touch -r`` or ``os.utime`` set it
+    back, so a same-size rewrite can keep size, inode and mtime. The change time (ctime) is
+    set by the kernel on every write and metadata change and no user can set it back. The
+    device and inode change when a ConfigMap volume swaps its ``..data`` link or a link is
+    pointed elsewhere, even if everything else happens to match."""
     try:
         status = path.stat()
-        stamp = (str(path), status.st_ino, status.st_mtime_ns, status.st_size)
-        if time.time_ns() - status.st_mtime_ns >= RECENT_NS:
+        stamp = (
+            str(path),
+            status.st_dev,
+            status.st_ino,
+            status.st_mtime_ns,
+            status.st_ctime_ns,
+            status.st_size,
+        )
+        # Two writes within one tick of the file system's clock leave the same stamps: a
+        # file whose latest change (either time) is recent is compared by content too.
+        changed = max(status.st_mtime_ns, status.st_ctime_ns)
+        if time.time_ns() - changed >= RECENT_NS:
             return stamp
         with path.open("rb") as stream:
             content = stream.read(MAX_FILE_BYTES + 1)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from policies.evaluate import CompiledPolicy, Grant, ProposalFacts, evaluate
-from policies.loader import Policy, SourcedRule
+from policies.loader import Policy, SourcedRule, load
 from policies.model import Match, Rule, Window
 from tools.actions import CATALOG
 
@@ -265,3 +266,51 @@ def test_a_grant_lives_no_longer_than_the_current_rules_max_grant() -> None:
     assert evaluate(facts, policy("2h"), [made_an_hour_ago], NOW).source == "grant"
     cut = evaluate(facts, policy("30m"), [made_an_hour_ago], NOW)  # max_grant cut since
     assert cut.outcome == "ask" and cut.grant is None
+
+
+def test_the_part_of_a_window_after_midnight_belongs_to_the_day_it_opened() -> None:
+    """``{days: [fri], start: 22:00, end: 06:00}`` is Friday night: Friday 22:00 to Saturday
+    06:00, not Friday 00:00-06:00 (which is Thursday's night)."""
+    friday_night = Window(days=["fri"], start="22:00", end="06:00")
+    friday, saturday = datetime(2026, 11, 27, tzinfo=UTC), datetime(2026, 11, 28, tzinfo=UTC)
+    assert friday.strftime("%a") == "Fri"
+    covered = [friday.replace(hour=22), friday.replace(hour=23, minute=59)]
+    covered += [saturday, saturday.replace(hour=3), saturday.replace(hour=5, minute=59)]
+    outside = [friday, friday.replace(hour=3), friday.replace(hour=21, minute=59)]
+    outside += [saturday.replace(hour=6), saturday.replace(hour=22), saturday.replace(hour=23)]
+    assert [m for m in covered if not friday_night.contains(m)] == []
+    assert [m for m in outside if friday_night.contains(m)] == []
+    # Sunday night runs into Monday, the next week's first day.
+    sunday_night = Window(days=["sun"], start="23:00", end="01:00")
+    monday = datetime(2026, 11, 30, tzinfo=UTC)
+    assert sunday_night.contains(monday.replace(hour=0, minute=30))
+    assert not sunday_night.contains(datetime(2026, 11, 29, 0, 30, tzinfo=UTC))  # Sunday 00:30
+
+
+def test_a_night_window_in_a_time_zone_counts_days_there() -> None:
+    """Saturday 03:00 in Paris is Saturday 02:00 UTC; the window opened on Friday in Paris."""
+    paris = Window(days=["fri"], start="22:00", end="06:00", timezone="Europe/Paris")
+    assert paris.contains(datetime(2026, 11, 28, 2, 0, tzinfo=UTC))  # Sat 03:00 in Paris
+    assert paris.contains(datetime(2026, 11, 27, 21, 30, tzinfo=UTC))  # Fri 22:30 in Paris
+    assert not paris.contains(datetime(2026, 11, 27, 2, 0, tzinfo=UTC))  # Fri 03:00 in Paris
+
+
+def test_a_deny_window_across_midnight_denies_the_morning_after(tmp_path: Path) -> None:
+    text = (
+        "apiVersion: stratus/v1\nkind: ApprovalPolicy\nmetadata: {name: t}\nrules:\n"
+        "  - name: friday-night\n    decision: deny\n"
+        "    match: {window: {days: [fri], start: '22:00', end: '06:00'}}\n"
+    )
+    (tmp_path / "p.yaml").write_text(text)
+    policy = CompiledPolicy.build(load([tmp_path]))
+    facts = ProposalFacts(
+        action="scale",
+        namespace="prod",
+        kind="Deployment",
+        name="web",
+        risk="medium",
+        reversible=True,
+        requester="U1",
+    )
+    assert evaluate(facts, policy, [], datetime(2026, 11, 28, 1, 0, tzinfo=UTC)).outcome == "deny"
+    assert evaluate(facts, policy, [], datetime(2026, 11, 27, 1, 0, tzinfo=UTC)).outcome == "ask"

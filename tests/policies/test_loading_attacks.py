@@ -346,3 +346,195 @@ def test_kubernetes_globs_and_labels_that_can_match_load(tmp_path: Path) -> None
         "tier": "",
         "Tier_2": "A.b-c",
     }
+
+
+CONTROL_RULE = HEADER + "rules:\n  - name: good\n    decision: deny\n"
+
+
+@pytest.mark.parametrize(
+    ("case", "text", "line", "column"),
+    [
+        ("NUL in a plain value", "    description: x\x00y\n", 7, 19),
+        ("BEL in a quoted value", '    description: "x\x07y"\n', 7, 20),
+        ("ESC in a comment", "    # \x1b[2J\n", 7, 7),
+        ("DEL", "    description: x\x7fy\n", 7, 19),
+        ("a C1 control", "    description: x\x9by\n", 7, 19),
+        ("a noncharacter", "    description: x\ufffey\n", 7, 19),
+    ],
+)
+def test_a_control_character_in_the_file_is_a_problem_at_its_position(
+    tmp_path: Path, case: str, text: str, line: int, column: int
+) -> None:
+    path = write(tmp_path, CONTROL_RULE + text)
+    problem = the_problem([path], "control character")
+    assert problem.startswith(f"{path}:{line}:{column}: "), (case, problem)
+
+
+@pytest.mark.parametrize(
+    ("case", "text"),
+    [
+        ("escaped NUL", '    description: "a\\0b"\n'),
+        ("escaped BEL", '    description: "a\\ab"\n'),
+        ("escaped ESC (a terminal escape sequence)", '    description: "\\e[2Jcleared"\n'),
+        ("escaped C1", '    description: "a\\x9bb"\n'),
+        ("a lone surrogate (no UTF-8 for it)", '    description: "\\ud800"\n'),
+        ("escaped carriage return", '    description: "denied\\rallowed"\n'),
+        ("escaped control in a key", '    match: {labels: {"a\\x01b": x}}\n'),
+    ],
+)
+def test_a_control_character_written_as_an_escape_is_refused_too(
+    tmp_path: Path, case: str, text: str
+) -> None:
+    """Policy text is printed on terminals and in Slack: an escape sequence in a description
+    would rewrite the terminal of whoever runs `policy explain`."""
+    path = write(tmp_path, CONTROL_RULE + text)
+    problem = the_problem([path], "control character")
+    assert problem.startswith(f"{path}:7:"), (case, problem)
+
+
+@pytest.mark.parametrize(
+    ("case", "text", "needle"),
+    [
+        ("an impossible date", "    description: 2024-13-45\n", "2024-13-45"),
+        ("an impossible date and time", "    description: 2024-02-30 10:00:00\n", "2024-02-30"),
+        ("an integer too long to read", "    min_approvals: " + "9" * 5000 + "\n", "digits"),
+    ],
+)
+def test_values_yaml_cannot_construct_are_problems_at_their_line(
+    tmp_path: Path, case: str, text: str, needle: str
+) -> None:
+    path = write(tmp_path, CONTROL_RULE + text)
+    problems = problems_of([path])
+    assert any(p.startswith(f"{path}:7:") and needle in p for p in problems), (case, problems)
+
+
+def test_tabs_newlines_and_unicode_text_still_load(tmp_path: Path) -> None:
+    text = (
+        CONTROL_RULE + '    description: "Gel\\u00e9e:\\tno changes\\nduring the freeze \u2603"\n'
+    )
+    [rule] = load([write(tmp_path, text)]).rules
+    assert rule.rule.description == "Gelée:\tno changes\nduring the freeze \u2603"
+
+
+@pytest.mark.parametrize("command", ["check", "explain", "act"])
+def test_a_control_character_is_one_line_at_the_cli_never_an_internal_error(
+    env: dict[str, str], tmp_path: Path, command: str
+) -> None:
+    policies = tmp_path / "policies"
+    policies.mkdir()
+    path = write(policies, CONTROL_RULE + "    description: x\x07y\n")
+    env = {**env, "STRATUS_POLICY_DIR": str(policies), "STRATUS_HOME": str(tmp_path)}
+    args = {
+        "check": ["policy", "check", str(policies)],
+        "explain": [
+            "policy",
+            "explain",
+            "--action",
+            "scale",
+            "-n",
+            "hotel",
+            "--resource",
+            "deployment/geo",
+        ],
+        "act": ["act", "scale", "geo", "replicas=3", "-n", "hotel", "--yes"],
+    }[command]
+    result = subprocess.run(
+        [sys.executable, "-m", "cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 1, result.stderr
+    assert "internal error" not in result.stderr
+    assert f"{path}:7:19: " in result.stderr and "control character" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("case", "text", "line"),
+    [
+        ("a second policy", GOOD + "---\n" + GOOD.replace("good", "other"), 7),
+        ("a second document hiding an allow rule", GOOD + "--- \n# later\n" + GOOD, 7),
+        ("an empty second document", GOOD + "---\n", 7),
+        ("an explicit end, then another", GOOD + "...\n---\n" + GOOD, 8),
+        ("a leading marker and a second document", "---\n" + GOOD + "---\n" + GOOD, 8),
+    ],
+)
+def test_a_file_holds_one_document(tmp_path: Path, case: str, text: str, line: int) -> None:
+    """A file meant to be replaced whole could hide a second document nobody reviews."""
+    path = write(tmp_path, text)
+    problem = the_problem([path], "holds one policy document")
+    assert problem.startswith(f"{path}:{line}:1: "), (case, problem)
+
+
+def test_a_leading_document_marker_is_fine(tmp_path: Path) -> None:
+    assert len(load([write(tmp_path, "---\n" + GOOD + "...\n")]).rules) == 1
+
+
+@pytest.mark.parametrize(
+    ("clock", "minutes"), [("18:00", 1080), ("9:30", 570), ("24:00", 1440), ("22:00:00", 79200)]
+)
+def test_an_unquoted_clock_time_says_to_quote_it(tmp_path: Path, clock: str, minutes: int) -> None:
+    """YAML 1.1 reads an unquoted 18:00 as the base-60 number 1080."""
+    path = write(tmp_path, RULE + f"      window: {{start: '08:00', end: {clock}}}\n")
+    problem = the_problem([path], "quote")
+    assert problem.startswith(f"{path}:8:"), problem
+    quoted = "09:30" if clock == "9:30" else clock
+    assert f"the number {minutes}" in problem and f'end: "{quoted}"' in problem, problem
+
+
+def test_a_symlink_loop_is_reported_as_a_loop(tmp_path: Path) -> None:
+    write(tmp_path, GOOD, "good.yaml")
+    (tmp_path / "a.yaml").symlink_to(tmp_path / "b.yaml")
+    (tmp_path / "b.yaml").symlink_to(tmp_path / "a.yaml")
+    problem = the_problem([tmp_path], "a.yaml:")
+    assert "loop" in problem and "dangling" not in problem and "does not exist" not in problem
+
+
+def test_a_link_to_itself_is_a_loop(tmp_path: Path) -> None:
+    write(tmp_path, GOOD, "good.yaml")
+    (tmp_path / "self.yaml").symlink_to("self.yaml")
+    problem = the_problem([tmp_path], "self.yaml")
+    assert "loop" in problem and "dangling" not in problem, problem
+
+
+def test_a_directory_of_refused_entries_names_them_not_an_empty_directory(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path, GOOD, "prod.YAML")
+    write(tmp_path, GOOD, "prod.json")
+    problems = problems_of([tmp_path])
+    assert len(problems) == 2, problems
+    assert not any("no policy files" in p for p in problems), problems
+    assert any("rename it to prod.yaml" in p for p in problems), problems
+
+
+@pytest.mark.parametrize("char", ["\u202e", "\u2066", "\u202a"])
+def test_a_bidirectional_override_is_refused(tmp_path: Path, char: str) -> None:
+    """ "Trojan Source": in a comment or a value, it shows a reviewer another order than YAML
+    reads (``decision: allow  # <RLO> deny``)."""
+    raw = write(tmp_path, CONTROL_RULE + f"    # {char}wolla :noisiced\n", "raw.yaml")
+    assert "bidirectional" in the_problem([raw], "raw.yaml:7:7: control character")
+    escaped = write(tmp_path, CONTROL_RULE + f'    description: "a\\u{ord(char):04x}b"\n', "e.yaml")
+    assert "bidirectional" in the_problem([escaped], "e.yaml:7:18: control character")
+
+
+@pytest.mark.parametrize(
+    ("case", "name", "needle"),
+    [
+        ("missing", "nowhere", "no such file or directory"),
+        ("a name too long for the file system", "a" * 5000, "too long"),
+    ],
+)
+def test_a_policy_path_that_cannot_be_read_is_a_problem(
+    tmp_path: Path, case: str, name: str, needle: str
+) -> None:
+    problem = the_problem([tmp_path / name], "cannot read it")
+    assert needle in problem, (case, problem)
+
+
+def test_a_policy_path_looping_on_itself_is_a_problem(tmp_path: Path) -> None:
+    (tmp_path / "policies").symlink_to(tmp_path / "policies")
+    assert "symbolic links" in the_problem([tmp_path / "policies"], "cannot read it")
