@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from agents import snapshot as snapshots
 from agents.analyzers import analyze
 from agents.attempts import AttemptRunner, WriteInFlight
-from agents.health import HealthScore
+from agents.health import METRIC_PARTS, HealthScore
 from agents.incident import (
     Incident,
     IncidentState,
@@ -367,6 +367,8 @@ class IncidentWorkflow(AttemptRunner):
         if incident.attempts:  # the cluster moved since the plan: look again
             result = self.plan_for(incident)
             health = self.health(incident)
+            if result.diagnosis is None and incident.attempts[-1].outcome == "improved":
+                health = self._wait_for_lagging_signals(incident, health)
             if health.healthy and result.diagnosis is None:
                 return self.move(
                     incident,
@@ -402,6 +404,19 @@ class IncidentWorkflow(AttemptRunner):
                 reason="no candidates left",
             )
         return self.begin_attempt(incident, remaining[0])
+
+    def _wait_for_lagging_signals(self, incident: Incident, health: HealthScore) -> HealthScore:
+        """The last attempt helped and no analyzer names anything any more. When all that is
+        left is failing requests in the workloads' latest log lines, those lines may predate the
+        fix (new requests have not pushed them out yet): look again for a settle window before
+        calling the namespace unhealthy, rather than escalating on the fix's own echo."""
+        looks = int(self.config.settle_timeout / max(self.config.poll_interval, 0.01))
+        for _ in range(min(looks, 100)):
+            if not _lagging_only(health):
+                break
+            self.pause(self.config.poll_interval)
+            health = self.health(incident)
+        return health
 
     def _verify(self, incident: Incident) -> Incident:
         attempt = incident.current
@@ -572,3 +587,12 @@ def printable(text: str) -> str:
 def _health_line(label: str, health: HealthScore) -> str:
     parts = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in health.parts.items() if v)
     return f"{label}: score {health.total}" + (f" ({parts})" if parts else " (healthy)")
+
+
+def _lagging_only(health: HealthScore) -> bool:
+    """Unhealthy only through failing requests read from the latest log lines."""
+    return not health.healthy and all(
+        count == 0
+        for name, count in health.parts.items()
+        if name not in ("failing_requests", "new_warning_events", *METRIC_PARTS)
+    )
