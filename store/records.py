@@ -524,7 +524,8 @@ def _entry_left_on_record(store: Store, entry_id: str, execution_id: str, state:
     return state == UNDONE and bool(
         store.query(
             "SELECT 1 FROM proposals WHERE state = 'executed' "
-            "AND json_extract(body, '$.undo_entry') = ? LIMIT 1",
+            "AND (CASE WHEN json_valid(body) THEN json_extract(body, '$.undo_entry') END) = ? "
+            "LIMIT 1",
             [entry_id],
         )
     )
