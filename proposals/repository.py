@@ -160,6 +160,15 @@ class ProposalRepository:
                 warnings.append(f"proposal {proposal.id} ({proposal.state.value}) has no seal")
                 continue
             problems += [f"proposal {row['id']}: {p}" for p in self.problems(proposal, row)]
+        problems += [
+            f"proposal {r['id']}: it is gone, but audit row {r['seq']} recorded it"
+            for r in self.store.query(
+                "SELECT json_extract(payload, '$.proposal') AS id, MAX(seq) AS seq "
+                "FROM audit_log WHERE json_extract(payload, '$.proposal') IS NOT NULL "
+                "AND json_extract(payload, '$.seal') IS NOT NULL GROUP BY 1 "
+                "HAVING id NOT IN (SELECT id FROM proposals)"
+            )
+        ]
         return problems, warnings
 
     def find(
