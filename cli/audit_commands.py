@@ -9,7 +9,8 @@ from policies.grants import GrantBook
 from proposals.killswitch import KillSwitch
 from proposals.repository import ProposalRepository
 from store.audit import AuditLog
-from store.records import misrecorded, unaudited_writes
+from store.events import EventStore
+from store.records import lost, misrecorded, unaudited_writes
 
 
 @click.group()
@@ -19,13 +20,22 @@ def audit() -> None:
 
 @audit.command()
 def verify() -> None:
-    """Check the hash chain and its anchor, and every stored proposal and grant against
-    their seals; exit 1 and name every problem."""
+    """Check the hash chain and its anchor, every stored proposal, grant, event, execution
+    record and undo entry against its seal and the audit log; exit 1 and name every
+    problem."""
     store = open_store()
     report = AuditLog(store).verify_report()
     records, unsealed = ProposalRepository(store).tampered()
     records += GrantBook(store).tampered()
     records += misrecorded(store)
+    records += lost(store)
+    forged_events, unsealed_events = EventStore(store).forged()
+    records += [f"{line}; it is not shown" for line in forged_events]
+    if unsealed_events:
+        unsealed.append(
+            f"{unsealed_events} events carry no seal (stored before events were sealed); "
+            "they are not shown"
+        )
     switch = KillSwitch(store).state()
     if switch.tampered:
         records.append(f"kill switch: {switch.tampered} (it counts as paused)")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from policies.evaluate import Grant, PolicyDecision, ProposalFacts
@@ -31,8 +31,38 @@ class GrantError(StratusError):
     default_remedy = Remedy.FIX_INPUT
 
 
-def _parse(text: str | None) -> datetime | None:
-    return datetime.fromisoformat(text) if text else None
+# What a grant with a time Stratus cannot read stands for: expired and revoked long ago.
+_NEVER = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _stamp(text: Any) -> datetime | None:
+    """A time exactly as Stratus writes it (``isoformat()`` of an aware time), else None: an
+    edited one ("garbage", a trailing space, no offset) makes the grant tampered."""
+    if not isinstance(text, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None or parsed.isoformat() != text:
+        return None
+    return parsed
+
+
+def unreadable(row: dict[str, Any]) -> str | None:
+    """Which stored field of a grant row Stratus cannot have written (None: all readable)."""
+    for name in ("created_at", "expires_at"):
+        if _stamp(row[name]) is None:
+            return f"its {name} ({str(row[name])[:40]!r}) is not a time Stratus writes"
+    if row["revoked_at"] is not None and _stamp(row["revoked_at"]) is None:
+        return f"its revoked_at ({str(row['revoked_at'])[:40]!r}) is not a time Stratus writes"
+    try:
+        groups = json.loads(row.get("creator_groups") or "[]")
+    except ValueError:
+        groups = None
+    if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
+        return "its creator_groups is not a list of groups"
+    return None
 
 
 class GrantTampered(GrantError):
@@ -66,6 +96,25 @@ def _checked_fields(grant: Grant) -> dict[str, str | None]:
         "creator_groups": json.dumps(list(grant.creator_groups)),
         "requested_by": grant.requested_by,
     }
+
+
+def _grant(r: dict[str, Any]) -> Grant:
+    """A stored row as a grant; one with a field Stratus cannot read stands expired and
+    revoked (it allows nothing), and ``GrantBook.problem`` names it."""
+    broken = unreadable(r) is not None
+    return Grant(
+        id=r["id"],
+        action=r["action"],
+        namespace=r["namespace"],
+        resource=r["resource"],
+        created_by=r["created_by"],
+        expires_at=_NEVER if broken else _stamp(r["expires_at"]) or _NEVER,
+        rule=r["rule"] or "",
+        revoked_at=_NEVER if broken and r["revoked_at"] is not None else _stamp(r["revoked_at"]),
+        created_at=None if broken else _stamp(r["created_at"]),
+        creator_groups=() if broken else tuple(json.loads(r.get("creator_groups") or "[]")),
+        requested_by=r.get("requested_by"),
+    )
 
 
 class GrantBook:
@@ -158,23 +207,8 @@ class GrantBook:
             )
 
     def all(self) -> list[Grant]:
-        rows = self.store.query("SELECT * FROM grants ORDER BY created_at")
-        return [
-            Grant(
-                id=r["id"],
-                action=r["action"],
-                namespace=r["namespace"],
-                resource=r["resource"],
-                created_by=r["created_by"],
-                expires_at=datetime.fromisoformat(r["expires_at"]),
-                rule=r["rule"] or "",
-                revoked_at=_parse(r["revoked_at"]),
-                created_at=_parse(r["created_at"]),
-                creator_groups=tuple(json.loads(r.get("creator_groups") or "[]")),
-                requested_by=r.get("requested_by"),
-            )
-            for r in rows
-        ]
+        rows = self.store.query("SELECT * FROM grants ORDER BY created_at, id")
+        return [_grant(r) for r in rows]
 
     def active(self, now: datetime) -> list[Grant]:
         """Grants that allow something now: intact, not revoked, not expired."""
@@ -191,6 +225,9 @@ class GrantBook:
         if not rows:
             return None
         row = rows[0]
+        found = unreadable(row)
+        if found:
+            return found
         audit = AuditLog(self.store)
         if row["revoked_at"] is None and audit.newest(
             field="grant", value=grant_id, having="grant", event="grant-revoked"

@@ -6,13 +6,27 @@ edit made outside Stratus is never carried into a new, genuinely sealed version.
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
+
+from pydantic import ValidationError
 
 from proposals import seals
 from proposals.errors import ProposalNotFound, ProposalTampered, StaleProposal
-from proposals.model import OPEN, Proposal, ProposalState
+from proposals.model import (
+    OPEN,
+    Decision,
+    Facts,
+    PlanSnapshot,
+    Proposal,
+    ProposalState,
+    Target,
+)
 from store.audit import AuditLog
 from store.db import Store
+
+# A body someone made unreadable must not make every query over ``undo_entry`` fail.
+UNDO_ENTRY = "(CASE WHEN json_valid(body) THEN json_extract(body, '$.undo_entry') END)"
 
 
 class ProposalRepository:
@@ -52,9 +66,7 @@ class ProposalRepository:
         return saved
 
     def get(self, proposal_id: str) -> Proposal:
-        rows = self.store.query(
-            "SELECT body FROM proposals WHERE id = ? AND body IS NOT NULL", [proposal_id]
-        )
+        rows = self.store.query("SELECT body FROM proposals WHERE id = ?", [proposal_id])
         if not rows:
             raise ProposalNotFound(f"no proposal {proposal_id}", subject=proposal_id)
         proposal = _load(proposal_id, rows[0]["body"])
@@ -83,23 +95,25 @@ class ProposalRepository:
         status), so a tampered proposal is never shown as open or answerable."""
         shown = []
         for row in rows:
-            proposal = _load(row["id"], row["body"])
+            read, unreadable = _read(row["body"])
+            if read is None:
+                shown.append(_stand_in(row, unreadable))
+                continue
+            proposal = read
             found = self.problems(proposal, row)
             if found:
                 # Read outside a transaction: a save may have committed between the body and
                 # its audit row. Both are read again together before anything is called tampered.
                 with self.store.immediate():
                     again = self.store.query("SELECT * FROM proposals WHERE id = ?", [row["id"]])
-                    if again and again[0]["body"]:
+                    if again and not _unreadable(again[0]["body"]):
                         proposal = _load(row["id"], again[0]["body"])
                         found = self.problems(proposal, again[0])
             shown.append(proposal.model_copy(update={"tampered": found}))
         return shown
 
     def shown_one(self, proposal_id: str) -> Proposal:
-        rows = self.store.query(
-            "SELECT * FROM proposals WHERE id = ? AND body IS NOT NULL", [proposal_id]
-        )
+        rows = self.store.query("SELECT * FROM proposals WHERE id = ?", [proposal_id])
         if not rows:
             raise ProposalNotFound(f"no proposal {proposal_id}", subject=proposal_id)
         return self.shown(rows)[0]
@@ -128,18 +142,33 @@ class ProposalRepository:
         warnings for closed proposals stored before seals existed."""
         problems: list[str] = []
         warnings: list[str] = []
-        for row in self.store.query(
-            "SELECT * FROM proposals WHERE body IS NOT NULL ORDER BY created_at"
-        ):
-            try:
-                proposal = _load(row["id"], row["body"])
-            except ProposalTampered:
-                problems.append(f"proposal {row['id']}: its stored body is not a proposal")
+        log = AuditLog(self.store)
+        for row in self.store.query("SELECT * FROM proposals ORDER BY created_at, id"):
+            proposal, unreadable = _read(row["body"])
+            if (
+                proposal is None
+                and row["body"] is None
+                and not log.newest(field="proposal", value=str(row["id"]), having="seal")
+            ):
+                # Stored before proposals had bodies (migration 2): closed, and never sealed.
+                warnings.append(f"proposal {row['id']} ({row['state']}) has no body")
+                continue
+            if proposal is None:
+                problems.append(f"proposal {row['id']}: {unreadable}")
                 continue
             if not proposal.seal and not proposal.is_open and not _column_problems(proposal, row):
                 warnings.append(f"proposal {proposal.id} ({proposal.state.value}) has no seal")
                 continue
             problems += [f"proposal {row['id']}: {p}" for p in self.problems(proposal, row)]
+        problems += [
+            f"proposal {r['id']}: it is gone, but audit row {r['seq']} recorded it"
+            for r in self.store.query(
+                "SELECT json_extract(payload, '$.proposal') AS id, MAX(seq) AS seq "
+                "FROM audit_log WHERE json_extract(payload, '$.proposal') IS NOT NULL "
+                "AND json_extract(payload, '$.seal') IS NOT NULL GROUP BY 1 "
+                "HAVING id NOT IN (SELECT id FROM proposals)"
+            )
+        ]
         return problems, warnings
 
     def find(
@@ -150,12 +179,15 @@ class ProposalRepository:
         undo_entry: str | None = None,
         limit: int = 100,
     ) -> list[Proposal]:
-        return [
-            _load(r["id"], r["body"])
+        # What acts on proposals (expiry, recovery, undo) skips a row it cannot read: nothing
+        # can act on it, and surfaces (``shown``) and ``audit verify`` name it.
+        read = (
+            _read(r["body"])[0]
             for r in self.rows(
                 states=states, incident_id=incident_id, undo_entry=undo_entry, limit=limit
             )
-        ]
+        )
+        return [proposal for proposal in read if proposal is not None]
 
     def rows(
         self,
@@ -165,8 +197,9 @@ class ProposalRepository:
         undo_entry: str | None = None,
         limit: int = 100,
     ) -> list[dict[str, Any]]:
-        """The stored rows ``find`` selects, newest first (``shown`` checks them)."""
-        sql = "SELECT * FROM proposals WHERE body IS NOT NULL"
+        """The stored rows ``find`` selects, newest first (``shown`` checks them), unreadable
+        ones included: a listing shows them as tampered."""
+        sql = "SELECT * FROM proposals WHERE 1 = 1"
         params: list[Any] = []
         if states:
             sql += f" AND state IN ({', '.join('?' for _ in states)})"
@@ -175,7 +208,7 @@ class ProposalRepository:
             sql += " AND incident_id = ?"
             params.append(incident_id)
         if undo_entry:
-            sql += " AND json_extract(body, '$.undo_entry') = ?"
+            sql += f" AND {UNDO_ENTRY} = ?"
             params.append(undo_entry)
         sql += " ORDER BY created_at DESC, id LIMIT ?"
         params.append(limit)
@@ -201,18 +234,89 @@ class ProposalRepository:
         }
 
 
-def _load(proposal_id: str, body: str) -> Proposal:
-    """A stored body as a proposal; one that is not a proposal is named, never a traceback.
-    ``tampered`` is never read from the store (``shown`` finds it)."""
+def _read(body: str | None) -> tuple[Proposal | None, str]:
+    """A stored body as a proposal, or why it cannot be read: gone, not JSON, or not this
+    version's proposal (an unknown field, another schema version, a bad value)."""
+    if body is None:
+        return None, "its stored body is gone"
     try:
         proposal = Proposal.model_validate_json(body)
+    except ValidationError as error:
+        found = error.errors()
+        where = ".".join(str(part) for part in found[0]["loc"]) if found else ""
+        what = found[0]["msg"][:120] if found else "unreadable"
+        return None, f"its stored body is not a proposal ({where or 'body'}: {what})"
     except ValueError as error:
+        return None, f"its stored body is not a proposal ({str(error)[:120]})"
+    # ``tampered`` is never read from the store (``shown`` finds it).
+    return (proposal.model_copy(update={"tampered": []}) if proposal.tampered else proposal), ""
+
+
+def _unreadable(body: str | None) -> str:
+    return _read(body)[1]
+
+
+def _load(proposal_id: str, body: str | None) -> Proposal:
+    """A stored body as a proposal; one that is not a proposal is named, never a traceback."""
+    proposal, unreadable = _read(body)
+    if proposal is None:
         raise ProposalTampered(
-            f"proposal {proposal_id} was edited outside Stratus: its stored body is not a "
-            "proposal; nothing acts on it (see `stratus audit verify`)",
+            f"proposal {proposal_id} was edited outside Stratus: {unreadable}; nothing acts on "
+            "it (see `stratus audit verify`)",
             subject=proposal_id,
-        ) from error
-    return proposal.model_copy(update={"tampered": []}) if proposal.tampered else proposal
+            details={"problems": [unreadable]},
+        )
+    return proposal
+
+
+def _stand_in(row: dict[str, Any], unreadable: str) -> Proposal:
+    """What a listing shows for a row whose body cannot be read: its columns (which say
+    nothing trustworthy, but name it), marked tampered, so surfaces render it as such."""
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    created = _stamp(row.get("created_at")) or epoch
+    kind, _, rest = str(row.get("target") or "unknown/unknown").partition("/")
+    name, _, namespace = rest.partition(" in ")
+    try:
+        state = ProposalState(str(row.get("state")))
+    except ValueError:
+        state = ProposalState.FAILED
+    action = str(row.get("action") or "unknown")
+    requester = str(row.get("requester") or "unknown")
+    target = Target(kind=kind or "unknown", name=name or "unknown", namespace=namespace)
+    return Proposal(
+        id=str(row["id"]),
+        incident_id=row.get("incident_id") if isinstance(row.get("incident_id"), str) else None,
+        action=action,
+        target=target,
+        requester=requester,
+        facts=Facts(
+            action=action,
+            namespace=target.namespace,
+            kind=target.kind,
+            name=target.name,
+            risk="unknown",
+            reversible=False,
+            requester=requester,
+        ),
+        plan=PlanSnapshot(operation="unknown", before=None, after=None, diff="", digest=""),
+        intent="unreadable",
+        risk="unknown",
+        reversible=False,
+        decision=Decision(outcome="deny", reason=unreadable, source="store", decided_at=created),
+        state=state,
+        created_at=created,
+        updated_at=created,
+        expires_at=created,
+        tampered=[unreadable],
+    )
+
+
+def _stamp(value: Any) -> datetime | None:
+    try:
+        stamp = datetime.fromisoformat(str(value))
+    except ValueError:
+        return None
+    return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
 
 
 def _column_problems(proposal: Proposal, row: dict[str, Any]) -> list[str]:

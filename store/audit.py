@@ -161,6 +161,13 @@ class AuditLog:
         with self.store.immediate() as db:
             head = db.execute("SELECT seq, hash FROM audit_head WHERE id = 1").fetchone()
             seq, prev = (head[0] + 1, head[1]) if head else (1, GENESIS)
+            if self._row_key is None and str(prev).startswith(KEYED):
+                # An unkeyed row after keyed ones reads as forged from then on: the whole
+                # change (this row is part of its transaction) is refused instead.
+                raise integrity.AuditKeyError(
+                    f"the audit log is keyed, but ${integrity.KEY_ENV} is not set in this "
+                    "process: nothing was done; set it to the installation's key"
+                )
             at = self.store.now()
             digest = _row_hash(seq, at, actor, event, subject, body, prev, key=self._row_key)
             db.execute(

@@ -22,6 +22,7 @@ from typing import Any
 
 import sqlite_utils
 
+from store import integrity
 from store.clock import Clock, SystemClock, stamp
 from store.errors import Remedy, StratusError
 from store.schema import MIGRATIONS
@@ -96,6 +97,7 @@ def _explain(exc: sqlite3.Error, path: str) -> StoreError:
 
 class Store:
     def __init__(self, path: str | Path | None = None, *, clock: Clock | None = None) -> None:
+        integrity.audit_key()  # a set but empty key is refused before anything is opened
         target = str(path if path is not None else default_path())
         self.path = target
         self.clock: Clock = clock or SystemClock()

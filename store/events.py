@@ -4,6 +4,12 @@ Each event is appended inside the transaction of the change it describes, so a r
 sees a change without its event or an event without its change. ``since(seq)`` returns what
 came after a cursor; surfaces keep the last ``seq`` they rendered. The typed event models live
 with the aggregates that emit them (``proposals.events``); this module stores rows.
+
+Surfaces render events ("approved by cli:bob"), so an event someone inserted or edited in the
+file would put words in Stratus's mouth. Each row carries a ``seal`` (``store.integrity``: an
+HMAC under ``STRATUS_AUDIT_KEY``) over its place in the stream (``seq``) and everything it
+says. ``since`` returns only events whose seal holds — a copied, replayed or edited event is
+never rendered — and ``forged`` lists the others for ``stratus audit verify``.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from store import integrity
 from store.db import Store
 
 
@@ -26,6 +33,50 @@ class EventRow:
     payload: dict[str, Any]
 
 
+def event_seal(
+    *, seq: int, at: str, stream: str, subject: str, type: str, version: int, payload: str
+) -> str:
+    """What an event's seal binds: its place in the stream and all it says."""
+    return integrity.digest(
+        {
+            "record": "event",
+            "seq": seq,
+            "at": at,
+            "stream": stream,
+            "subject": subject,
+            "type": type,
+            "version": version,
+            "payload": payload,
+        }
+    )
+
+
+def _problem(row: dict[str, Any]) -> str | None:
+    """Why a stored event row is not one Stratus wrote (None: its seal holds)."""
+    seal = row.get("seal")
+    if not seal:
+        return "it carries no seal (stored before events were sealed, or inserted)"
+    try:
+        expected = event_seal(
+            seq=int(row["seq"]),
+            at=str(row["at"]),
+            stream=str(row["stream"]),
+            subject=str(row["subject"]),
+            type=str(row["type"]),
+            version=int(row["version"]),
+            payload=str(row["payload"]),
+        )
+    except (TypeError, ValueError):
+        return "its columns are not an event's"
+    if not integrity.matches_digest(expected, str(seal)):
+        return "it was inserted, copied or edited outside Stratus (its seal does not match)"
+    try:
+        payload = json.loads(row["payload"])
+    except ValueError:
+        return "its payload is not JSON"
+    return None if isinstance(payload, dict) else "its payload is not an object"
+
+
 class EventStore:
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -33,15 +84,33 @@ class EventStore:
     def append(
         self, *, stream: str, subject: str, type: str, version: int, payload: dict[str, Any]
     ) -> int:
-        """Append one event; joins the caller's transaction when there is one."""
+        """Append one event, sealed; joins the caller's transaction when there is one."""
         body = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
         with self.store.immediate() as db:
-            cursor = db.execute(
-                "INSERT INTO events (at, stream, subject, type, version, payload) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                [self.store.now(), stream, subject, type, version, body],
+            # The seal binds the row's seq, so the seq is chosen here (under the write lock)
+            # as AUTOINCREMENT would choose it: never one used before, even if since deleted.
+            seq = int(
+                db.execute(
+                    "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'),"
+                    " 0), COALESCE((SELECT MAX(seq) FROM events), 0)) + 1"
+                ).fetchone()[0]
             )
-            return int(cursor.lastrowid or 0)
+            at = self.store.now()
+            seal = event_seal(
+                seq=seq,
+                at=at,
+                stream=stream,
+                subject=subject,
+                type=type,
+                version=version,
+                payload=body,
+            )
+            db.execute(
+                "INSERT INTO events (seq, at, stream, subject, type, version, payload, seal) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [seq, at, stream, subject, type, version, body, seal],
+            )
+            return seq
 
     def since(
         self,
@@ -51,6 +120,33 @@ class EventStore:
         subject: str | None = None,
         limit: int = 1000,
     ) -> list[EventRow]:
+        """Events after ``seq`` whose seal holds, oldest first, at most ``limit``. Rows that
+        fail their seal are skipped (read past, so a run of them cannot stall a reader)."""
+        found: list[EventRow] = []
+        cursor = seq
+        while len(found) < limit:
+            batch = self._rows(cursor, stream=stream, subject=subject, limit=limit)
+            for r in batch:
+                if _problem(r) is None:
+                    found.append(
+                        EventRow(
+                            r["seq"],
+                            r["at"],
+                            r["stream"],
+                            r["subject"],
+                            r["type"],
+                            r["version"],
+                            json.loads(r["payload"]),
+                        )
+                    )
+            if len(batch) < limit:
+                break
+            cursor = int(batch[-1]["seq"])
+        return found[:limit]
+
+    def _rows(
+        self, seq: int, *, stream: str | None, subject: str | None, limit: int
+    ) -> list[dict[str, Any]]:
         sql = "SELECT * FROM events WHERE seq > ?"
         params: list[Any] = [seq]
         if stream is not None:
@@ -61,18 +157,28 @@ class EventStore:
             params.append(subject)
         sql += " ORDER BY seq LIMIT ?"
         params.append(limit)
-        return [
-            EventRow(
-                r["seq"],
-                r["at"],
-                r["stream"],
-                r["subject"],
-                r["type"],
-                r["version"],
-                json.loads(r["payload"]),
-            )
-            for r in self.store.query(sql, params)
-        ]
+        return self.store.query(sql, params)
+
+    def forged(self) -> tuple[list[str], int]:
+        """Every stored event checked: one line per event Stratus did not write as it reads
+        now (surfaces never show these), and how many carry no seal at all (events stored
+        before they were sealed are among them)."""
+        found: list[str] = []
+        unsealed = 0
+        cursor = 0
+        while True:
+            batch = self._rows(cursor, stream=None, subject=None, limit=5000)
+            for r in batch:
+                problem = _problem(r)
+                if problem is None:
+                    continue
+                if not r.get("seal"):
+                    unsealed += 1
+                    continue
+                found.append(f"event {r['seq']} ({r['type']} about {r['subject']}): {problem}")
+            if len(batch) < 5000:
+                return found, unsealed
+            cursor = int(batch[-1]["seq"])
 
     def last_seq(self) -> int:
         return int(self.store.query("SELECT COALESCE(MAX(seq), 0) AS n FROM events")[0]["n"])

@@ -14,12 +14,29 @@ import json
 import os
 from typing import Any
 
+from store.errors import Remedy, StratusError
+
 KEY_ENV = "STRATUS_AUDIT_KEY"
 
 
+class AuditKeyError(StratusError):
+    """``STRATUS_AUDIT_KEY`` is set but empty, or missing where the audit log is keyed."""
+
+    code = "audit_key"
+    default_remedy = Remedy.FIX_CONFIG
+
+
 def audit_key() -> bytes | None:
-    value = os.environ.get(KEY_ENV, "")
-    return value.encode() if value else None
+    """The key, or None when the variable is unset. Set but empty (or blank) is an error:
+    falling back to unkeyed digests would quietly drop the protection the key was set for."""
+    value = os.environ.get(KEY_ENV)
+    if value is None:
+        return None
+    if not value.strip():
+        raise AuditKeyError(
+            f"${KEY_ENV} is set but empty; set it to the installation's key, or unset it"
+        )
+    return value.encode()
 
 
 def canonical(value: Any) -> bytes:

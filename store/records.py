@@ -84,8 +84,12 @@ class Execution:
         return f"{self.kind.lower()}/{self.name} in {self.namespace or 'the cluster'}"
 
     def integrity_material(self) -> dict[str, Any]:
-        """What the stored digest covers: the object it names and the images undo restores."""
+        """What the stored digest covers: the record's identity (its id, the proposal,
+        incident and undo it belongs to, who wrote it and when), the object it names and the
+        images undo restores — so a genuine digest copied onto another row does not match."""
         return record_material(
+            execution_id=self.id,
+            identity=self._identity(),
             operation=self.operation,
             api_version=self.api_version,
             kind=self.kind,
@@ -95,15 +99,74 @@ class Execution:
             planned_after=self.planned_after,
         )
 
-    def intact(self) -> bool:
-        """False when the before-image, after-image or target were edited since recorded."""
+    def _identity(self) -> dict[str, Any]:
+        return identity_material(
+            action=self.action,
+            actor=self.actor,
+            intent=self.intent,
+            diff=self.diff,
+            proposal_id=self.proposal_id,
+            incident_id=self.incident_id,
+            transaction_id=self.transaction_id,
+            inverse_of=self.inverse_of,
+            created_at=self.created_at,
+        )
+
+    def proven(self) -> bool:
+        """The record is the one Stratus wrote under this id: its digest covers its identity
+        as well as its images. Recovery settles only such records."""
         return bool(self.before_digest) and integrity.matches(
             self.integrity_material(), self.before_digest or ""
         )
 
+    def intact(self) -> bool:
+        """False when the before-image, after-image or target were edited since recorded. A
+        record written before digests covered its identity counts by its images alone."""
+        if self.proven():
+            return True
+        legacy = record_material(
+            execution_id=None,
+            identity=None,
+            operation=self.operation,
+            api_version=self.api_version,
+            kind=self.kind,
+            namespace=self.namespace,
+            name=self.name,
+            before_image=self.before_image,
+            planned_after=self.planned_after,
+        )
+        return bool(self.before_digest) and integrity.matches(legacy, self.before_digest or "")
+
+
+def identity_material(
+    *,
+    action: str,
+    actor: str,
+    intent: str,
+    diff: str,
+    proposal_id: str | None,
+    incident_id: str | None,
+    transaction_id: str | None,
+    inverse_of: str | None,
+    created_at: str,
+) -> dict[str, Any]:
+    return {
+        "action": action,
+        "actor": actor,
+        "intent": intent or "",
+        "diff": diff or "",
+        "proposal": proposal_id,
+        "incident": incident_id,
+        "transaction": transaction_id,
+        "inverse_of": inverse_of,
+        "created_at": created_at,
+    }
+
 
 def record_material(
     *,
+    execution_id: str | None,
+    identity: dict[str, Any] | None,
     operation: str,
     api_version: str,
     kind: str,
@@ -112,7 +175,7 @@ def record_material(
     before_image: dict[str, Any] | None,
     planned_after: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    return {
+    material: dict[str, Any] = {
         "operation": operation,
         "apiVersion": api_version,
         "kind": kind,
@@ -121,6 +184,10 @@ def record_material(
         "before": before_image,
         "after": planned_after,
     }
+    if execution_id is not None:
+        # Records written before this covered only the object and its images (``intact``).
+        material.update(record="execution", id=execution_id, identity=identity)
+    return material
 
 
 @dataclass(frozen=True)
@@ -200,6 +267,18 @@ class ExecutionLog:
         before_rv = (before_image or {}).get("metadata", {}).get("resourceVersion")
         sealed = integrity.digest(
             record_material(
+                execution_id=execution_id,
+                identity=identity_material(
+                    action=action,
+                    actor=actor,
+                    intent=intent,
+                    diff=diff,
+                    proposal_id=proposal_id,
+                    incident_id=incident_id,
+                    transaction_id=transaction_id,
+                    inverse_of=inverse_of,
+                    created_at=now,
+                ),
                 operation=operation,
                 api_version=api_version,
                 kind=kind,
@@ -336,12 +415,13 @@ class ExecutionLog:
         object no longer shows), and ``misrecorded`` names it."""
         rows = self.store.query(
             "SELECT * FROM executions e WHERE e.state = ? AND NOT EXISTS (SELECT 1 FROM "
-            "audit_log a WHERE a.event IN ('write', 'undo') AND "
+            "audit_log a WHERE a.event IN ('write', 'undo', 'reconcile') AND "
             "json_extract(a.payload, '$.execution') = e.id) ORDER BY e.created_at",
             [PENDING],
         )
-        # A record whose images no longer match its digest would be judged on edited images.
-        return [e for e in map(_execution, rows) if e.intact()]
+        # A record whose digest does not prove it (images edited, or a genuine digest copied
+        # onto an inserted row) would be judged, and vouched for, on what someone else wrote.
+        return [e for e in map(_execution, rows) if e.proven()]
 
     def pending_on(self, *, kind: str, namespace: str, name: str) -> list[Execution]:
         """Writes to one object whose outcome is not recorded yet, oldest first."""
@@ -350,7 +430,8 @@ class ExecutionLog:
             "AND state = ? ORDER BY created_at",
             [kind, namespace, name, PENDING],
         )
-        return [_execution(r) for r in rows]
+        # Only records Stratus wrote hold a write back; ``misrecorded`` names the others.
+        return [e for e in map(_execution, rows) if e.proven()]
 
 
 class UndoEntries:
@@ -466,11 +547,27 @@ def misrecorded(store: Store) -> list[str]:
         "AND json_extract(a.payload, '$.execution') = e.id)"
     ):
         found.append(f"execution {r['id']} is marked {r['state']}, but its write was applied")
+    for r in store.query(
+        "SELECT e.id FROM executions e WHERE e.state = 'pending' AND EXISTS "
+        "(SELECT 1 FROM audit_log a WHERE a.event = 'reconcile' "
+        "AND json_extract(a.payload, '$.execution') = e.id)"
+    ):
+        found.append(
+            f"execution {r['id']} is marked pending, but recovery recorded it as not applied: "
+            "recovery leaves it as found"
+        )
     for r in store.query("SELECT * FROM executions WHERE state = ?", [PENDING]):
-        if not _execution(r).intact():
+        pending = _execution(r)
+        if not pending.intact():
             found.append(
                 f"execution {r['id']} is pending, but its images were edited since it was "
                 "recorded: recovery leaves it as found"
+            )
+        elif not pending.proven():
+            found.append(
+                f"execution {r['id']} is pending, but its digest does not cover its id and "
+                "origin (inserted or copied outside Stratus, or recorded before digests did): "
+                "recovery leaves it as found"
             )
     for r in store.query(
         "SELECT e.id FROM executions e WHERE e.state = 'applied' AND e.inverse_of IS NULL "
@@ -494,6 +591,49 @@ def misrecorded(store: Store) -> list[str]:
             found.append(
                 f"execution {r['execution_id']}: its undo entry {r['id']} is active again, "
                 f"but it was {left}"
+            )
+    return found
+
+
+def lost(store: Store) -> list[str]:
+    """Records of writes the audit log vouches for that are gone, or are no longer what it
+    recorded: an execution record an audit row names, the undo entry a write's row pushed,
+    or an applied record whose digest or images differ from what its row recorded. One line
+    each, naming the record and the audit row."""
+    found = []
+    for r in store.query(
+        "SELECT json_extract(payload, '$.execution') AS id, MIN(seq) AS seq FROM audit_log "
+        "WHERE json_extract(payload, '$.execution') IS NOT NULL GROUP BY 1 "
+        "HAVING id NOT IN (SELECT id FROM executions)"
+    ):
+        found.append(f"execution {r['id']}, which audit row {r['seq']} records, is gone")
+    for r in store.query(
+        "SELECT a.seq, json_extract(a.payload, '$.execution') AS execution, "
+        "json_extract(a.payload, '$.undo_entry') AS entry FROM audit_log a "
+        "WHERE a.event = 'write' AND json_extract(a.payload, '$.undo_entry') IS NOT NULL "
+        "AND NOT EXISTS (SELECT 1 FROM undo_entries u WHERE u.id = "
+        "json_extract(a.payload, '$.undo_entry') AND u.execution_id = "
+        "json_extract(a.payload, '$.execution'))"
+    ):
+        found.append(
+            f"execution {r['execution']}: its undo entry {r['entry']}, which audit row "
+            f"{r['seq']} records, is gone (or moved to another write)"
+        )
+    for r in store.query(
+        "SELECT e.*, a.seq AS audit_seq, json_extract(a.payload, '$.record_digest') AS recorded "
+        "FROM executions e JOIN audit_log a ON a.event IN ('write', 'undo') "
+        "AND json_extract(a.payload, '$.execution') = e.id"
+    ):
+        execution = _execution(r)
+        if r["recorded"] and r["recorded"] != execution.before_digest:
+            found.append(
+                f"execution {execution.id} is not the record audit row {r['audit_seq']} "
+                "wrote (its digest differs)"
+            )
+        elif r["recorded"] and not execution.intact():
+            found.append(
+                f"execution {execution.id} was edited since audit row {r['audit_seq']} "
+                "recorded it (its images or origin no longer match its digest)"
             )
     return found
 
@@ -524,7 +664,8 @@ def _entry_left_on_record(store: Store, entry_id: str, execution_id: str, state:
     return state == UNDONE and bool(
         store.query(
             "SELECT 1 FROM proposals WHERE state = 'executed' "
-            "AND json_extract(body, '$.undo_entry') = ? LIMIT 1",
+            "AND (CASE WHEN json_valid(body) THEN json_extract(body, '$.undo_entry') END) = ? "
+            "LIMIT 1",
             [entry_id],
         )
     )

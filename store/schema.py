@@ -145,4 +145,12 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE INDEX executions_object ON executions(kind, namespace, name, state);
         """,
     ),
+    (
+        9,
+        # Events are sealed (``store.events``): surfaces render them, so an event inserted
+        # or edited in the file must not be shown as something Stratus recorded.
+        """
+        ALTER TABLE events ADD COLUMN seal TEXT;
+        """,
+    ),
 ]

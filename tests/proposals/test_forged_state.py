@@ -7,6 +7,7 @@ The service runs against the lab over real HTTP; the tampering is plain SQL on t
 from __future__ import annotations
 
 import json
+import socket
 import sqlite3
 from collections.abc import Iterator
 from typing import Any
@@ -119,10 +120,55 @@ def _removed_events(store: Store) -> None:
     sql(store, "DELETE FROM events WHERE stream = 'killswitch'")
 
 
+def _renamed_stream(store: Store) -> None:
+    sql(store, "DROP TRIGGER events_no_update")
+    sql(
+        store,
+        "UPDATE events SET stream = 'killswitch-old' WHERE seq = "
+        "(SELECT MAX(seq) FROM events WHERE stream = 'killswitch')",
+    )
+
+
+def _deleted_pause_event(store: Store) -> None:
+    sql(store, "DROP TRIGGER events_no_delete")
+    sql(
+        store,
+        "DELETE FROM events WHERE seq = (SELECT MAX(seq) FROM events WHERE stream = 'killswitch')",
+    )
+
+
+def _resumed_payload(store: Store) -> None:
+    # The pause's own row, its payload edited to say "resumed" (seal and all kept).
+    sql(store, "DROP TRIGGER events_no_update")
+    sql(
+        store,
+        "UPDATE events SET payload = json_set(payload, '$.paused', json('false')) WHERE seq = "
+        "(SELECT MAX(seq) FROM events WHERE stream = 'killswitch')",
+    )
+
+
 @pytest.mark.parametrize(
     "forge",
-    [_inserted_resume, _replayed_resume, _edited_pause, _removed_pause, _removed_events],
-    ids=["inserted-resume", "replayed-resume", "edited-pause", "removed-pause", "no-events"],
+    [
+        _inserted_resume,
+        _replayed_resume,
+        _edited_pause,
+        _removed_pause,
+        _removed_events,
+        _renamed_stream,
+        _deleted_pause_event,
+        _resumed_payload,
+    ],
+    ids=[
+        "inserted-resume",
+        "replayed-resume",
+        "edited-pause",
+        "removed-pause",
+        "no-events",
+        "renamed-stream",
+        "deleted-pause-event",
+        "payload-resumed",
+    ],
 )
 def test_a_forged_resume_still_counts_as_paused(
     audit_key: str,
@@ -278,3 +324,68 @@ def test_recovery_does_not_judge_a_pending_record_on_edited_images(
     assert state == "pending" and kube.get(GEO)["spec"]["replicas"] == 3
     checked = verify(service.store, env)
     assert checked.exit_code == 1 and done.execution_id in checked.stderr, checked.output
+
+
+def _forged_copy(service: ProposalService, execution_id: str, *, backdoor: bool) -> str:
+    """A pending record inserted by copying a genuine one under a new id (its digest and
+    images come along), owned by a process that is gone; with ``backdoor`` its before-image
+    (what undo would restore) is an attacker's image."""
+    sql(service.store, "DROP TRIGGER IF EXISTS audit_log_no_delete")
+    columns = [
+        name
+        for (_, name, *_rest) in sql(service.store, "PRAGMA table_info(executions)")
+        if name not in ("id", "state", "owner", "written_rv")
+    ]
+    listed = ", ".join(columns)
+    sql(
+        service.store,
+        f"INSERT INTO executions (id, state, owner, written_rv, {listed}) "
+        f"SELECT 'ex-forged', 'pending', 'U0REQ@{socket.gethostname()}:999999999/dead', NULL, "
+        f"{listed} FROM executions WHERE id = ?",
+        (execution_id,),
+    )
+    if backdoor:
+        sql(
+            service.store,
+            "UPDATE executions SET before_image = json_set(before_image, "
+            "'$.spec.template.spec.containers[0].image', 'evil/miner:latest') "
+            "WHERE id = 'ex-forged'",
+        )
+    return "ex-forged"
+
+
+@pytest.mark.parametrize("backdoor", [False, True], ids=["copied", "backdoor-image"])
+def test_recovery_does_not_vouch_for_a_forged_pending_record(
+    audit_key: str,
+    service: ProposalService,
+    policy: PolicyBox,
+    kube: KubeClient,
+    env: dict[str, str],
+    backdoor: bool,
+) -> None:
+    done = _executed_scale(service, policy)
+    forged = _forged_copy(service, done.execution_id, backdoor=backdoor)
+    service.reconcile()
+    service.settle_earlier_writes(GEO)  # what a write to the object does first
+    [(state,)] = sql(service.store, "SELECT state FROM executions WHERE id = ?", (forged,))
+    assert state == "pending"  # left as found: nothing proves Stratus wrote it
+    assert sql(service.store, "SELECT id FROM undo_entries WHERE execution_id = ?", (forged,)) == []
+    assert (
+        sql(
+            service.store,
+            "SELECT seq FROM audit_log WHERE json_extract(payload, '$.execution') = ?",
+            (forged,),
+        )
+        == []
+    )
+    assert [e.id for e in service.undo_entries()] == [done.undo_id]
+    checked = verify(service.store, env)
+    assert checked.exit_code == 1 and forged in checked.stderr, checked.output
+    # The real last write is still undone, and the forged record does not block it.
+    policy.set(Rule(name="allow-all", decision="allow"))
+    undo = service.propose_undo(UndoRequest(last=True), requester="U0REQ")
+    assert undo.undo_entry == done.undo_id
+    service.execute(undo.id, actor="U0REQ")
+    assert kube.get(GEO)["spec"]["replicas"] == 1
+    image = kube.get(GEO)["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert image != "evil/miner:latest"

@@ -23,7 +23,7 @@ from store.audit import AuditAnchorError, AuditLog
 from store.audit import _row_hash as row_hash
 from store.clock import ManualClock
 from store.db import Store
-from store.integrity import KEY_ENV
+from store.integrity import KEY_ENV, AuditKeyError
 from tests.conftest import stratus
 
 KEY = "correct horse battery staple"
@@ -295,12 +295,33 @@ def test_a_log_started_without_a_key_stays_verifiable_with_one(
     report = AuditLog(store).verify_report()
     assert report.intact and report.warnings == () and report.anchored_seq == 4
     assert (report.rows, report.keyed_rows, report.keyed) == (4, 1, False)
-    monkeypatch.delenv(KEY_ENV)  # unsetting the key later is a lost protection
-    AuditLog(store).append(actor="stratus", event="write", subject="s")
+    monkeypatch.delenv(KEY_ENV)  # unsetting the key later: nothing is appended unkeyed
+    with pytest.raises(AuditKeyError, match="keyed, but \\$STRATUS_AUDIT_KEY is not set"):
+        AuditLog(store).append(actor="stratus", event="write", subject="s")
+    assert AuditLog(store).count() == 4
+    monkeypatch.setenv(KEY_ENV, KEY)
+    assert AuditLog(store).verify_report().intact
+    # An unkeyed row written after keyed ones (by hand) is named.
+    [(prev,)] = store.db.execute("SELECT hash FROM audit_log WHERE seq = 4").fetchall()
+    forged = row_hash(5, "2030-01-01T00:00:00+00:00", "stratus", "write", "s", "{}", prev)
+    _tamper(
+        path,
+        "INSERT INTO audit_log VALUES (5, '2030-01-01T00:00:00+00:00', 'stratus', 'write', "
+        f"'s', '{{}}', '{prev}', '{forged}')",
+    )
+    _tamper(path, f"UPDATE audit_head SET seq = 5, hash = '{forged}'")
     problems = AuditLog(store).verify()
     assert any("row 5 is not keyed although earlier rows are" in p for p in problems)
-    assert any("line 5 (row 5) is not keyed although earlier ones are" in p for p in problems)
     store.close()
+
+
+@pytest.mark.parametrize("value", ["", " ", "\t"])
+def test_a_set_but_empty_key_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setenv(KEY_ENV, value)
+    with pytest.raises(AuditKeyError, match="set but empty"):
+        Store(tmp_path / "db.sqlite")
 
 
 def test_a_rolled_back_nested_append_leaves_neither_row_nor_checkpoint(
