@@ -9,11 +9,12 @@ the other. At most one incident per namespace is open (a unique partial index): 
 from __future__ import annotations
 
 import enum
+import logging
 import sqlite3
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agents.incident import Incident, IncidentState
 from store.audit import AuditLog
@@ -24,6 +25,9 @@ from store.events import EventStore
 STREAM = "incident"
 
 
+log = logging.getLogger("stratus.incidents")
+
+
 class IncidentError(StratusError):
     code = "incident"
 
@@ -31,6 +35,14 @@ class IncidentError(StratusError):
 class IncidentNotFound(IncidentError):
     code = "incident_not_found"
     default_remedy = Remedy.FIX_INPUT
+
+
+class IncidentUnreadable(IncidentError):
+    """A stored incident whose body cannot be read (edited outside Stratus, or by a newer
+    version): nothing acts on it, and the message says which one."""
+
+    code = "incident_unreadable"
+    default_remedy = Remedy.NONE
 
 
 class StaleIncident(IncidentError):
@@ -192,21 +204,31 @@ class IncidentRepository:
         )
         if not rows:
             raise IncidentNotFound(f"no incident {incident_id}", subject=incident_id)
-        return Incident.model_validate_json(rows[0]["body"])
+        return _read(incident_id, rows[0]["body"])
 
     def open_for(self, namespace: str) -> Incident | None:
         rows = self.store.query(
-            "SELECT body FROM incidents WHERE namespace = ? AND open = 1 AND body IS NOT NULL",
+            "SELECT id, body FROM incidents WHERE namespace = ? AND open = 1 AND body IS NOT NULL",
             [namespace],
         )
-        return Incident.model_validate_json(rows[0]["body"]) if rows else None
+        # An open incident that cannot be read still holds its namespace: refusing to start
+        # another beside it is safer than guessing it is gone.
+        return _read(rows[0]["id"], rows[0]["body"]) if rows else None
 
     def recent(self, *, limit: int = 50, open_only: bool = False) -> list[Incident]:
-        sql = "SELECT body FROM incidents WHERE body IS NOT NULL"
+        """The newest incidents; one whose body cannot be read is left out (and logged), so
+        that one edited row cannot stop every listing."""
+        sql = "SELECT id, body FROM incidents WHERE body IS NOT NULL"
         if open_only:
             sql += " AND open = 1"
         sql += " ORDER BY created_at DESC, id LIMIT ?"
-        return [Incident.model_validate_json(r["body"]) for r in self.store.query(sql, [limit])]
+        found = []
+        for row in self.store.query(sql, [limit]):
+            try:
+                found.append(_read(row["id"], row["body"]))
+            except IncidentUnreadable as unreadable:
+                log.warning("%s", unreadable.message)
+        return found
 
     def events(
         self, seq: int = 0, *, incident_id: str | None = None, limit: int = 1000
@@ -230,3 +252,15 @@ class IncidentRepository:
             "body": incident.body(),
             "open": 1 if incident.is_open else 0,
         }
+
+
+def _read(incident_id: str, body: str) -> Incident:
+    try:
+        return Incident.model_validate_json(body)
+    except ValidationError as error:
+        first = error.errors()[0] if error.errors() else {"msg": str(error)}
+        raise IncidentUnreadable(
+            f"incident {incident_id} cannot be read (its stored record was changed outside "
+            f"Stratus, or by a newer version: {first.get('msg', 'invalid')}); nothing acts on it",
+            subject=incident_id,
+        ) from error

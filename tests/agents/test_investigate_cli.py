@@ -221,3 +221,32 @@ def test_a_policy_that_does_not_load_or_a_bad_wait_opens_no_incident(
     bad_env = stratus("investigate", "hotel", env={**run_env, "STRATUS_SETTLE_SECONDS": "abc"})
     assert bad_env.returncode != 0 and "STRATUS_SETTLE_SECONDS" in bad_env.stderr
     assert incident_state(run_env["STRATUS_DB"]) == []
+
+
+def test_an_incident_edited_outside_stratus_is_named_and_crashes_nothing(
+    lab: Lab, env: dict[str, str], tmp_path: Path
+) -> None:
+    """One stored incident whose body cannot be read: show and resume name it in one line,
+    list leaves it out, and a new investigation of its namespace is refused rather than
+    opened beside it (it may still hold the namespace); nothing ends in "internal error"."""
+    inject(lab, "hotel-recommendation-scaled-to-zero")
+    run_env = policy(env, tmp_path, ASK)
+    assert stratus("investigate", "hotel", env=run_env).returncode == 0
+    (incident_id, _), *_ = incident_state(run_env["STRATUS_DB"])
+    with sqlite3.connect(run_env["STRATUS_DB"]) as conn:
+        conn.execute(
+            "UPDATE incidents SET body = json_set(body, '$.state', 'bogus') WHERE id = ?",
+            [incident_id],
+        )
+    for args in (("incidents", "show", incident_id), ("incidents", "resume", incident_id)):
+        shown = stratus(*args, env=run_env)
+        assert shown.returncode != 0, shown.stdout
+        assert f"incident {incident_id} cannot be read" in shown.stderr, shown.stderr
+        assert "internal error" not in shown.stderr and "Traceback" not in shown.stderr
+    listed = stratus("incidents", "list", env=run_env)
+    assert listed.returncode == 0, listed.stderr
+    assert incident_id not in listed.stdout
+    again = stratus("investigate", "hotel", env=run_env)
+    assert again.returncode != 0
+    assert "cannot be read" in again.stderr and "internal error" not in again.stderr
+    assert len(incident_state(run_env["STRATUS_DB"])) == 1
