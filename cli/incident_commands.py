@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from agents import telemetry_queries
 from agents.incident import Incident, IncidentState
 from agents.incident_store import STREAM as INCIDENT_STREAM
 from agents.incident_store import IncidentEnvelope, IncidentEvent, IncidentRepository
@@ -45,6 +46,7 @@ def build_workflow(
             "for another server)"
         )
     s.service.policy()  # a policy that does not load stops here, before an incident opens
+    telemetry_queries.check()  # so does a bad telemetry window
     config = WorkflowConfig(max_attempts=max_attempts)
     if settle_seconds is not None:
         config.settle_timeout = settle_seconds
