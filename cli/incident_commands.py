@@ -196,6 +196,10 @@ def investigate(
     context: str | None,
 ) -> None:
     """Investigate NAMESPACE: find the fault, propose fixes, verify, undo what made it worse."""
+    if not namespace:
+        raise click.ClickException(
+            "the namespace is empty: name the one to investigate (stratus investigate NAMESPACE)"
+        )
     with session(kubeconfig, context) as s:
         flow = build_workflow(
             s, planner=planner, max_attempts=max_attempts, settle_seconds=settle_seconds

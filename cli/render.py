@@ -14,7 +14,7 @@ from agents.telemetry import Telemetry
 from agents.telemetry_metrics import Figure
 from policies.approvers import describe
 from proposals.events import Envelope, EventType
-from proposals.model import Proposal
+from proposals.model import Proposal, ProposalState
 from store.errors import Remedy, StratusError
 
 REMEDY_WORDS: dict[Remedy, str] = {
@@ -117,6 +117,14 @@ def summary(proposal: Proposal) -> str:
     )
 
 
+def _state(proposal: Proposal) -> str:
+    approvals = len(proposal.approvals())
+    if proposal.state == ProposalState.EXPIRED and approvals:
+        # Said from the votes, not the stored reason: rows expired before it was worded so.
+        return f"expired with {approvals} of {proposal.decision.min_approvals} approvals"
+    return proposal.state.value + (f" ({proposal.reason})" if proposal.reason else "")
+
+
 def details(proposal: Proposal) -> None:
     click.echo(f"proposal:  {proposal.id}")
     if proposal.tampered:
@@ -127,10 +135,7 @@ def details(proposal: Proposal) -> None:
         for problem in proposal.tampered:
             click.echo(f"tampered:  {problem}")
     else:
-        click.echo(
-            f"state:     {proposal.state.value}"
-            + (f" ({proposal.reason})" if proposal.reason else "")
-        )
+        click.echo(f"state:     {_state(proposal)}")
     click.echo(f"requester: {proposal.requester}")
     if proposal.incident_id:
         click.echo(f"incident:  {proposal.incident_id}")
