@@ -411,10 +411,13 @@ class AttemptRunner:
         attempt = incident.current
         if incident.state == St.UNDOING:
             return self._undo(incident)
-        if attempt is not None:
-            pending, undoing = self._pending(attempt)
-            if undoing and pending is not None and pending.state == P.AWAITING_APPROVAL:
+        if attempt is not None and not attempt.finished_at and attempt.undo_proposals:
+            pending, _ = self._pending(attempt)
+            if pending is not None and pending.state == P.AWAITING_APPROVAL:
                 return None  # an undo waits for a human; the cancel completes after it
+            # The undo was asked for already (by this cancel, or by TNR): carry it on — run
+            # it, or end on its refusal — never ask again, never record the move again.
+            return self._undo(incident)
         if attempt is not None and not attempt.finished_at:
             for proposal_id in attempt.proposals:  # never the undos: they clean up
                 if not proposal_id:
@@ -424,7 +427,10 @@ class AttemptRunner:
                     # It may move on meanwhile; it is judged below by what it became.
                     with contextlib.suppress(StratusError):
                         self.service.cancel(proposal.id, actor=_AGENT, reason="incident cancelled")
-            if _executed_steps(self, attempt) and incident.state != St.VERIFYING:
+            executed = _executed_steps(self, attempt)
+            if executed and _complete(self, attempt):
+                return self._cancel_keeping(incident, attempt, executed)
+            if executed:
                 incident = self._with_attempt(
                     incident, attempt.model_copy(update={"outcome": "cancelled"})
                 )
@@ -434,6 +440,32 @@ class AttemptRunner:
             St.CANCELLED,
             message=f"cancelled by {incident.cancel_requested}",
             reason=f"cancelled by {incident.cancel_requested}",
+        )
+
+    def _cancel_keeping(
+        self, incident: Incident, attempt: Attempt, executed: list[Proposal]
+    ) -> Incident:
+        """Every step of the attempt executed before the cancel (an approval won the race, or
+        it was verifying): it is a whole action, not a half-done one. Its changes stay, on the
+        undo stack like any write, and the record says which they are."""
+        who = incident.cancel_requested
+        undo = ", ".join(p.undo_id for p in executed if p.undo_id)
+        steps = "; ".join(f"{p.intent} ({p.id})" for p in executed)
+        return self.move(
+            incident,
+            St.CANCELLED,
+            message=f"cancelled by {who}; attempt {attempt.number} was complete and stays, not "
+            f"verified: {steps}" + (f" (undo entries: {undo})" if undo else ""),
+            reason=f"cancelled by {who}",
+            attempts=[
+                *incident.attempts[:-1],
+                attempt.model_copy(
+                    update={
+                        "outcome": "complete when cancelled; its changes stay (not verified)",
+                        "finished_at": self.now(),
+                    }
+                ),
+            ],
         )
 
     # ------------------------------------------------------------------ helpers
@@ -498,3 +530,14 @@ def _executed_steps(runner: AttemptRunner, attempt: Attempt) -> list[Proposal]:
             if proposal.state == P.EXECUTED:
                 executed.append(proposal)
     return executed
+
+
+def _complete(runner: AttemptRunner, attempt: Attempt) -> bool:
+    """Every step of the attempt was proposed and executed (or already looked as wanted)."""
+    if len(attempt.proposals) < len(attempt.candidate.steps):
+        return False
+    return all(
+        runner.service.get(proposal_id).state == P.EXECUTED
+        for proposal_id in attempt.proposals
+        if proposal_id
+    )

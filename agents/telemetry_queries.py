@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from store.errors import Remedy, StratusError
+from tools import env
 from tools.errors import Invalid
 from tools.prometheus import promql
 
@@ -28,17 +28,23 @@ CALLER_ERRORS = "5..|0"
 
 
 def _duration(name: str, default: str, low: float, high: float) -> float:
-    raw = os.environ.get(name, "").strip() or default
+    # Set but empty is refused like any other value it cannot read (tools.env).
+    raw = os.environ.get(name)
     try:
-        value = promql.seconds(raw)
+        value = promql.seconds(default if raw is None else raw.strip())
     except Invalid:
         value = -1.0
     if not low <= value <= high:
-        raise StratusError(
-            f"{name}={raw!r} is not a duration between {low:g}s and {high:g}s (e.g. 5m)",
-            remedy=Remedy.FIX_CONFIG,
+        raise env.refuse(
+            name, raw or "", f"give a duration from {low:g}s to {high:g}s (e.g. 5m, 90s, 1h)"
         )
     return value
+
+
+def check() -> None:
+    """Refuse a bad window before an investigation opens, not at its first metrics query."""
+    window_seconds()
+    rate_seconds()
 
 
 def window_seconds() -> float:

@@ -8,15 +8,13 @@ so a person sees why an attempt was kept or undone.
 
 from __future__ import annotations
 
-import math
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from agents.health import METRIC_PARTS, HealthScore, collect, score, verdict
 from agents.incident import Verdict
-from store.errors import Remedy, StratusError
+from tools import env
 from tools.k8s import KubeClient
 from tools.prometheus import PrometheusClient
 
@@ -26,19 +24,7 @@ Pause = Callable[[float], None]
 
 
 def _seconds(name: str, default: float, low: float, high: float) -> float:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or not low <= value <= high:
-        raise StratusError(
-            f"{name}={raw!r} is not a number of seconds between {low:g} and {high:g}",
-            remedy=Remedy.FIX_CONFIG,
-        )
-    return value
+    return env.number(name, default=default, low=low, high=high)
 
 
 def settle_seconds() -> float:
@@ -49,7 +35,7 @@ def settle_seconds() -> float:
 
 def poll_seconds() -> float:
     """How often the settling cluster is looked at (STRATUS_POLL_SECONDS, default 2)."""
-    return _seconds("STRATUS_POLL_SECONDS", 2.0, 0.01, 300.0)
+    return _seconds("STRATUS_POLL_SECONDS", 2.0, 0.05, 300.0)
 
 
 @dataclass(frozen=True)

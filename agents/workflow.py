@@ -38,7 +38,7 @@ from proposals.model import ProposalState
 from proposals.service import ProposalService
 from store.clock import stamp
 from store.locks import LeaseLocks, holder_name
-from tools import errors
+from tools import errors, names
 from tools.k8s import KubeClient
 from tools.objects import ObjectRef
 from tools.prometheus import PrometheusClient
@@ -80,7 +80,7 @@ class IncidentWorkflow(AttemptRunner):
     ) -> tuple[Incident, bool]:
         """Open an incident on ``namespace``, or join the one already open there.
         Returns (incident, joined)."""
-        ObjectRef("Namespace", namespace)  # validates the name
+        names.check_namespace(namespace)  # a bad or empty one is named as a namespace
         if self.kube.find(ObjectRef("Namespace", namespace)) is None:
             raise errors.NotFound(f"namespace {namespace!r} does not exist", subject=namespace)
         now = self.clock.now()

@@ -16,11 +16,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from store.errors import Remedy, StratusError
 from tools import names
+from tools.env import integer, number
 from tools.errors import Invalid
 
 Mode = Literal["socket", "http"]
 MIN_ALERTS_TOKEN = 16
 MAX_RECONCILE_SECONDS = 300.0  # a late-landing write waits at most this long to be recorded
+MIN_RECONCILE_SECONDS = 0.1  # below this recovery would spin on the database
+MIN_FOLLOW_SECONDS, MAX_FOLLOW_SECONDS = 0.05, 60.0  # the event stream: not a spin, not stale
 
 
 class ConfigError(StratusError):
@@ -61,10 +64,9 @@ class AlertsConfig(BaseModel):
                 "STRATUS_ALERTS_TOKEN is set but STRATUS_ALERT_CHANNEL is not: name the channel "
                 "(its ID, e.g. C0123456789) where alert incidents are posted"
             )
-        try:
-            port = int(values.get("STRATUS_ALERTS_PORT", "9095"))
-        except ValueError as exc:
-            raise ConfigError("STRATUS_ALERTS_PORT is not a port number") from exc
+        port = integer(
+            "STRATUS_ALERTS_PORT", default=9095, low=0, high=65535, what="a port", env=values
+        )
         return cls(
             token=token,
             channel=channel,
@@ -72,19 +74,6 @@ class AlertsConfig(BaseModel):
             host=values.get("STRATUS_ALERTS_HOST", "127.0.0.1"),
             port=port,
         )
-
-
-def _reconcile_seconds(raw: str) -> float:
-    try:
-        seconds = float(raw)
-    except ValueError:
-        seconds = -1.0
-    if not 0 < seconds <= MAX_RECONCILE_SECONDS:  # also refuses nan
-        raise ConfigError(
-            f"STRATUS_RECONCILE_SECONDS must be a number of seconds above 0 and at most "
-            f"{MAX_RECONCILE_SECONDS:g}, not {raw!r}"
-        )
-    return seconds
 
 
 def _channels(spec: str) -> dict[str, str]:
@@ -116,12 +105,14 @@ class BotConfig(BaseModel):
     port: int = 3000
     path: str = "/slack/events"
     # How often the event stream is read for changes made elsewhere (CLI undo, TNR).
-    follow_interval: float = 0.3
+    follow_interval: float = Field(default=0.3, ge=MIN_FOLLOW_SECONDS, le=MAX_FOLLOW_SECONDS)
     # How often a Web API call Slack answers ``ratelimited`` is sent again (each after the
     # Retry-After it names) before the caller sees the refusal.
     rate_limit_retries: int = Field(default=5, ge=0, le=20)
     # How often recovery looks at writes whose outcome is not recorded yet (``bot.recovery``).
-    reconcile_interval: float = Field(default=10.0, gt=0, le=MAX_RECONCILE_SECONDS)
+    reconcile_interval: float = Field(
+        default=10.0, ge=MIN_RECONCILE_SECONDS, le=MAX_RECONCILE_SECONDS
+    )
     alerts: AlertsConfig = Field(default_factory=AlertsConfig)  # Alertmanager's webhook
 
     @classmethod
@@ -158,8 +149,24 @@ class BotConfig(BaseModel):
             signing_secret=secret,
             api_url=api_url,
             host=host or values.get("STRATUS_BOT_HOST", "127.0.0.1"),
-            port=port if port is not None else int(values.get("STRATUS_BOT_PORT", "3000")),
-            follow_interval=float(values.get("STRATUS_BOT_FOLLOW_SECONDS", "0.3")),
-            reconcile_interval=_reconcile_seconds(values.get("STRATUS_RECONCILE_SECONDS", "10")),
+            port=port
+            if port is not None
+            else integer(
+                "STRATUS_BOT_PORT", default=3000, low=0, high=65535, what="a port", env=values
+            ),
+            follow_interval=number(
+                "STRATUS_BOT_FOLLOW_SECONDS",
+                default=0.3,
+                low=MIN_FOLLOW_SECONDS,
+                high=MAX_FOLLOW_SECONDS,
+                env=values,
+            ),
+            reconcile_interval=number(
+                "STRATUS_RECONCILE_SECONDS",
+                default=10.0,
+                low=MIN_RECONCILE_SECONDS,
+                high=MAX_RECONCILE_SECONDS,
+                env=values,
+            ),
             alerts=AlertsConfig.from_env(values),
         )

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from cli import render
 from cli.identity import Identity, current
 from policies.evaluate import CompiledPolicy
 from policies.loader import load
@@ -102,9 +103,11 @@ def session(
         if recover:
             for line in service.reconcile():
                 if ": cannot tell yet" in line:
-                    click.echo(f"an interrupted write is not settled yet: {line}", err=True)
+                    render.echo(
+                        f"an interrupted write is not settled yet: {render.visible(line)}", err=True
+                    )
                 else:
-                    click.echo(f"recovered an interrupted write: {line}", err=True)
+                    render.echo(f"recovered an interrupted write: {render.visible(line)}", err=True)
         opened = Session(store, kube, service, identity, policy)
         yield opened
     finally:

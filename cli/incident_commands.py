@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from agents import telemetry_queries
 from agents.incident import Incident, IncidentState
 from agents.incident_store import STREAM as INCIDENT_STREAM
 from agents.incident_store import IncidentEnvelope, IncidentEvent, IncidentRepository
@@ -45,6 +46,7 @@ def build_workflow(
             "for another server)"
         )
     s.service.policy()  # a policy that does not load stops here, before an incident opens
+    telemetry_queries.check()  # so does a bad telemetry window
     config = WorkflowConfig(max_attempts=max_attempts)
     if settle_seconds is not None:
         config.settle_timeout = settle_seconds
@@ -72,12 +74,12 @@ class Printer:
             self.cursor = row.seq
             if row.stream == INCIDENT_STREAM and row.subject == self.incident_id:
                 event = IncidentEvent.model_validate(row.payload)
-                click.echo(render.incident_event(IncidentEnvelope(row.seq, row.at, event)))
+                render.echo(render.incident_event(IncidentEnvelope(row.seq, row.at, event)))
             elif row.stream == PROPOSAL_STREAM and (
                 row.payload.get("incident_id") == self.incident_id
             ):
                 proposal_event = ProposalEvent.model_validate(row.payload)
-                click.echo(render.event(Envelope(row.seq, row.at, proposal_event)))
+                render.echo(render.event(Envelope(row.seq, row.at, proposal_event)))
 
 
 def _ask(s: Session, flow: IncidentWorkflow, incident: Incident, yes: bool) -> bool:
@@ -92,18 +94,18 @@ def _ask(s: Session, flow: IncidentWorkflow, incident: Incident, yes: bool) -> b
     if not waiting:
         return False
     proposal = waiting[0]
-    click.echo("")
+    render.echo("")
     render.plan(proposal)
     render.telemetry(summarize(ClusterReader(s.kube), proposal, prometheus=flow.prometheus))
     render.decision(proposal)
     if not yes and not sys.stdin.isatty():
-        click.echo(
+        render.echo(
             f"waiting for approval of {proposal.id}: stratus proposals approve {proposal.id}, "
             f"then stratus incidents resume {incident.id}"
         )
         return False
     if s.actor in proposal.approvals():
-        click.echo(
+        render.echo(
             f"{len(proposal.approvals())} of {proposal.decision.min_approvals} approvals; "
             f"another approver runs: stratus proposals approve {proposal.id}, then "
             f"stratus incidents resume {incident.id}"
@@ -128,7 +130,7 @@ def drive(s: Session, flow: IncidentWorkflow, incident_id: str, *, yes: bool) ->
                 break
             elsewhere = flow.driven_elsewhere(incident_id)
             if elsewhere:
-                click.echo(
+                render.echo(
                     f"another process ({elsewhere.split('/')[0]}) is working on {incident_id}; "
                     f"follow it with: stratus incidents show {incident_id}"
                 )
@@ -136,13 +138,13 @@ def drive(s: Session, flow: IncidentWorkflow, incident_id: str, *, yes: bool) ->
             if incident.state != St.AWAITING_APPROVAL or not _ask(s, flow, incident, yes):
                 break
     except (KeyboardInterrupt, click.Abort):
-        click.echo(f"\ninterrupted; the incident is kept: stratus incidents resume {incident_id}")
+        render.echo(f"\ninterrupted; the incident is kept: stratus incidents resume {incident_id}")
         raise SystemExit(130) from None
     return incident
 
 
 def finish(incident: Incident) -> None:
-    click.echo("")
+    render.echo("")
     render.incident_summary(incident)
     if incident.state == St.ESCALATED:
         raise SystemExit(EXIT_ESCALATED)
@@ -194,12 +196,16 @@ def investigate(
     context: str | None,
 ) -> None:
     """Investigate NAMESPACE: find the fault, propose fixes, verify, undo what made it worse."""
+    if not namespace:
+        raise click.ClickException(
+            "the namespace is empty: name the one to investigate (stratus investigate NAMESPACE)"
+        )
     with session(kubeconfig, context) as s:
         flow = build_workflow(
             s, planner=planner, max_attempts=max_attempts, settle_seconds=settle_seconds
         )
         incident, joined = flow.start(namespace, requester=s.actor, question=question)
-        click.echo(
+        render.echo(
             f"{'joined the open' if joined else 'opened'} incident {incident.id} on {namespace}"
         )
         finish(drive(s, flow, incident.id, yes=yes))
@@ -220,9 +226,9 @@ def list_incidents(
     with session(kubeconfig, context, recover=False) as s:
         found = IncidentRepository(s.store).recent(limit=limit, open_only=open_only)
         if not found:
-            click.echo("no incidents")
+            render.echo("no incidents")
         for incident in found:
-            click.echo(render.incident_line(incident))
+            render.echo(render.incident_line(incident))
 
 
 @incidents.command("show")
@@ -233,9 +239,9 @@ def show(incident_id: str, kubeconfig: Path | None, context: str | None) -> None
         repo = IncidentRepository(s.store)
         incident = repo.get(incident_id)
         render.incident_summary(incident)
-        click.echo("events:")
+        render.echo("events:")
         for envelope in repo.events(incident_id=incident_id):
-            click.echo("  " + render.incident_event(envelope))
+            render.echo("  " + render.incident_event(envelope))
 
 
 @incidents.command("resume")

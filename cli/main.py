@@ -84,26 +84,41 @@ class StratusGroup(click.Group):
         assert isinstance(command, click.Command)
         return command
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # Bytes that are not UTF-8 arrive as lone surrogates, which no database, API call or
+        # terminal can take: refused here, before anything is opened.
+        for arg in args:
+            if any(0xD800 <= ord(ch) <= 0xDFFF for ch in arg):
+                raise UserError(f"{render.visible(arg)} is not UTF-8 text; nothing was done")
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (click.ClickException, click.exceptions.Exit, click.Abort):
+        except click.UsageError as error:
+            # click repeats what was typed (an option's name, a value): one line, inert.
+            raise click.UsageError(render.visible(error.format_message()), error.ctx) from error
+        except click.ClickException as error:
+            kind = InternalError if error.exit_code == CRASH_EXIT else UserError
+            raise kind(render.visible_lines(error.format_message())) from error
+        except (click.exceptions.Exit, click.Abort):
             raise
         except StratusError as error:
             raise UserError(render.error_line(error)) from error
         except sqlite3.Error as error:
-            raise UserError(f"the database cannot be used: {error}") from error
+            raise UserError(f"the database cannot be used: {render.visible(error)}") from error
         except BrokenPipeError:
             # `stratus … | head`: the reader left; nothing to report.
             sys.stderr.close()
             raise click.exceptions.Exit(0) from None
         except OSError as error:
             where = f" ({error.filename})" if error.filename else ""
-            raise UserError(f"{error.strerror or error}{where}") from error
+            raise UserError(render.visible(f"{error.strerror or error}{where}")) from error
         except Exception as error:
             path = crash_log(error)
             raise InternalError(
-                f"internal error ({type(error).__name__}: {error}); nothing more was done. "
+                f"internal error ({type(error).__name__}: {render.visible(error)}); nothing more "
+                "was done. "
                 f"The details are in {path}"
             ) from error
 

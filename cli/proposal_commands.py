@@ -48,9 +48,9 @@ def list_proposals(
         else:
             found = s.service.pending()
         if not found:
-            click.echo("no proposals" if show_all or incident else "nothing is waiting")
+            render.echo("no proposals" if show_all or incident else "nothing is waiting")
         for proposal in found[:limit]:
-            click.echo(render.summary(proposal))
+            render.echo(render.summary(proposal))
 
 
 @proposals.command()
@@ -85,7 +85,7 @@ def approve(
                 proposal_id, user=s.actor, choice="always" if always else "approve"
             )
             print_events(s, cursor, {proposal_id})
-            click.echo(f"{voted.id}: {voted.state.value.replace('_', ' ')}")
+            render.echo(f"{render.visible(voted.id)}: {voted.state.value.replace('_', ' ')}")
             return
         if proposal.state in (S.AWAITING_APPROVAL, S.APPROVED):
             done = approve_and_execute(s, proposal, yes=True, always=always, question="")
@@ -97,7 +97,7 @@ def approve(
             raise click.ClickException(already_executed(s, done))
         if done is not None:
             undo = f" (undo: stratus undo {done.undo_id})" if done.undo_id else ""
-            click.echo(f"applied: {done.intent}{undo}")
+            render.echo(f"applied: {render.visible(done.intent)}{undo}")
 
 
 def executed_here(proposal: Proposal) -> bool:
@@ -114,7 +114,7 @@ def already_executed(s: Session, proposal: Proposal) -> str:
     when = f" at {at:%Y-%m-%d %H:%M:%S} UTC" if at else ""
     by = f" by {who}" if who else ""
     undone = f"; it was undone since ({proposal.undone_by})" if proposal.state == S.UNDONE else ""
-    return (
+    return render.visible(
         f"{proposal.id} was already executed{when}{by} ({proposal.intent}){undone}; "
         "nothing was done"
     )
@@ -128,7 +128,7 @@ def reject(proposal_id: str, reason: str, kubeconfig: Any, context: str | None) 
     """Reject a proposal; nothing is written."""
     with session(kubeconfig, context, recover=False) as s:
         rejected = s.service.answer(proposal_id, user=s.actor, choice="reject", reason=reason)
-        click.echo(f"rejected {rejected.id}: {reason or 'no reason given'}")
+        render.echo(f"rejected {rejected.id}: {render.visible(reason) or 'no reason given'}")
 
 
 @proposals.command()
@@ -139,7 +139,7 @@ def cancel(proposal_id: str, reason: str, kubeconfig: Any, context: str | None) 
     """Withdraw a proposal that has not been executed."""
     with session(kubeconfig, context, recover=False) as s:
         cancelled = s.service.cancel(proposal_id, actor=s.actor, reason=reason)
-        click.echo(f"cancelled {cancelled.id}")
+        render.echo(f"cancelled {cancelled.id}")
 
 
 @proposals.command()
@@ -157,4 +157,4 @@ def events(cursor: int, proposal_id: str | None, kubeconfig: Any, context: str |
     """The event stream: every state change of every proposal, in order."""
     with session(kubeconfig, context, recover=False) as s:
         for envelope in s.service.events.since(cursor, proposal_id=proposal_id):
-            click.echo(render.event(envelope))
+            render.echo(render.event(envelope))

@@ -6,6 +6,8 @@ remedy into what a terminal user types next. Slack has its own words in ``bot/``
 
 from __future__ import annotations
 
+import unicodedata
+
 import click
 
 from agents.incident import Incident
@@ -14,7 +16,7 @@ from agents.telemetry import Telemetry
 from agents.telemetry_metrics import Figure
 from policies.approvers import describe
 from proposals.events import Envelope, EventType
-from proposals.model import Proposal
+from proposals.model import Proposal, ProposalState
 from store.errors import Remedy, StratusError
 
 REMEDY_WORDS: dict[Remedy, str] = {
@@ -28,20 +30,52 @@ REMEDY_WORDS: dict[Remedy, str] = {
 }
 
 
+# Characters a terminal may act on instead of showing: controls (ESC starts a sequence that can
+# retitle the window or clear the screen, CR overwrites a line, LF forges one), format
+# characters (bidirectional overrides reorder what is read), separators and lone surrogates
+# (bytes that were not UTF-8, which would also crash the write).
+_ACTING = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+
+
+def _escaped(ch: str, keep: str) -> str:
+    if ch in keep or unicodedata.category(ch) not in _ACTING:
+        return ch
+    return repr(ch)[1:-1]  # \x1b, \x07, \r, \n, \u202e, \udcff
+
+
+def visible(text: object) -> str:
+    """Text that came from a person, the store or the cluster, as it may be printed: every
+    character a terminal would act on is written as its escape, a newline included, so the
+    text stays on its line and shows what it holds."""
+    return "".join(_escaped(ch, "") for ch in str(text))
+
+
+def visible_lines(text: object) -> str:
+    """Like ``visible`` but keeping line breaks and tabs: for what the CLI lays out over
+    several lines itself (a diff, a message with its hint)."""
+    return "".join(_escaped(ch, "\n\t") for ch in str(text))
+
+
+def echo(message: object = "", *, err: bool = False) -> None:
+    """Every line the CLI prints goes through here, so that whatever a caller did not pass
+    through ``visible`` still reaches the terminal inert (only its line breaks act)."""
+    click.echo(visible_lines(message), err=err)
+
+
 def error_line(error: StratusError) -> str:
     hint = REMEDY_WORDS.get(error.remedy)
-    return f"{error.message}" + (f"\n  hint: {hint}" if hint else "")
+    return visible(error.message) + (f"\n  hint: {hint}" if hint else "")
 
 
 def plan(proposal: Proposal) -> None:
-    click.echo(f"intent: {proposal.intent}")
-    click.echo(
+    echo(f"intent: {visible(proposal.intent)}")
+    echo(
         f"risk: {proposal.risk}  reversible: {'yes' if proposal.reversible else 'no'}  "
-        f"target: {proposal.target}"
+        f"target: {visible(proposal.target)}"
     )
     for warning in proposal.warnings:
-        click.echo(f"warning: {warning}")
-    click.echo(proposal.plan.diff.rstrip() or "(no change)")
+        echo(f"warning: {visible(warning)}")
+    echo(visible_lines(proposal.plan.diff.rstrip()) or "(no change)")
 
 
 def _value(value: float | None, unit: str) -> str:
@@ -66,26 +100,26 @@ def _figure(figure: Figure, unit: str, ran: bool) -> str:
 def telemetry(summary: Telemetry) -> None:
     """The target's telemetry: the cluster's signals, then Prometheus' figures (before -> after
     once the proposal ran), or why there are none."""
-    click.echo(
+    _line(
         f"telemetry: pods ready {summary.pods}, restarts {summary.restarts}, "
         f"endpoints {summary.endpoints}"
     )
     for line in summary.errors:
-        click.echo(f"  error line: {line}")
+        _line(f"  error line: {line}")
     for line in summary.events:
-        click.echo(f"  event: {line}")
+        _line(f"  event: {line}")
     m = summary.metrics
     if summary.metrics_source == "none":
-        click.echo("metrics:   no metrics source (STRATUS_PROMETHEUS_URL is not set)")
+        _line("metrics:   no metrics source (STRATUS_PROMETHEUS_URL is not set)")
         return
     if summary.metrics_source == "not_applicable":
-        click.echo("metrics:   none for this kind of object")
+        _line("metrics:   none for this kind of object")
         return
     if m is None:
-        click.echo(f"metrics:   unavailable ({summary.metrics_reason}); cluster signals only")
+        _line(f"metrics:   unavailable ({summary.metrics_reason}); cluster signals only")
         return
     ran = m.executed_at is not None
-    click.echo(
+    _line(
         f"metrics:   Prometheus, last {m.window:g}s, services {', '.join(m.services)}"
         + ("; before -> after the change" if ran else "")
     )
@@ -95,71 +129,80 @@ def telemetry(summary: Telemetry) -> None:
         ("restarts", m.restarts, ""),
         ("memory/limit", m.memory, "%"),
     ):
-        click.echo(f"  {label:<13}{_figure(figure, unit, ran)}")
+        _line(f"  {label:<13}{_figure(figure, unit, ran)}")
     for caller in m.callers:
-        click.echo(f"  caller {caller.caller}: errors {_figure(caller.figure, '%', ran)}")
+        _line(f"  caller {caller.caller}: errors {_figure(caller.figure, '%', ran)}")
     if m.failed:
-        click.echo(f"  missing: {m.failed}")
+        _line(f"  missing: {m.failed}")
 
 
 def decision(proposal: Proposal) -> None:
-    click.echo(f"policy: {proposal.decision.reason}")
+    echo(f"policy: {visible(proposal.decision.reason)}")
 
 
 def summary(proposal: Proposal) -> str:
-    votes = ", ".join(proposal.approvals())
+    votes = ", ".join(visible(user) for user in proposal.approvals())
     state = "TAMPERED" if proposal.tampered else proposal.state.value
     return (
-        f"{proposal.id}  {state:<17} {proposal.action:<20} {proposal.target}"
-        f"  by {proposal.requester}"
+        f"{visible(proposal.id)}  {state:<17} {visible(proposal.action):<20} "
+        f"{visible(proposal.target)}  by {visible(proposal.requester)}"
         + (f"  approvals: {votes}" if votes else "")
-        + (f"  (edited outside Stratus: {proposal.tampered[0]})" if proposal.tampered else "")
+        + (
+            f"  (edited outside Stratus: {visible(proposal.tampered[0])})"
+            if proposal.tampered
+            else ""
+        )
     )
 
 
+def _state(proposal: Proposal) -> str:
+    approvals = len(proposal.approvals())
+    if proposal.state == ProposalState.EXPIRED and approvals:
+        # Said from the votes, not the stored reason: rows expired before it was worded so.
+        return f"expired with {approvals} of {proposal.decision.min_approvals} approvals"
+    return proposal.state.value + (f" ({visible(proposal.reason)})" if proposal.reason else "")
+
+
 def details(proposal: Proposal) -> None:
-    click.echo(f"proposal:  {proposal.id}")
+    echo(f"proposal:  {visible(proposal.id)}")
     if proposal.tampered:
-        click.echo(
+        echo(
             f"state:     TAMPERED — edited outside Stratus; nothing acts on it (stored as "
             f"{proposal.state.value}; see `stratus audit verify`)"
         )
         for problem in proposal.tampered:
-            click.echo(f"tampered:  {problem}")
+            echo(f"tampered:  {visible(problem)}")
     else:
-        click.echo(
-            f"state:     {proposal.state.value}"
-            + (f" ({proposal.reason})" if proposal.reason else "")
-        )
-    click.echo(f"requester: {proposal.requester}")
+        echo(f"state:     {_state(proposal)}")
+    echo(f"requester: {visible(proposal.requester)}")
     if proposal.incident_id:
-        click.echo(f"incident:  {proposal.incident_id}")
-    click.echo(
+        echo(f"incident:  {visible(proposal.incident_id)}")
+    echo(
         f"created:   {proposal.created_at:%Y-%m-%d %H:%M:%S} UTC; expires "
         f"{proposal.expires_at:%Y-%m-%d %H:%M:%S} UTC"
     )
     d = proposal.decision
-    click.echo(f"policy:    {d.reason} [{d.source}{': ' + d.rule if d.rule else ''}]")
+    echo(f"policy:    {visible(d.reason)} [{d.source}{': ' + visible(d.rule) if d.rule else ''}]")
     if d.outcome == "ask":
-        click.echo(
-            f"approvers: {describe(d.approver_lists)}; needs {d.min_approvals}; requester may "
-            f"approve: {'yes' if d.self_approval else 'no'}"
+        echo(
+            f"approvers: {visible(describe(d.approver_lists))}; needs {d.min_approvals}; "
+            f"requester may approve: {'yes' if d.self_approval else 'no'}"
         )
     for vote in proposal.votes:
         counted = "" if vote.digest == proposal.plan.digest else " (for an earlier plan)"
-        click.echo(
-            f"vote:      {vote.user} {vote.choice} at {vote.at:%H:%M:%S}{counted}"
-            + (f": {vote.reason}" if vote.reason else "")
+        echo(
+            f"vote:      {visible(vote.user)} {vote.choice} at {vote.at:%H:%M:%S}{counted}"
+            + (f": {visible(vote.reason)}" if vote.reason else "")
         )
     if proposal.execution_id:
-        click.echo(f"execution: {proposal.execution_id}")
+        echo(f"execution: {proposal.execution_id}")
     if proposal.undo_id:
-        click.echo(f"undo:      stratus undo {proposal.undo_id}")
+        echo(f"undo:      stratus undo {proposal.undo_id}")
     if proposal.superseded_by:
-        click.echo(f"replaced by: {proposal.superseded_by}")
+        echo(f"replaced by: {visible(proposal.superseded_by)}")
     if proposal.previous_diff:
-        click.echo("diff of the proposal this one replaces:")
-        click.echo(proposal.previous_diff.rstrip())
+        echo("diff of the proposal this one replaces:")
+        echo(visible_lines(proposal.previous_diff.rstrip()))
     plan(proposal)
 
 
@@ -175,7 +218,7 @@ def event(envelope: Envelope) -> str:
         text = f"{(e.previous_state or '-').replace('_', ' ')} → {e.state.replace('_', ' ')}"
         if e.message:
             text += f": {e.message}"
-    return f"[{envelope.seq}] {e.proposal_id} {text} ({e.actor})"
+    return visible(f"[{envelope.seq}] {e.proposal_id} {text} ({e.actor})")  # one line
 
 
 # ---------------------------------------------------------------------- incidents
@@ -190,7 +233,7 @@ def incident_event(envelope: IncidentEnvelope) -> str:
             text += f": {e.message}"
     else:
         text = f"{kind.replace('_', ' ')}: {e.message}" if e.message else kind
-    return f"[{envelope.seq}] {e.incident_id} {text}"
+    return visible(f"[{envelope.seq}] {e.incident_id} {text}")  # one line
 
 
 def incident_line(incident: Incident) -> str:
@@ -199,7 +242,7 @@ def incident_line(incident: Incident) -> str:
         if (incident.diagnosis)
         else "-"
     )
-    return (
+    return visible(
         f"{incident.id}  {incident.state.value:<17} {incident.namespace:<20} "
         f"{incident.created_at:%Y-%m-%d %H:%M}  attempts {len(incident.attempts)}  {what}"
         + (f"  [parked: {incident.parked}]" if incident.parked and incident.is_open else "")
@@ -213,55 +256,61 @@ def _elapsed(start: object, end: object) -> str:
     return f"{seconds:.1f}s"
 
 
+def _line(text: str) -> None:
+    """One line of the summary: every field in it may hold text from the cluster, the model or
+    a person, none of it ever a line break."""
+    echo(visible(text))
+
+
 def incident_summary(incident: Incident) -> None:
-    click.echo(f"incident:  {incident.id} on {incident.namespace} ({incident.state.value})")
+    _line(f"incident:  {incident.id} on {incident.namespace} ({incident.state.value})")
     if incident.reason:
-        click.echo(f"outcome:   {incident.reason}")
+        _line(f"outcome:   {incident.reason}")
     if incident.parked and incident.is_open and incident.parked_at is not None:
-        click.echo(
+        _line(
             f"parked:    since {incident.parked_at:%Y-%m-%d %H:%M:%S} UTC, {incident.parked} "
             "(nothing runs until a retry posts its thread; it ends after the bound)"
         )
-    click.echo(f"started:   {incident.created_at:%Y-%m-%d %H:%M:%S} UTC by {incident.requester}")
+    _line(f"started:   {incident.created_at:%Y-%m-%d %H:%M:%S} UTC by {incident.requester}")
     if incident.question:
-        click.echo(f"question:  {incident.question}")
+        _line(f"question:  {incident.question}")
     d = incident.diagnosis
     if d is not None:
-        click.echo(f"diagnosis: {d.resource} — {d.category} ({d.mechanism}); planner {d.source}")
-        click.echo(f"           {d.summary}")
+        _line(f"diagnosis: {d.resource} — {d.category} ({d.mechanism}); planner {d.source}")
+        _line(f"           {d.summary}")
         for item in d.evidence[:8]:
-            click.echo(f"  evidence [{item.source} {item.ref}] {item.text}")
+            _line(f"  evidence [{item.source} {item.ref}] {item.text}")
         for line in d.history:
-            click.echo(f"  history: {line}")
+            _line(f"  history: {line}")
     for attempt in incident.attempts:
         verdict = attempt.verdict or "-"
-        click.echo(
+        _line(
             f"attempt {attempt.number}: {attempt.candidate.intent} → {attempt.outcome or 'running'}"
             f" (verdict {verdict}; score {attempt.health_before.get('total', '?')} → "
             f"{attempt.health_after.get('total', '?')})"
         )
         for proposal_id in [p for p in attempt.proposals if p]:
-            click.echo(f"  proposal {proposal_id}")
+            _line(f"  proposal {proposal_id}")
         for proposal_id in attempt.undo_proposals:
-            click.echo(f"  undo     {proposal_id}")
+            _line(f"  undo     {proposal_id}")
     rest = [c for c in incident.candidates if c.key() not in incident.tried]
     if incident.is_open and rest:
-        click.echo("other options:")
+        _line("other options:")
         for candidate in rest[:5]:
-            click.echo(f"  - {candidate.intent}")
+            _line(f"  - {candidate.intent}")
     health = incident.health_now or incident.health_at_start
     if health:
-        click.echo(
+        _line(
             f"health:    score {health.get('total')} "
             f"({'healthy' if health.get('healthy') else 'unhealthy'})"
         )
-    click.echo(
+    _line(
         f"time to detect {_elapsed(incident.created_at, incident.detected_at)}, "
         f"to mitigate {_elapsed(incident.created_at, incident.mitigated_at)}"
     )
     if incident.usage.model_calls:
         u = incident.usage
-        click.echo(
+        _line(
             f"model:     {u.model_calls} calls, {u.prompt_tokens} prompt + "
             f"{u.completion_tokens} completion tokens"
         )

@@ -62,7 +62,7 @@ def _leaving_aborts() -> Iterator[None]:
 def print_events(s: Session, cursor: int, proposal_ids: set[str]) -> None:
     for envelope in s.service.events.since(cursor):
         if envelope.event.proposal_id in proposal_ids:
-            click.echo(render.event(envelope), err=True)
+            render.echo(render.event(envelope), err=True)
 
 
 def approve_and_execute(
@@ -83,7 +83,7 @@ def approve_and_execute(
             proposal.id, user=s.actor, choice="always" if always else "approve"
         )
         if proposal.state == S.AWAITING_APPROVAL:
-            click.echo(
+            render.echo(
                 f"{len(proposal.approvals())} of {proposal.decision.min_approvals} approvals; "
                 f"another approver runs: stratus proposals approve {proposal.id}"
             )
@@ -91,13 +91,13 @@ def approve_and_execute(
     try:
         return s.service.execute(proposal.id, actor=s.actor)
     except Superseded as superseded:
-        click.echo(f"the plan you approved ({superseded.old.id}):", err=True)
-        click.echo(superseded.old.plan.diff.rstrip(), err=True)
+        render.echo(f"the plan you approved ({superseded.old.id}):", err=True)
+        render.echo(render.visible_lines(superseded.old.plan.diff.rstrip()), err=True)
         if superseded.new is not None:
-            click.echo(
+            render.echo(
                 f"the plan now ({superseded.new.id}, {superseded.new.state.value}):", err=True
             )
-            click.echo(superseded.new.plan.diff.rstrip(), err=True)
+            render.echo(render.visible_lines(superseded.new.plan.diff.rstrip()), err=True)
         raise
 
 
@@ -150,7 +150,7 @@ def _run_act(
         render.decision(proposal)
         if dry_run:
             outcome = "would be denied" if proposal.state == S.DENIED else "accepted"
-            click.echo(
+            render.echo(
                 f"dry run: the API server accepted the change and the policy {outcome}; "
                 "nothing was written or stored"
             )
@@ -161,7 +161,7 @@ def _run_act(
         print_events(s, cursor, {proposal.id})
         if done is not None:
             undo = f" (undo: stratus undo {done.undo_id})" if done.undo_id else ""
-            click.echo(f"applied: {done.intent}{undo}")
+            render.echo(f"applied: {render.visible(done.intent)}{undo}")
 
 
 def _action_command(cls: type[Action]) -> click.Command:
@@ -252,11 +252,13 @@ def undo(
         if list_entries:
             entries = s.service.undo_entries()
             if not entries:
-                click.echo("nothing to undo")
+                render.echo("nothing to undo")
             for entry in entries:
-                click.echo(
-                    f"{entry.id}  {entry.created_at[:19]}  {entry.execution.actor:<16} "
-                    f"{entry.execution.intent}"
+                render.echo(
+                    render.visible(
+                        f"{entry.id}  {entry.created_at[:19]}  {entry.execution.actor:<16} "
+                        f"{entry.execution.intent}"
+                    )
                 )
             return
         if drop:
@@ -265,7 +267,7 @@ def undo(
                 raise click.UsageError("--drop needs --reason: the audit log records why")
             confirm(yes, f"Drop {entry_id} from the undo stack without undoing it?")
             dropped = s.service.drop_undo_entry(entry_id, actor=s.actor, reason=reason)
-            click.echo(f"dropped {dropped.id}: {dropped.execution.intent}")
+            render.echo(render.visible(f"dropped {dropped.id}: {dropped.execution.intent}"))
             return
         cursor = s.service.events.last_seq()
         try:
@@ -275,14 +277,14 @@ def undo(
                 dry_run=dry_run,
             )
         except errors.UndoConflict as conflict:
-            click.echo(conflict.diff.rstrip(), err=True)
+            render.echo(render.visible_lines(conflict.diff.rstrip()), err=True)
             raise
         render.plan(proposal)
         render.decision(proposal)
         if dry_run:
-            click.echo("dry run: nothing was undone or stored")
+            render.echo("dry run: nothing was undone or stored")
             return
         done = approve_and_execute(s, proposal, yes=yes, always=False, question="Undo this change?")
         print_events(s, cursor, {proposal.id})
         if done is not None:
-            click.echo(f"undone: {done.intent.removeprefix('Undo: ')}")
+            render.echo(f"undone: {render.visible(done.intent.removeprefix('Undo: '))}")

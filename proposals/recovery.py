@@ -36,14 +36,18 @@ class RecoveryUseCases(ServiceCore):
         return expired
 
     def _expire_one(self, proposal: Proposal, now: datetime) -> Proposal | None:
+        by = f"{proposal.expires_at:%Y-%m-%d %H:%M} UTC"
+        approvals = len(proposal.approvals())
+        # Someone may have answered: a two-person rule met halfway did not go unanswered.
+        got = f"{approvals} of {proposal.decision.min_approvals} approvals"
         try:
             return self._move(
                 proposal.id,
                 S.EXPIRED,
                 actor="stratus-timeout",
                 allowed_from={S.AWAITING_APPROVAL},
-                message=f"nobody answered by {proposal.expires_at:%Y-%m-%d %H:%M} UTC",
-                reason="nobody answered in time",
+                message=f"{got} by {by}" if approvals else f"nobody answered by {by}",
+                reason=f"expired with {got}" if approvals else "nobody answered in time",
             )
         except NotExecutable:
             return None  # answered or expired by someone else meanwhile

@@ -20,7 +20,7 @@ from store.locks import holder_name
 from store.records import UndoEntry
 from tools import errors
 from tools.actions import UNDO
-from undo.stack import check_record, plan_inverse
+from undo.stack import check_record, off_the_stack, plan_inverse
 
 S = ProposalState
 
@@ -87,9 +87,8 @@ class UndoUseCases(ServiceCore):
             if newest.state != "active":
                 earlier = self.stack.entries.active(incident_id=request.incident_id)
                 raise errors.Invalid(
-                    f"the last write ({newest.execution.intent}, {newest.id}) was already "
-                    f"{newest.state} by {newest.undone_by} at {newest.undone_at}; name an "
-                    "earlier entry to undo it",
+                    f"the last write ({newest.execution.intent}, {newest.id}) "
+                    f"{off_the_stack(newest)}; name an earlier entry to undo it",
                     subject=newest.id,
                     details={"entry": newest.id, "next": earlier[0].id if earlier else None},
                 )

@@ -21,7 +21,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
 from store.errors import Remedy
-from tools import errors
+from tools import env, errors
 from tools.objects import ObjectRef
 
 _P = ParamSpec("_P")
@@ -77,13 +77,9 @@ def describe_source(kubeconfig: str | None, context: str | None, in_cluster: boo
 
 def request_timeout() -> tuple[float, float]:
     """(connect, read) seconds for every API call: ``STRATUS_KUBE_TIMEOUT`` (read), default
-    30. An API server that accepts a connection and never answers must not hang Stratus; a
-    write whose answer times out is settled by reading the object."""
-    try:
-        read = float(os.environ.get("STRATUS_KUBE_TIMEOUT", "30"))
-    except ValueError:
-        read = 30.0
-    read = read if read > 0 else 30.0
+    30, from 0.5 to 3600. An API server that accepts a connection and never answers must not
+    hang Stratus; a write whose answer times out is settled by reading the object."""
+    read = env.number("STRATUS_KUBE_TIMEOUT", default=30.0, low=0.5, high=3600.0)
     return (min(5.0, read), read)
 
 

@@ -69,6 +69,15 @@ def type_name(annotation: Any) -> str:
     return str(inner)
 
 
+def _with_article(name: str) -> str:
+    """``integer`` → ``an integer``; ``one of a|b`` and ``true|false`` read without one."""
+    if name == "true|false":
+        return "true or false"
+    if name.startswith("one of "):
+        return name
+    return ("an " if name[:1] in "aeiou" else "a ") + name
+
+
 def _fields(cls: type[Action]) -> dict[str, FieldInfo]:
     return {k: v for k, v in cls.model_fields.items() if k not in RESERVED}
 
@@ -193,7 +202,8 @@ def parse(cls: type[Action], pairs: list[str] | tuple[str, ...]) -> dict[str, An
             params[field] = _convert(info.annotation, value)
         except ValueError as exc:
             raise Invalid(
-                f"parameter {key!r} of {cls.name} is a {type_name(info.annotation)}: {exc} "
+                f"parameter {key!r} of {cls.name} is {_with_article(type_name(info.annotation))}"
+                f": {exc} "
                 f"(got {value!r})"
             ) from exc
     return params

@@ -140,6 +140,17 @@ def plan_inverse(
     return WritePlan("replace", current, restored, yaml_diff(current, restored, label=label))
 
 
+def off_the_stack(entry: UndoEntry) -> str:
+    """How an entry left the stack, saying who and when only where the record knows them:
+    ``was already undone by cli:bob at 2025-…``, ``was dropped from the stack``."""
+    if entry.state == NO_INVERSE:
+        return "cannot be undone (the write is irreversible)"
+    what = "was already undone" if entry.state == UNDONE else "was dropped from the stack"
+    by = f" by {entry.undone_by}" if entry.undone_by else ""
+    at = f" at {entry.undone_at}" if entry.undone_at else ""
+    return what + by + at
+
+
 class UndoStack:
     """Undo entries and the mechanics of undoing one. Deciding *whether* to undo (policy,
     approval, events) belongs to the proposal service, which calls ``undo`` once approved."""
@@ -158,16 +169,8 @@ class UndoStack:
                 f"{entry_id} cannot be undone: {entry.execution.intent} is irreversible",
                 subject=entry_id,
             )
-        if entry.state == UNDONE:
-            raise errors.Invalid(
-                f"{entry_id} was already undone ({entry.undone_at} by {entry.undone_by})",
-                subject=entry_id,
-            )
-        if entry.state == DROPPED:
-            raise errors.Invalid(
-                f"{entry_id} was dropped from the stack ({entry.undone_at} by {entry.undone_by})",
-                subject=entry_id,
-            )
+        if entry.state in (UNDONE, DROPPED):
+            raise errors.Invalid(f"{entry_id} {off_the_stack(entry)}", subject=entry_id)
         # Active, as stored: the audit log must not say it already left the stack.
         left = entry_left(self.executor.store, entry.id, entry.execution.id)
         if left is not None or entry.execution.action in IRREVERSIBLE:

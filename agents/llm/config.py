@@ -17,12 +17,15 @@ from autogen_ext.models.openai import (
     OpenAIChatCompletionClient,
 )
 from autogen_ext.models.openai.config import OpenAIClientConfiguration
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from agents.llm import logbounds
+from store.errors import Remedy, StratusError
+from tools.env import number
 
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_TIMEOUT = 60.0
+MIN_TIMEOUT = 1.0  # below a second no model answers; such a value is a typo
 # What a model we do not know by name is assumed to do: it must call tools and follow a JSON
 # schema, or the planner cannot use it (and falls back after two failed tries).
 UNKNOWN_MODEL_INFO = ModelInfo(
@@ -35,8 +38,11 @@ UNKNOWN_MODEL_INFO = ModelInfo(
 )
 
 
-class ConfigError(ValueError):
+class ConfigError(StratusError, ValueError):
     """The LLM settings are present but unusable (the message names the variable)."""
+
+    code = "llm_config"
+    default_remedy = Remedy.FIX_CONFIG
 
 
 class LLMConfig(BaseModel):
@@ -47,26 +53,26 @@ class LLMConfig(BaseModel):
     api_key: SecretStr | None = None
     base_url: str | None = None
     api_version: str | None = None  # set: Azure OpenAI
-    timeout: float = Field(default=DEFAULT_TIMEOUT, gt=0, le=900)
+    timeout: float = Field(default=DEFAULT_TIMEOUT, ge=MIN_TIMEOUT, le=900)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> LLMConfig | None:
         """The configuration, or None when no model is configured."""
         key = env.get("OPENAI_API_KEY", "").strip()
         base_url = env.get("OPENAI_BASE_URL", "").strip()
+        # Read even without a model: a bad value is refused, never ignored until one is set.
+        timeout = number(
+            "STRATUS_LLM_TIMEOUT", default=DEFAULT_TIMEOUT, low=MIN_TIMEOUT, high=900, env=env
+        )
         if not key and not base_url:
             return None
-        raw_timeout = env.get("STRATUS_LLM_TIMEOUT", "").strip() or str(DEFAULT_TIMEOUT)
-        try:
-            return cls(
-                model=env.get("STRATUS_MODEL", "").strip() or DEFAULT_MODEL,
-                api_key=SecretStr(key) if key else None,
-                base_url=base_url or None,
-                api_version=env.get("OPENAI_API_VERSION", "").strip() or None,
-                timeout=float(raw_timeout),
-            )
-        except (ValueError, ValidationError) as exc:
-            raise ConfigError(f"STRATUS_LLM_TIMEOUT={raw_timeout!r} is not a timeout") from exc
+        return cls(
+            model=env.get("STRATUS_MODEL", "").strip() or DEFAULT_MODEL,
+            api_key=SecretStr(key) if key else None,
+            base_url=base_url or None,
+            api_version=env.get("OPENAI_API_VERSION", "").strip() or None,
+            timeout=timeout,
+        )
 
     @property
     def is_azure(self) -> bool:

@@ -5,8 +5,8 @@ after the cancel (issue 16, items 17 and 23, the gaps left after the first fix):
   the cancel's sweep, and its event and audit row say why and who cancelled;
 - ``stratus proposals approve`` (an answer, then an execution, outside the workflow) racing a
   cancel either executes before the cancel is stored — and the cancelled incident's record
-  shows the write and its undo — or is refused; a cancel never ends an incident while one of
-  its writes is in flight.
+  shows the write, which stays: a one-step attempt that executed is complete, not half done —
+  or is refused; a cancel never ends an incident while one of its writes is in flight.
 
 Against the lab over HTTP with the real proposal service; the races run in threads and in a
 real ``stratus`` process, and the in-flight write is held by a proxy in front of the API.
@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -167,9 +168,12 @@ def _one_step_waiting(
     return flow, incident.id, waiting.attempts[0].proposals[0]
 
 
-def executed_before_cancelled(flow: IncidentWorkflow, service: ProposalService, iid: str) -> None:
+def executed_before_cancelled(
+    flow: IncidentWorkflow, service: ProposalService, kube: KubeClient, iid: str
+) -> None:
     """The record of a cancelled incident shows every write of it, and each landed before the
-    incident was stored as cancelled — then was undone by the cancel."""
+    incident was stored as cancelled. The attempt had one step: executed, it was complete —
+    not half done — so its fix stays (issue 16 follow-up, L5); else nothing was written."""
     ended = [
         e.seq
         for e in flow.incidents.events(incident_id=iid)
@@ -181,13 +185,15 @@ def executed_before_cancelled(flow: IncidentWorkflow, service: ProposalService, 
     executed = [
         e.seq for e in service.events.since(0, proposal_id=step) if e.event.state == "executed"
     ]
+    assert incident.attempts[0].undo_proposals == []
     if not executed:
         assert service.get(step).state == P.CANCELLED
+        assert replicas(kube, "recommendation") == 0
         return
     assert executed[0] < ended[0]
-    assert service.get(step).state == P.UNDONE
-    (undo,) = incident.attempts[0].undo_proposals
-    assert service.get(undo).state == P.EXECUTED
+    assert service.get(step).state == P.EXECUTED
+    assert "stay" in (incident.attempts[0].outcome or "")
+    assert replicas(kube, "recommendation") == 1
 
 
 def test_an_approve_racing_a_cancel_executes_before_it_or_is_refused(
@@ -205,16 +211,17 @@ def test_an_approve_racing_a_cancel_executes_before_it_or_is_refused(
 
         race(approve_and_execute, lambda iid=iid, f=flow: f.cancel(iid, actor="cli:alice"))
         nothing_left_open(flow, service, wstore, iid)
-        executed_before_cancelled(flow, service, iid)
-        assert replicas(kube, "recommendation") == 0
+        executed_before_cancelled(flow, service, kube, iid)
+        scale_to_zero(broken, kube, "recommendation")  # broken again for the next round
 
 
-def test_a_cancel_waits_for_a_write_in_flight_and_undoes_it(
+def test_a_cancel_waits_for_a_write_in_flight_and_keeps_it(
     broken: Lab, wstore: Store, policy: PolicyBox, tmp_path: Path
 ) -> None:
     """Deterministic: the approved write's PUT is held 2 s by a proxy, and the cancel lands
     meanwhile. It used to store the incident as cancelled with the write still in flight;
-    the write then landed on a cancelled incident and stayed."""
+    the write then landed on a cancelled incident. Now the cancel waits for it; the attempt is
+    then complete, and its fix stays."""
     with fault_proxy(broken.url, tmp_path / "proxied") as proxy:
         slow = KubeClient(kubeconfig=str(proxy.kubeconfig))
         slow_service = ProposalService(
@@ -238,8 +245,7 @@ def test_a_cancel_waits_for_a_write_in_flight_and_undoes_it(
         assert proxy.seen("PUT", REC_PATH, outcome="delayed")
         assert cancelled.state == St.CANCELLED, (cancelled.state, cancelled.cancel_requested)
         nothing_left_open(flow, service, wstore, iid)
-        executed_before_cancelled(flow, service, iid)
-        assert replicas(direct, "recommendation") == 0  # the cancel undid it
+        executed_before_cancelled(flow, service, direct, iid)
         slow.close()
         direct.close()
 
@@ -275,8 +281,7 @@ def test_a_write_still_in_flight_after_the_wait_keeps_the_cancel_requested(
         done = flow.advance(iid)
         assert done.state == St.CANCELLED
         nothing_left_open(flow, service, wstore, iid)
-        executed_before_cancelled(flow, service, iid)
-        assert replicas(direct, "recommendation") == 0
+        executed_before_cancelled(flow, service, direct, iid)
         slow.close()
         direct.close()
 
@@ -285,8 +290,8 @@ def test_a_stratus_process_approving_while_the_incident_is_cancelled(
     broken: Lab, wstore: Store, policy: PolicyBox, tmp_path: Path
 ) -> None:
     """``stratus proposals approve`` in a process of its own, its PUT held by a proxy while
-    the cancel runs here: the write lands before the incident is stored as cancelled, and the
-    cancel undoes it; a second approve afterwards is refused."""
+    the cancel runs here: the write lands before the incident is stored as cancelled, and it
+    stays (the one-step attempt was complete); a second approve afterwards is refused."""
     policy_dir = tmp_path / "policies"
     policy_dir.mkdir()
     (policy_dir / "policy.yaml").write_text(
@@ -328,10 +333,72 @@ def test_a_stratus_process_approving_while_the_incident_is_cancelled(
         assert result.returncode == 0, (result.stdout, result.stderr)  # type: ignore[attr-defined]
         assert cancelled.state == St.CANCELLED
         nothing_left_open(flow, service, wstore, iid)
-        executed_before_cancelled(flow, service, iid)
-        assert replicas(direct, "recommendation") == 0
+        executed_before_cancelled(flow, service, direct, iid)
         late = stratus(
             "proposals", "approve", step, env={**env, "KUBECONFIG": str(broken.kubeconfig)}
         )
         assert late.returncode != 0 and "applied" not in late.stdout
         direct.close()
+
+
+def _moves(flow: IncidentWorkflow, iid: str) -> list[str]:
+    return [
+        f"{e.event.previous_state} -> {e.event.state}: {e.event.message}"
+        for e in flow.incidents.events(incident_id=iid)
+        if e.event.type == IncidentEventType.STATE_CHANGED
+    ]
+
+
+def test_a_refused_undo_of_a_half_done_attempt_is_asked_once_and_recorded_once(
+    broken: Lab, kube: KubeClient, service: ProposalService, policy: PolicyBox
+) -> None:
+    """Two steps: the first executed, the second waiting. The cancel undoes the first (the
+    policy asks a human), who rejects that undo: it is never asked again, and no move is
+    recorded twice (the second look used to go to ``undoing`` again, "cancelled half-way")."""
+    policy.set(
+        Rule(name="allow-rec", decision="allow", match=Match(names=["recommendation"])),
+        Rule(name="ask-geo", decision="ask", match=Match(names=["geo"])),
+        Rule(name="ask-undo", decision="ask", match=Match(actions=["undo"])),
+    )
+    both = Candidate(steps=[scale("recommendation", 2), scale("geo", 2)], intent="scale both")
+    flow = workflow(service, kube, ScriptedPlanner(both))
+    incident, _ = flow.start("hotel", requester="cli:alice")
+    flow.advance(incident.id)
+    waiting = flow.cancel(incident.id, actor="cli:alice")
+    assert waiting.state == St.AWAITING_APPROVAL
+    (undo,) = waiting.attempts[0].undo_proposals
+    service.answer(undo, user="U-bob", choice="reject", reason="keep it")
+    done = flow.advance(incident.id)
+    again = flow.cancel(incident.id, actor="cli:alice")
+    assert not done.is_open and again.state == done.state, (done.state, again.state)
+    assert done.attempts[0].undo_proposals == [undo]  # asked once
+    moves = _moves(flow, incident.id)
+    assert [m for m, n in Counter(moves).items() if n > 1] == [], moves
+    assert sum("-> undoing" in m for m in moves) == 1, moves
+    assert replicas(kube, "recommendation") == 2  # the refused undo left it as it was
+
+
+def test_a_cancel_after_every_step_of_a_two_step_attempt_executed_keeps_both(
+    broken: Lab, kube: KubeClient, service: ProposalService, policy: PolicyBox
+) -> None:
+    """Complete is complete however many steps: both executed (the second approved outside
+    the workflow), the cancel keeps them and ends the incident cancelled."""
+    policy.set(
+        Rule(name="allow-rec", decision="allow", match=Match(names=["recommendation"])),
+        Rule(name="ask-geo", decision="ask", match=Match(names=["geo"])),
+        Rule(name="allow-undo", decision="allow", match=Match(actions=["undo"])),
+    )
+    both = Candidate(steps=[scale("recommendation", 2), scale("geo", 2)], intent="scale both")
+    flow = workflow(service, kube, ScriptedPlanner(both))
+    incident, _ = flow.start("hotel", requester="cli:alice")
+    second = flow.advance(incident.id).attempts[0].proposals[1]
+    service.answer(second, user="U-bob", choice="approve")
+    service.execute(second, actor="U-bob")
+    cancelled = flow.cancel(incident.id, actor="cli:alice")
+    assert cancelled.state == St.CANCELLED
+    assert cancelled.attempts[0].undo_proposals == []
+    assert cancelled.attempts[0].finished_at is not None
+    assert "stay" in (cancelled.attempts[0].outcome or ""), cancelled.attempts[0].outcome
+    assert replicas(kube, "recommendation") == 2 and replicas(kube, "geo") == 2
+    moves = _moves(flow, incident.id)
+    assert [m for m, n in Counter(moves).items() if n > 1] == [], moves

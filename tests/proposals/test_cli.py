@@ -75,7 +75,7 @@ def test_names_are_checked_before_anything_happens(
         (["kind=StatefulSet"], "cannot be a parameter"),
         (["namespace=kube-system"], "cannot be a parameter"),
         (["target=api"], "cannot be a parameter"),
-        (["replicas=no"], "is a integer: expected a decimal integer"),
+        (["replicas=no"], "is an integer: expected a decimal integer"),
         (["replicas=~"], "expected a decimal integer"),
         (["replicas=3", "replicas=4"], "given twice"),
         (["colour=3"], "has no parameter 'colour'"),

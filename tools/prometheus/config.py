@@ -16,6 +16,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from store.errors import Remedy, StratusError
+from tools.env import integer, number
 
 DEFAULT_TIMEOUT = 2.0  # seconds per request: a card must not wait on a slow Prometheus
 DEFAULT_MAX_SERIES = 200  # series one answer may hold; more are cut and said so
@@ -98,19 +99,24 @@ class PrometheusConfig:
             ca_file=Path(get("CA_FILE")) if get("CA_FILE") else None,
             insecure_skip_verify=insecure in _TRUE,
             headers=_headers(get("HEADERS")),
-            timeout=_number("TIMEOUT", get("TIMEOUT"), DEFAULT_TIMEOUT),
-            max_series=int(_number("MAX_SERIES", get("MAX_SERIES"), DEFAULT_MAX_SERIES)),
-            max_points=int(_number("MAX_POINTS", get("MAX_POINTS"), DEFAULT_MAX_POINTS)),
+            timeout=number(
+                "STRATUS_PROMETHEUS_TIMEOUT", default=DEFAULT_TIMEOUT, low=0.05, high=60, env=env
+            ),
+            max_series=integer(
+                "STRATUS_PROMETHEUS_MAX_SERIES",
+                default=DEFAULT_MAX_SERIES,
+                low=1,
+                high=10_000,
+                env=env,
+            ),
+            max_points=integer(
+                "STRATUS_PROMETHEUS_MAX_POINTS",
+                default=DEFAULT_MAX_POINTS,
+                low=2,
+                high=11_000,
+                env=env,
+            ),
         )
-
-
-def _number(name: str, raw: str, default: float) -> float:
-    if not raw:
-        return default
-    try:
-        return float(raw)
-    except ValueError:
-        raise _fail(f"STRATUS_PROMETHEUS_{name}={raw!r} is not a number") from None
 
 
 def _headers(raw: str) -> dict[str, str]:
