@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from policies.approvers import ApproverLists, conjunction, describe, is_machine, satisfies
+from policies.approvers import ApproverLists, conjunction, describe, is_person, satisfies
 from policies.loader import Policy, SourcedRule
 from policies.model import Defaults, Rule, parse_duration
 from tools.actions import CATALOG, POLICY_ACTIONS, UNDO, Action
@@ -304,7 +304,7 @@ def grant_refusal(
         return f"the rules in force need {asked.min_approvals} approvals"
     if not asked.remember:
         return "the rules in force do not allow 'Always allow'"
-    if is_machine(grant.created_by) or not satisfies(
+    if not is_person(grant.created_by) or not satisfies(
         asked.approvers, grant.created_by, grant.creator_groups
     ):
         return f"{grant.created_by} is not an approver under the rules in force"

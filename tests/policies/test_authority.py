@@ -5,7 +5,14 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from policies.approvals import ApprovalRequest
-from policies.authority import Asker, CancelFacts, cancel_refusal, may_revoke, undo_refusal
+from policies.authority import (
+    Asker,
+    CancelFacts,
+    cancel_refusal,
+    is_admin,
+    may_revoke,
+    undo_refusal,
+)
 from policies.evaluate import PolicyDecision, ProposalFacts
 
 NOW = datetime(2025, 1, 1, 12, tzinfo=UTC)
@@ -94,3 +101,41 @@ def test_a_grant_is_revoked_by_its_creator_or_an_admin() -> None:
     assert may_revoke(Asker(user="U0CAROL"), created_by="U0ALICE", admins=ADMINS)
     assert not may_revoke(Asker(user="U0DAVE"), created_by="U0ALICE", admins=ADMINS)
     assert not may_revoke(Asker(user="agent:x"), created_by="agent:x", admins=("*",))
+
+
+NOT_PEOPLE = ("S0SRE", "*", "@sre", "agent:stratus", "stratus", "", "cli:stratus-bot", "U0al")
+
+
+def test_an_identity_that_is_not_a_person_is_refused_whatever_the_lists_say() -> None:
+    from policies.approvals import refusal
+
+    anyone = PolicyDecision(outcome="ask", reason="rule open", source="rule", approvers=(("*",),))
+    for who in NOT_PEOPLE:
+        # Named directly in every list (a group's id, '*', a handle): still not a person.
+        named = PolicyDecision(
+            outcome="ask", reason="rule sre", source="rule", approvers=((who or "*",),)
+        )
+        asker = Asker(user=who, groups=(who,))
+        for decision in (anyone, named):
+            assert refusal(request(decision), who, (who,), NOW) is not None, who
+            assert undo_refusal(asker, original=decision, admins=(who, "*")) is not None, who
+        assert not is_admin(asker, (who, "*")), who
+        assert not may_revoke(asker, created_by=who, admins=(who, "*")), who
+        idle = CancelFacts(incident_id="inc-1", requester=who, channel="C0INCIDENT")
+        assert (
+            cancel_refusal(asker, idle, admins=(who, "*"), asked_from="C0INCIDENT", now=NOW)
+            is not None
+        ), who
+
+
+def test_slack_users_and_terminal_users_are_people() -> None:
+    from policies.approvals import refusal
+
+    for who in ("U0ALICE", "W0123ABC", "cli:alice", "cli:sre-alice"):
+        asker = Asker(user=who)
+        assert refusal(request(ALLOWED_ASK), who, (), NOW) is None, who
+        assert is_admin(asker, ("*",)), who
+        assert undo_refusal(asker, original=None, admins=(who,)) is None, who
+
+
+ALLOWED_ASK = PolicyDecision(outcome="ask", reason="rule open", source="rule", approvers=(("*",),))
