@@ -153,16 +153,34 @@ class Gate:
             found = None
         return found
 
-    async def answer(self, user: str, proposal: Proposal) -> tuple[str | None, tuple[str, ...]]:
-        """Why this user may not answer this proposal now (None: they may), and their groups."""
+    async def from_card(self, proposal_id: str, body: dict[str, Any]) -> bool:
+        """Whether a click came from the proposal's own card: the channel and message Slack says
+        it was clicked on are the ones the bot posted the proposal's card as. A click naming a
+        proposal from elsewhere (another channel, a message that is not its card) is not one
+        a person made on what they read."""
+        container = body.get("container") or {}
+        channel = str(container.get("channel_id") or (body.get("channel") or {}).get("id") or "")
+        ts = str(container.get("message_ts") or (body.get("message") or {}).get("ts") or "")
+        card = await self.rt.call(self.rt.links.card, proposal_id)
+        return card is not None and (card.channel, card.ts) == (channel, ts)
+
+    async def answer(
+        self, user: str, proposal: Proposal, choice: str = "approve"
+    ) -> tuple[str | None, tuple[str, ...]]:
+        """Why this user may not answer this proposal now with ``choice`` (None: they may), and
+        their groups."""
         now = self.rt.store.clock.now()
         if proposal.state != P.AWAITING_APPROVAL:
             return text.stale(proposal.state.value, proposal.reason), ()
         if now >= proposal.expires_at:
             return text.stale("expired"), ()
         groups = await self.groups.of(user, list(approvers.named(proposal.decision.approver_lists)))
-        why = self.rt.service.refusal(proposal, user=user, groups=tuple(groups), now=now)
-        return (text.not_approver(why) if why else None), groups
+        why = self.rt.service.refusal(
+            proposal, user=user, groups=tuple(groups), now=now, choice=choice
+        )
+        if why is None:
+            return None, groups
+        return (text.not_rejecter(why) if choice == "reject" else text.not_approver(why)), groups
 
     async def undo(self, user: str, proposal: Proposal) -> str | None:
         """Why this user may not press Undo on this card (None: they may)."""
@@ -281,7 +299,9 @@ def middleware(gate: Gate) -> Callable[..., Awaitable[BoltResponse | None]]:
             proposal_id = str(body["view"].get("private_metadata", "")).split("|")[0]
             proposal = await gate.proposal(proposal_id)
             why, groups = (
-                await gate.answer(user, proposal) if proposal else (text.UNKNOWN_ACTION, ())
+                await gate.answer(user, proposal, "reject")
+                if proposal
+                else (text.UNKNOWN_ACTION, ())
             )
             if why:
                 return await ack(response_action="errors", errors={"reason": why[:150]})
@@ -314,11 +334,16 @@ async def _click(
     if proposal is None:
         gate.rt.spawn(refuse(text.UNKNOWN_ACTION), name="refuse")
         return await ack()
+    if not await gate.from_card(proposal.id, body):
+        log.warning("a click on %s that does not come from its card; refused", proposal.id)
+        gate.rt.spawn(refuse(text.NOT_ITS_CARD), name="refuse")
+        return await ack()
     if action_id == cards.UNDO:
         why = await gate.undo(user, proposal)
         groups: tuple[str, ...] = ()
     else:
-        why, groups = await gate.answer(user, proposal)
+        choice = "reject" if action_id == cards.REJECT else "approve"
+        why, groups = await gate.answer(user, proposal, choice)
     if why:
         gate.rt.spawn(refuse(why), name="refuse")
         return await ack()

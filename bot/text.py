@@ -618,6 +618,10 @@ def not_approver(reason: str) -> str:
     return f":no_entry: You can't answer this request: {esc(reason)}"
 
 
+def not_rejecter(reason: str) -> str:
+    return f":no_entry: You can't reject this request: {esc(reason)}"
+
+
 def undo_refused(why: str) -> str:
     return f":no_entry: Nothing changed: {esc(why)}."
 
@@ -638,6 +642,10 @@ def chose_other(user: str, intent: str) -> str:
     return f"{who(user)} chose another option: {data(intent)}"
 
 
+NOT_ITS_CARD = (
+    ":no_entry: Nothing changed: that click does not come from the proposal's card; answer it "
+    "on its card in the incident thread."
+)
 UNKNOWN_ACTION = "That button is not one I know any more; nothing changed."
 
 # ---------------------------------------------------------------------- questions

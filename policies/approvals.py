@@ -52,16 +52,31 @@ def not_a_person(user: str, what: str) -> str:
 
 
 def refusal(
-    request: ApprovalRequest, user: str, groups: tuple[str, ...], now: datetime
+    request: ApprovalRequest,
+    user: str,
+    groups: tuple[str, ...],
+    now: datetime,
+    *,
+    choice: str = "approve",
 ) -> str | None:
-    """Why this user may not answer this request now, or None if they may."""
+    """Why this user may not answer this request now with ``choice`` (``approve``, ``always``
+    or ``reject``), or None if they may. Whoever asked for a change may always withdraw it
+    (reject it) — a self-approval ban is about approving, never about taking a request back."""
     decision = request.decision
     if decision.outcome != "ask":
         return f"this proposal is not waiting for a human ({decision.reason})"
     if now >= request.expires_at:
         return f"this request expired at {request.expires_at:%H:%M} UTC; ask for it again"
+    what = "reject a change" if choice == "reject" else "answer an approval request"
     if not is_person(user):
-        return not_a_person(user, "answer an approval request")
+        return not_a_person(user, what)
+    if choice == "reject":
+        if user == request.facts.requester or is_approver(decision, user, groups):
+            return None
+        return (
+            "only its approvers, or whoever asked for it, may reject this change "
+            f"({decision.reason})"
+        )
     if not is_approver(decision, user, groups):
         return f"you are not an approver for this change ({decision.reason})"
     if not decision.self_approval and user == request.facts.requester:

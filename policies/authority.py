@@ -95,7 +95,7 @@ def cancel_refusal(
     for request in facts.waiting:
         if now >= request.expires_at:
             continue  # nobody can answer it any more; it is withdrawn as expired anyway
-        why = refusal(request, asker.user, asker.groups, now)
+        why = refusal(request, asker.user, asker.groups, now, choice="reject")
         if why is not None:
             return f"cancelling {facts.incident_id} would reject {request.proposal_id}: {why}"
     if not facts.waiting and asker.user != facts.requester:

@@ -72,14 +72,14 @@ def test_cancel_is_an_answer_asked_from_the_incident_s_channel() -> None:
     assert why(alice, "C0ELSEWHERE") is not None
     assert why(Asker(user="U0DAVE")) is not None  # started it, but may not reject
     assert why(Asker(user="U0CAROL"), "C0ELSEWHERE") is None  # an admin, from anywhere
-    # The requester of the waiting proposal may not reject it where self-approval is off.
+    # The requester of the waiting proposal may withdraw it, even where self-approval is off.
     own = CancelFacts(
         incident_id="inc-1",
         requester="U0ALICE",
         channel="C0INC",
         waiting=(request(requester="U0ALICE"),),
     )
-    assert why(alice, on=own) is not None
+    assert why(alice, on=own) is None
     # Nothing waiting: whoever started it may cancel it; nobody else (but an admin).
     idle = CancelFacts(incident_id="inc-1", requester="U0DAVE", channel="C0INC")
     assert why(Asker(user="U0DAVE"), on=idle) is None
@@ -139,3 +139,24 @@ def test_slack_users_and_terminal_users_are_people() -> None:
 
 
 ALLOWED_ASK = PolicyDecision(outcome="ask", reason="rule open", source="rule", approvers=(("*",),))
+
+
+def test_the_requester_may_always_withdraw_their_own_request() -> None:
+    from policies.approvals import refusal
+
+    own = request(SRE_ASK, requester="U0DAVE")  # Dave is no approver; self-approval is banned
+    assert refusal(own, "U0DAVE", (), NOW, choice="reject") is None
+    approving = refusal(own, "U0DAVE", (), NOW, choice="approve")
+    assert approving is not None and "not an approver" in approving
+    alice = request(SRE_ASK, requester="U0ALICE")
+    mine = refusal(alice, "U0ALICE", ("S0SRE",), NOW)
+    assert mine is not None and "someone else must approve" in mine
+    assert refusal(alice, "U0ALICE", ("S0SRE",), NOW, choice="reject") is None
+    stranger = refusal(alice, "U0EVE", (), NOW, choice="reject")
+    assert stranger is not None and "may reject" in stranger
+    # Cancelling is withdrawing too: the requester of the one waiting request may cancel.
+    facts = CancelFacts(
+        incident_id="inc-1", requester="U0DAVE", channel="C0INCIDENT", waiting=(own,)
+    )
+    asker = Asker(user="U0DAVE")
+    assert cancel_refusal(asker, facts, admins=ADMINS, asked_from="C0INCIDENT", now=NOW) is None
