@@ -255,17 +255,21 @@ def _refusal_sender(
         user = str((body.get("user") or {}).get("id", ""))
         channel = str((body.get("channel") or {}).get("id", ""))
         thread = (body.get("message") or {}).get("thread_ts")
-        if not channel:
-            return
-        try:
-            await client.chat_postEphemeral(
-                channel=channel,
-                user=user,
-                text=message,
-                **({"thread_ts": thread} if thread else {}),
-            )
+        if channel:
+            try:
+                await client.chat_postEphemeral(
+                    channel=channel,
+                    user=user,
+                    text=message,
+                    **({"thread_ts": thread} if thread else {}),
+                )
+                return
+            except SlackApiError as error:
+                log.warning("chat.postEphemeral failed: %s", error.response.get("error"))
+        try:  # where the bot may not whisper (not in the channel, the App Home): a DM
+            await client.chat_postMessage(channel=user, text=message)
         except SlackApiError as error:
-            log.warning("chat.postEphemeral failed: %s", error.response.get("error"))
+            log.warning("telling %s failed: %s", user, error.response.get("error"))
 
     return send
 

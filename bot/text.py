@@ -205,6 +205,21 @@ def resumed(actor: str) -> str:
     return f":arrow_forward: Stratus *resumed* by {who(actor)}. Policies apply as written again."
 
 
+def switch_flipped(paused: bool) -> str:
+    """The acknowledgement of ``/stratus pause|resume`` (the announcement follows)."""
+    return "Stratus is now *paused*." if paused else "Stratus is now *running* (resumed)."
+
+
+def not_announced(channel: str, error: str) -> str:
+    return (
+        f":warning: I could not announce this in {esc(channel)} (`{esc(error)}`); invite me "
+        "there, or tell the channel yourself."
+        if error in ("not_in_channel", "channel_not_found", "is_archived")
+        else f":warning: I could not announce this in {esc(channel)} (`{esc(error)}`); tell the "
+        "channel yourself."
+    )
+
+
 ALREADY_PAUSED = "Stratus is already paused."
 ALREADY_RUNNING = "Stratus is not paused."
 STATUS_TITLE = "*Stratus status*"
