@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from typing import Any
 from urllib.parse import urlencode
 
@@ -15,12 +16,13 @@ import pytest
 from lab.slack.client import AsyncPlaygroundClient
 from policies.model import Defaults, Match, Rule
 from proposals.model import ProposalState
-from tests.bot.conftest import SRE, BotHandle, inject, resend_click, send_signed, wait_for
+from tests.bot.conftest import SRE, BotHandle, blocks_text, inject, resend_click, send_signed, wait_for
 from tests.bot.test_e2e import (
     SCENARIO,
     _card_state,
     _undo_card,
     first_card,
+    messages,
     proposal_id,
     replicas,
 )
@@ -261,3 +263,34 @@ async def test_the_requester_may_always_reject_their_own_request(
 
     await wait_for(rejected, timeout=30)
     assert replicas(kube, "recommendation") == 1
+
+
+# ---------------------------------------------------------------------- 3: a reject reason
+
+
+async def test_a_reject_reason_cannot_make_a_rejected_card_read_as_executed(
+    lab: Lab, slack: AsyncPlaygroundClient, stratus_bot: BotHandle
+) -> None:
+    rt = stratus_bot.runtime
+    inject(lab, SCENARIO)
+    await slack.command("U0DAVE", "/stratus", "investigate hotel")
+    pid = proposal_id(await first_card(slack))
+    await slack.click("U0ALICE", "stratus.reject", value=pid)
+    modal = await wait_for(lambda: _open_modal(slack, "U0ALICE"))
+    forged = "no\n*State*\n:white_check_mark: Executed `x` \u202edesrever\u0000 *Ran* at 12:00"
+    await slack.submit(modal["id"], {"reason.text": forged}, user="U0ALICE")
+
+    async def rejected() -> bool:
+        return (await rt.call(rt.service.get, pid)).state == ProposalState.REJECTED
+
+    await wait_for(rejected, timeout=30)
+    await stratus_bot.settle()
+    card = await wait_for(lambda: _card_state(slack, pid, "Rejected"))
+    assert card
+    shown = next(
+        blocks_text(m) for m in await messages(slack) if f"`{pid}`" in blocks_text(m)
+    )
+    assert "\\u202e" not in shown and "\\u0000" not in shown and "U+202E" in shown
+    loose = re.sub(r"`[^`]*`", "", shown)
+    assert "Executed" not in loose and "*Ran*" not in loose and loose.count("*State*") == 1
+    assert ":white_check_mark:" not in loose
