@@ -422,8 +422,16 @@ class AttemptRunner:
                 proposal = self.service.get(proposal_id)
                 if proposal.state in (P.AWAITING_APPROVAL, P.APPROVED):
                     # It may move on meanwhile; it is judged below by what it became.
+                    # Withdrawn as every open proposal of a cancelled incident is: by whoever
+                    # cancelled it, saying so (docs/workflow.md), never by Stratus's agent.
+                    by = incident.cancel_requested or _AGENT
                     with contextlib.suppress(StratusError):
-                        self.service.cancel(proposal.id, actor=_AGENT, reason="incident cancelled")
+                        self.service.withdraw(
+                            proposal.id,
+                            incident_id=incident.id,
+                            actor=by,
+                            reason=f"incident {incident.id} was cancelled by {by}",
+                        )
             if _executed_steps(self, attempt) and incident.state != St.VERIFYING:
                 incident = self._with_attempt(
                     incident, attempt.model_copy(update={"outcome": "cancelled"})

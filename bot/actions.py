@@ -95,6 +95,12 @@ class Clicks:
             return
         await self.driver.after_answer(saved, actor=user)
         self.follower.wake()
+        if choice != "reject" and saved.state == P.APPROVED:
+            # The approval was stored but the write did not follow (a cancel of the incident
+            # withdrew it, or the plan moved and it was superseded): say so, never nothing.
+            settled = await self.gate.outcome(saved.id)
+            if settled is not None and settled.state not in (P.EXECUTED, P.APPROVED, P.EXECUTING):
+                await self.ephemeral(body, text.stale(settled.state.value, settled.reason))
 
     async def reject(self, ack: Ack, body: dict[str, Any], context: dict[str, Any]) -> None:
         await ack()

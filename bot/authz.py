@@ -34,6 +34,9 @@ log = logging.getLogger("stratus.bot")
 P = ProposalState
 GROUP_TTL = 60.0
 SEEN_CLICKS = 2048
+# How long a click on an approved proposal waits to say what became of it (run, superseded,
+# withdrawn by a cancel) rather than "about to run", which may turn out false.
+SETTLE_SECONDS = 20.0
 
 
 class Groups:
@@ -163,6 +166,18 @@ class Gate:
         ts = str(container.get("message_ts") or (body.get("message") or {}).get("ts") or "")
         card = await self.rt.call(self.rt.links.card, proposal_id)
         return card is not None and (card.channel, card.ts) == (channel, ts)
+
+    async def outcome(self, proposal_id: str, *, wait: float = SETTLE_SECONDS) -> Proposal | None:
+        """The proposal once it left approved/executing (what it became: executed, superseded,
+        cancelled, failed), or as it is after ``wait`` seconds."""
+        deadline = time.monotonic() + wait
+        while True:
+            found = await self._read(proposal_id)
+            if found is None or found.state not in (P.APPROVED, P.EXECUTING):
+                return found
+            if time.monotonic() >= deadline:
+                return found
+            await asyncio.sleep(0.2)
 
     async def answer(
         self, user: str, proposal: Proposal, choice: str = "approve"
@@ -348,9 +363,23 @@ async def _click(
     else:
         choice = "reject" if action_id == cards.REJECT else "approve"
         why, groups = await gate.answer(user, proposal, choice)
+    if why and proposal.state in (P.APPROVED, P.EXECUTING):
+        gate.rt.spawn(_refuse_settled(gate, refuse, proposal.id), name="refuse")
+        return await ack()
     if why:
         gate.rt.spawn(refuse(why), name="refuse")
         return await ack()
     context["proposal"], context["groups"] = proposal, groups
     await next()
     return None
+
+
+async def _refuse_settled(
+    gate: Gate, refuse: Callable[[str], Coroutine[Any, Any, None]], proposal_id: str
+) -> None:
+    """A click on a proposal already approved: say what it became once it settled."""
+    settled = await gate.outcome(proposal_id)
+    if settled is None:
+        await refuse(text.UNKNOWN_ACTION)
+        return
+    await refuse(text.stale(settled.state.value, settled.reason))

@@ -654,11 +654,11 @@ STALE = {
     "executing": "this change is being executed right now",
     "undone": "this change was already undone",
     "approved": "this change is already approved and about to run",
-    "superseded": "this card is out of date: the change was superseded by a newer proposal",
+    "superseded": "this change was not executed: it was superseded by a newer proposal",
     "expired": "this request expired; ask for it again",
     "rejected": "this change was rejected",
     "denied": "policy denies this change",
-    "cancelled": "this change was cancelled",
+    "cancelled": "this change was already cancelled",
     "failed": "this change failed and will not be retried from here",
 }
 

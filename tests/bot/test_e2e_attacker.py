@@ -32,6 +32,7 @@ from tests.bot.test_malformed import CLICK
 from tests.conftest import Lab
 from tests.proposals.conftest import PolicyBox
 from tools.k8s import KubeClient
+from tools.objects import ObjectRef
 
 pytestmark = pytest.mark.asyncio
 FORM = "application/x-www-form-urlencoded"
@@ -294,3 +295,31 @@ async def test_a_reject_reason_cannot_make_a_rejected_card_read_as_executed(
     loose = re.sub(r"`[^`]*`", "", shown)
     assert "Executed" not in loose and "*Ran*" not in loose and loose.count("*State*") == 1
     assert ":white_check_mark:" not in loose
+
+
+# ---------------------------------------------------------------------- 11: a second click
+
+
+async def test_a_click_on_an_approved_proposal_says_what_became_of_it(
+    lab: Lab, kube: KubeClient, slack: AsyncPlaygroundClient, stratus_bot: BotHandle
+) -> None:
+    rt = stratus_bot.runtime
+    inject(lab, SCENARIO)
+    await slack.command("U0DAVE", "/stratus", "investigate hotel")
+    pid = proposal_id(await first_card(slack))
+    # Alice's approval is stored (in a terminal, say); before it runs, the object moves.
+    await rt.call(rt.service.answer, pid, user="U0ALICE", choice="approve", groups=("S0SRE",))
+    await slack.click("U0BOB", "stratus.approve", value=pid)
+    deployment = kube.get(ObjectRef("Deployment", "recommendation", "hotel"))
+    deployment["spec"]["replicas"] = 3
+    kube.replace(deployment)
+    incident = (await rt.call(rt.incidents.recent, limit=1))[0]
+    await rt.write(rt.workflow.advance, incident.id)
+    assert (await rt.call(rt.service.get, pid)).state == ProposalState.SUPERSEDED
+
+    async def told() -> str:
+        texts = [e["message"]["text"] for e in (await slack.ephemerals("U0BOB"))["ephemerals"]]
+        return next((t for t in texts if "Nothing changed" in t), "")
+
+    said_to_bob = await wait_for(told)
+    assert "superseded" in said_to_bob and "about to run" not in said_to_bob
