@@ -202,7 +202,10 @@ def bad_namespace(name: str) -> str:
 
 
 def investigating(namespace: str) -> str:
-    return f"Looking into `{namespace}`… the incident thread follows in this channel."
+    return (
+        f"Looking into `{namespace}`… I'll post the incident thread in this channel, or tell "
+        "you why not."
+    )
 
 
 def joined(incident_id: str, namespace: str) -> str:
@@ -309,16 +312,38 @@ def policy_rule(name: str, decision: str, scope: str, extra: str) -> str:
 
 
 NO_RULES = "No rules: every write is asked with the defaults."
-GRANTS_TITLE = "*Active grants (Always allow)*"
+GRANTS_TITLE = "*Live grants (Always allow), and whether each counts under today's rules*"
 NO_GRANTS = "No active grants."
 
 
+GRANT_STANDING = {
+    "counts": ":large_green_circle: counts",
+    "suspended": ":double_vertical_bar: suspended",
+    "tampered": ":rotating_light: TAMPERED",
+}
+
+
 def grant_line(
-    grant_id: str, action: str, namespace: str, resource: str, by: str, until: datetime
+    grant_id: str,
+    action: str,
+    namespace: str,
+    resource: str,
+    by: str,
+    until: datetime,
+    *,
+    standing: str = "counts",
+    why: str = "",
 ) -> str:
+    """A live grant and whether it counts under today's rules (``suspended``: why not;
+    ``tampered``: edited outside Stratus, allows nothing)."""
+    state = GRANT_STANDING.get(standing, esc(standing))
+    if standing == "suspended":
+        state += f" — does not count under today's rules: {data(why, 300)}"
+    elif standing == "tampered":
+        state += f" — allows nothing: {data(why, 300)}"
     return (
         f"`{grant_id}`: {action} on {data(resource, 200)} in `{namespace}` — by {who(by)}, until "
-        f"{until:%Y-%m-%d %H:%M} UTC"
+        f"{until:%Y-%m-%d %H:%M} UTC · {state}"
     )
 
 
@@ -805,12 +830,23 @@ def parked_reason(channel: str, error: str) -> str:
     return f"its Slack thread could not be posted in channel {channel}: {error}"
 
 
+# What to do about a thread Slack refused, by its error: the remedy must fit the error.
+PARK_REMEDY = {
+    "not_in_channel": "invite me to this channel, then",
+    "channel_not_found": "check that the channel exists and invite me to it, then",
+    "is_archived": "unarchive the channel (or ask from another one), then",
+    "ratelimited": "Slack is limiting how fast I may post; wait a minute, then",
+}
+PARK_REMEDY_DEFAULT = "when Slack answers again,"
+
+
 def parked_notice(incident_id: str, namespace: str, error: str, minutes: int) -> str:
+    remedy = PARK_REMEDY.get(error, PARK_REMEDY_DEFAULT)
     return (
         f":warning: I could not post the incident thread for `{esc(namespace)}` here "
-        f"(`{esc(error)}`). Incident `{incident_id}` is parked and nothing runs: invite me to "
-        f"this channel, then press *{RETRY}* in my App Home or type `/stratus investigate "
-        f"{esc(namespace)}` again. After {minutes} min it ends and frees `{esc(namespace)}`."
+        f"(`{esc(error)}`). Incident `{incident_id}` is parked and nothing runs: {remedy} "
+        f"press *{RETRY}* in my App Home or type `/stratus investigate {esc(namespace)}` again. "
+        f"After {minutes} min it ends and frees `{esc(namespace)}`."
     )
 
 

@@ -347,6 +347,35 @@ def grant_standing(
     return grant_refusal(grant, asked, facts, now)
 
 
+def listed_standing(grant: Grant, policy: CompiledPolicy, now: datetime) -> str | None:
+    """``grant_standing`` for a surface that lists grants (``stratus policy grants``, the bot's
+    ``/stratus policy`` and App Home): why the grant does not count under ``policy`` now, or
+    None. An undo's risk is that of the write it reverses, unknown here: the grant counts
+    only if it counts whatever that risk is."""
+    kind, _, name = grant.resource.partition("/")
+    action = CATALOG.get(grant.action)
+    levels = [action.risk] if action is not None else ["low", "medium", "high"]
+    reasons: dict[str, str] = {}
+    for level in levels:
+        facts = ProposalFacts(
+            action=grant.action,
+            namespace=grant.namespace,
+            kind=kind,
+            name=name,
+            risk=level,
+            reversible=action.reversible if action is not None else True,
+            requester="",  # someone else than its creator: see grant_refusal
+        )
+        reason = grant_standing(grant, policy, facts, now)
+        if reason is not None:
+            reasons.setdefault(reason, level)
+    if not reasons:
+        return None
+    if action is not None:
+        return next(iter(reasons))
+    return "; ".join(f"undoing a {level}-risk write: {why}" for why, level in reasons.items())
+
+
 def evaluate(
     facts: ProposalFacts,
     policy: CompiledPolicy,

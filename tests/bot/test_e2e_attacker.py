@@ -26,7 +26,7 @@ from tests.bot.test_e2e import (
     proposal_id,
     replicas,
 )
-from tests.bot.test_e2e_answers import REMEMBER, _open_modal
+from tests.bot.test_e2e_answers import REMEMBER, _home, _open_modal
 from tests.bot.test_e2e_commands import said
 from tests.bot.test_malformed import CLICK
 from tests.conftest import Lab
@@ -323,3 +323,33 @@ async def test_a_click_on_an_approved_proposal_says_what_became_of_it(
 
     said_to_bob = await wait_for(told)
     assert "superseded" in said_to_bob and "about to run" not in said_to_bob
+
+
+# ---------------------------------------------------------------------- grants' standing
+
+
+async def test_grants_are_listed_with_their_standing_under_today_s_rules(
+    lab: Lab, slack: AsyncPlaygroundClient, stratus_bot: BotHandle, policy: PolicyBox
+) -> None:
+    policy.set(REMEMBER, defaults=SRE)
+    rt = stratus_bot.runtime
+    inject(lab, SCENARIO)
+    await slack.command("U0DAVE", "/stratus", "investigate hotel")
+    pid = proposal_id(await first_card(slack))
+    await slack.click("U0ALICE", "stratus.always", value=pid)
+    await wait_for(lambda: _card_state(slack, pid, "Executed"), timeout=60)
+    grant = (await rt.call(rt.grants.active, rt.store.clock.now()))[0]
+    counts = said(await slack.command("U0ALICE", "/stratus", "policy"))
+    assert grant.id in counts and "counts" in counts and "suspended" not in counts
+    # The rule tightens to two approvals: the grant no longer allows anything, and says so.
+    policy.set(REMEMBER.model_copy(update={"min_approvals": 2}), defaults=SRE)
+    listing = said(await slack.command("U0ALICE", "/stratus", "policy"))
+    assert grant.id in listing and "suspended" in listing and "2 approvals" in listing
+    await slack.open_home("U0ALICE")
+
+    async def home() -> str:
+        view = await _home(slack, "U0ALICE")
+        shown = blocks_text(view) if view else ""
+        return shown if grant.id in shown else ""
+
+    assert "suspended" in await wait_for(home)

@@ -171,3 +171,12 @@ def test_a_model_s_answer_keeps_its_lines_but_is_labelled_as_the_model_s() -> No
     assert shown.startswith("```") and "first line\nsecond" in shown
     assert shown.count("```") == 2 and "&lt;!here&gt;" in shown
     assert "the model's words" in shown and text.ANSWER_MODEL_NOTE in shown
+
+
+def test_the_parked_notice_s_remedy_fits_the_error() -> None:
+    limited = text.parked_notice("inc-1", "hotel", "ratelimited", 10)
+    assert "invite me" not in limited and "wait a minute" in limited
+    outside = text.parked_notice("inc-1", "hotel", "not_in_channel", 10)
+    assert "invite me to this channel" in outside
+    assert "invite me" not in text.parked_notice("inc-1", "hotel", "fatal_error", 10)
+    assert "follows in this channel" not in text.investigating("hotel")
