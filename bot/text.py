@@ -690,7 +690,9 @@ STALE = {
 
 def stale(state: str, reason: str = "") -> str:
     why = STALE.get(state, f"this change is {state.replace('_', ' ')}")
-    return f":hourglass: Nothing changed: {why}" + (f" ({data(reason, 300)})" if reason else "") + "."
+    return (
+        f":hourglass: Nothing changed: {why}" + (f" ({data(reason, 300)})" if reason else "") + "."
+    )
 
 
 NOT_UNDOABLE = ":hourglass: Nothing changed: this change has no undo (it is not executed, "
@@ -746,7 +748,9 @@ def answer_why(resource: str, summary: str, evidence_lines: list[str]) -> str:
 def answer_alternatives(lines: list[str]) -> str:
     if not lines:
         return "The planner has no other option left for this incident."
-    return "Other options the planner considered:\n" + "\n".join(f"• {data(line)}" for line in lines)
+    return "Other options the planner considered:\n" + "\n".join(
+        f"• {data(line)}" for line in lines
+    )
 
 
 def answer_state(state: str, message: str) -> str:

@@ -8,7 +8,6 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, Literal
 
 import openai
-
 from autogen_core import CancellationToken
 from autogen_core.models import (
     ChatCompletionClient,

@@ -238,7 +238,9 @@ class LLMPlanner:
             except (openai.APIError, ConnectionError) as exc:
                 large = too_large(exc)  # refused by its size while it was read
                 reason = _first_line(large) if large else "the request failed"
-                failures.append(f"unusable answer ({reason})" if large else f"error ({_first_line(exc)})")
+                failures.append(
+                    f"unusable answer ({reason})" if large else f"error ({_first_line(exc)})"
+                )
             except Exception as exc:
                 # The client and the agent assume a well-formed answer (``choices[0]``, a
                 # message, a dict): an answer that is not one surfaces as any exception at

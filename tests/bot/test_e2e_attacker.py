@@ -14,9 +14,17 @@ from urllib.parse import urlencode
 import pytest
 
 from lab.slack.client import AsyncPlaygroundClient
-from policies.model import Defaults, Match, Rule
+from policies.model import Defaults, Rule
 from proposals.model import ProposalState
-from tests.bot.conftest import SRE, BotHandle, blocks_text, inject, resend_click, send_signed, wait_for
+from tests.bot.conftest import (
+    SRE,
+    BotHandle,
+    blocks_text,
+    inject,
+    resend_click,
+    send_signed,
+    wait_for,
+)
 from tests.bot.test_e2e import (
     SCENARIO,
     _card_state,
@@ -99,9 +107,7 @@ async def test_a_user_group_id_or_other_non_person_never_acts_as_an_approver_or_
         "event_time": 1,
         "event": {"type": "app_home_opened", "user": "S0SRE", "tab": "home"},
     }
-    assert (
-        await send_signed(stratus_bot, json.dumps(home), content_type="application/json") == 400
-    )
+    assert await send_signed(stratus_bot, json.dumps(home), content_type="application/json") == 400
     await stratus_bot.settle()
     rt = stratus_bot.runtime
     assert (await rt.call(rt.service.get, pid)).state == ProposalState.AWAITING_APPROVAL
@@ -114,7 +120,9 @@ async def test_a_user_group_id_or_other_non_person_never_acts_as_an_approver_or_
 async def test_pause_from_a_channel_the_bot_is_not_in_is_acknowledged_and_announced_elsewhere(
     slack: AsyncPlaygroundClient, stratus_bot: BotHandle
 ) -> None:
-    delivery = await slack.command("U0CAROL", "/stratus", "pause db maintenance", channel="C0RANDOM")
+    delivery = await slack.command(
+        "U0CAROL", "/stratus", "pause db maintenance", channel="C0RANDOM"
+    )
     reply = said(delivery)
     assert await paused(stratus_bot)
     assert "paused" in reply
@@ -231,7 +239,11 @@ async def test_a_click_that_does_not_come_from_the_proposal_s_card_is_refused(
 
 
 async def test_the_requester_may_always_reject_their_own_request(
-    lab: Lab, kube: KubeClient, slack: AsyncPlaygroundClient, stratus_bot: BotHandle, policy: PolicyBox
+    lab: Lab,
+    kube: KubeClient,
+    slack: AsyncPlaygroundClient,
+    stratus_bot: BotHandle,
+    policy: PolicyBox,
 ) -> None:
     own = Rule(name="not-your-own", decision="ask", approvers=["S0SRE"], self_approval=False)
     policy.set(own, defaults=Defaults(approvers=["S0SRE"]))
@@ -288,9 +300,7 @@ async def test_a_reject_reason_cannot_make_a_rejected_card_read_as_executed(
     await stratus_bot.settle()
     card = await wait_for(lambda: _card_state(slack, pid, "Rejected"))
     assert card
-    shown = next(
-        blocks_text(m) for m in await messages(slack) if f"`{pid}`" in blocks_text(m)
-    )
+    shown = next(blocks_text(m) for m in await messages(slack) if f"`{pid}`" in blocks_text(m))
     assert "\\u202e" not in shown and "\\u0000" not in shown and "U+202E" in shown
     loose = re.sub(r"`[^`]*`", "", shown)
     assert "Executed" not in loose and "*Ran*" not in loose and loose.count("*State*") == 1
