@@ -425,8 +425,16 @@ class AttemptRunner:
                 proposal = self.service.get(proposal_id)
                 if proposal.state in (P.AWAITING_APPROVAL, P.APPROVED):
                     # It may move on meanwhile; it is judged below by what it became.
+                    # Withdrawn as every open proposal of a cancelled incident is: by whoever
+                    # cancelled it, saying so (docs/workflow.md), never by Stratus's agent.
+                    by = incident.cancel_requested or _AGENT
                     with contextlib.suppress(StratusError):
-                        self.service.cancel(proposal.id, actor=_AGENT, reason="incident cancelled")
+                        self.service.withdraw(
+                            proposal.id,
+                            incident_id=incident.id,
+                            actor=by,
+                            reason=f"incident {incident.id} was cancelled by {by}",
+                        )
             executed = _executed_steps(self, attempt)
             if executed and _complete(self, attempt):
                 return self._cancel_keeping(incident, attempt, executed)

@@ -95,6 +95,12 @@ class Clicks:
             return
         await self.driver.after_answer(saved, actor=user)
         self.follower.wake()
+        if choice != "reject" and saved.state == P.APPROVED:
+            # The approval was stored but the write did not follow (a cancel of the incident
+            # withdrew it, or the plan moved and it was superseded): say so, never nothing.
+            settled = await self.gate.outcome(saved.id)
+            if settled is not None and settled.state not in (P.EXECUTED, P.APPROVED, P.EXECUTING):
+                await self.ephemeral(body, text.stale(settled.state.value, settled.reason))
 
     async def reject(self, ack: Ack, body: dict[str, Any], context: dict[str, Any]) -> None:
         await ack()
@@ -223,21 +229,27 @@ class Clicks:
     # ------------------------------------------------------------------ helpers
 
     async def ephemeral(self, body: dict[str, Any], message: str) -> None:
+        """A word to whoever clicked, beside what they clicked; where the bot may not whisper
+        (a click in the App Home, a channel the bot is not in) a direct message instead, so a
+        revoke or a refusal is never done in silence."""
         user = str((body.get("user") or {}).get("id", ""))
         channel = str((body.get("channel") or {}).get("id", ""))
         thread = (body.get("message") or {}).get("thread_ts")
-        if not channel:
-            log.info("no channel to tell %s: %s", user, message)
-            return
+        if channel:
+            try:
+                await self.client.chat_postEphemeral(
+                    channel=channel,
+                    user=user,
+                    text=message,
+                    **({"thread_ts": thread} if thread else {}),
+                )
+                return
+            except SlackApiError as error:
+                log.warning("chat.postEphemeral failed: %s", error.response.get("error"))
         try:
-            await self.client.chat_postEphemeral(
-                channel=channel,
-                user=user,
-                text=message,
-                **({"thread_ts": thread} if thread else {}),
-            )
+            await self.client.chat_postMessage(channel=user, text=message)
         except SlackApiError as error:
-            log.warning("chat.postEphemeral failed: %s", error.response.get("error"))
+            log.warning("telling %s failed: %s", user, error.response.get("error"))
 
 
 def where(body: dict[str, Any]) -> MessageRef | None:

@@ -34,6 +34,9 @@ log = logging.getLogger("stratus.bot")
 P = ProposalState
 GROUP_TTL = 60.0
 SEEN_CLICKS = 2048
+# How long a click on an approved proposal waits to say what became of it (run, superseded,
+# withdrawn by a cancel) rather than "about to run", which may turn out false.
+SETTLE_SECONDS = 20.0
 
 
 class Groups:
@@ -153,16 +156,46 @@ class Gate:
             found = None
         return found
 
-    async def answer(self, user: str, proposal: Proposal) -> tuple[str | None, tuple[str, ...]]:
-        """Why this user may not answer this proposal now (None: they may), and their groups."""
+    async def from_card(self, proposal_id: str, body: dict[str, Any]) -> bool:
+        """Whether a click came from the proposal's own card: the channel and message Slack says
+        it was clicked on are the ones the bot posted the proposal's card as. A click naming a
+        proposal from elsewhere (another channel, a message that is not its card) is not one
+        a person made on what they read."""
+        container = body.get("container") or {}
+        channel = str(container.get("channel_id") or (body.get("channel") or {}).get("id") or "")
+        ts = str(container.get("message_ts") or (body.get("message") or {}).get("ts") or "")
+        card = await self.rt.call(self.rt.links.card, proposal_id)
+        return card is not None and (card.channel, card.ts) == (channel, ts)
+
+    async def outcome(self, proposal_id: str, *, wait: float = SETTLE_SECONDS) -> Proposal | None:
+        """The proposal once it left approved/executing (what it became: executed, superseded,
+        cancelled, failed), or as it is after ``wait`` seconds."""
+        deadline = time.monotonic() + wait
+        while True:
+            found = await self._read(proposal_id)
+            if found is None or found.state not in (P.APPROVED, P.EXECUTING):
+                return found
+            if time.monotonic() >= deadline:
+                return found
+            await asyncio.sleep(0.2)
+
+    async def answer(
+        self, user: str, proposal: Proposal, choice: str = "approve"
+    ) -> tuple[str | None, tuple[str, ...]]:
+        """Why this user may not answer this proposal now with ``choice`` (None: they may), and
+        their groups."""
         now = self.rt.store.clock.now()
         if proposal.state != P.AWAITING_APPROVAL:
             return text.stale(proposal.state.value, proposal.reason), ()
         if now >= proposal.expires_at:
             return text.stale("expired"), ()
         groups = await self.groups.of(user, list(approvers.named(proposal.decision.approver_lists)))
-        why = self.rt.service.refusal(proposal, user=user, groups=tuple(groups), now=now)
-        return (text.not_approver(why) if why else None), groups
+        why = self.rt.service.refusal(
+            proposal, user=user, groups=tuple(groups), now=now, choice=choice
+        )
+        if why is None:
+            return None, groups
+        return (text.not_rejecter(why) if choice == "reject" else text.not_approver(why)), groups
 
     async def undo(self, user: str, proposal: Proposal) -> str | None:
         """Why this user may not press Undo on this card (None: they may)."""
@@ -237,17 +270,21 @@ def _refusal_sender(
         user = str((body.get("user") or {}).get("id", ""))
         channel = str((body.get("channel") or {}).get("id", ""))
         thread = (body.get("message") or {}).get("thread_ts")
-        if not channel:
-            return
-        try:
-            await client.chat_postEphemeral(
-                channel=channel,
-                user=user,
-                text=message,
-                **({"thread_ts": thread} if thread else {}),
-            )
+        if channel:
+            try:
+                await client.chat_postEphemeral(
+                    channel=channel,
+                    user=user,
+                    text=message,
+                    **({"thread_ts": thread} if thread else {}),
+                )
+                return
+            except SlackApiError as error:
+                log.warning("chat.postEphemeral failed: %s", error.response.get("error"))
+        try:  # where the bot may not whisper (not in the channel, the App Home): a DM
+            await client.chat_postMessage(channel=user, text=message)
         except SlackApiError as error:
-            log.warning("chat.postEphemeral failed: %s", error.response.get("error"))
+            log.warning("telling %s failed: %s", user, error.response.get("error"))
 
     return send
 
@@ -281,7 +318,9 @@ def middleware(gate: Gate) -> Callable[..., Awaitable[BoltResponse | None]]:
             proposal_id = str(body["view"].get("private_metadata", "")).split("|")[0]
             proposal = await gate.proposal(proposal_id)
             why, groups = (
-                await gate.answer(user, proposal) if proposal else (text.UNKNOWN_ACTION, ())
+                await gate.answer(user, proposal, "reject")
+                if proposal
+                else (text.UNKNOWN_ACTION, ())
             )
             if why:
                 return await ack(response_action="errors", errors={"reason": why[:150]})
@@ -314,14 +353,33 @@ async def _click(
     if proposal is None:
         gate.rt.spawn(refuse(text.UNKNOWN_ACTION), name="refuse")
         return await ack()
+    if not await gate.from_card(proposal.id, body):
+        log.warning("a click on %s that does not come from its card; refused", proposal.id)
+        gate.rt.spawn(refuse(text.NOT_ITS_CARD), name="refuse")
+        return await ack()
     if action_id == cards.UNDO:
         why = await gate.undo(user, proposal)
         groups: tuple[str, ...] = ()
     else:
-        why, groups = await gate.answer(user, proposal)
+        choice = "reject" if action_id == cards.REJECT else "approve"
+        why, groups = await gate.answer(user, proposal, choice)
+    if why and proposal.state in (P.APPROVED, P.EXECUTING):
+        gate.rt.spawn(_refuse_settled(gate, refuse, proposal.id), name="refuse")
+        return await ack()
     if why:
         gate.rt.spawn(refuse(why), name="refuse")
         return await ack()
     context["proposal"], context["groups"] = proposal, groups
     await next()
     return None
+
+
+async def _refuse_settled(
+    gate: Gate, refuse: Callable[[str], Coroutine[Any, Any, None]], proposal_id: str
+) -> None:
+    """A click on a proposal already approved: say what it became once it settled."""
+    settled = await gate.outcome(proposal_id)
+    if settled is None:
+        await refuse(text.UNKNOWN_ACTION)
+        return
+    await refuse(text.stale(settled.state.value, settled.reason))

@@ -66,7 +66,13 @@ def incident_parent(incident: Incident, now: datetime) -> list[Block]:
         ),
     ]
     if incident.diagnosis is not None:
-        parts.append(b.section(text.diagnosis_line(incident.diagnosis.summary)))
+        parts.append(
+            b.section(
+                text.diagnosis_line(
+                    incident.diagnosis.summary, text.planner_source(incident.diagnosis.source)
+                )
+            )
+        )
     parts.append(b.context(text.incident_context(incident.id, incident.question, incident.planner)))
     return parts
 
@@ -76,7 +82,7 @@ def incident_parent(incident: Incident, now: datetime) -> list[Block]:
 
 def findings(data: dict[str, Any], message: str) -> list[Block]:
     found = data.get("findings") or []
-    lines = [f"`{f['resource']['kind']}/{f['resource']['name']}`: {f['summary']}" for f in found]
+    lines = [f"{f['resource']['kind']}/{f['resource']['name']}: {f['summary']}" for f in found]
     return b.sections(text.findings(len(found), lines[:10]))
 
 
@@ -87,6 +93,7 @@ def diagnosis(data: dict[str, Any]) -> list[Block]:
         f"{resource.get('kind', '?')}/{resource.get('name', '?')}",
         str(diag.get("category", "")),
         str(diag.get("summary", "")),
+        text.planner_source(str(diag.get("source", "offline"))),
     )
     evidence = [
         text.evidence(e.get("source", ""), e.get("ref", ""), b.cut(str(e.get("text", "")), 300))

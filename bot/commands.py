@@ -290,10 +290,23 @@ class Commands:
         flip = self.rt.switch.pause if paused else self.rt.switch.resume
         state = await self.rt.call(flip, actor=call.user, reason=reason)
         announcement = text.paused(state.actor, reason) if paused else text.resumed(call.user)
-        await ack()
-        await self.client.chat_postMessage(channel=call.channel, text=announcement)
+        # Acknowledged first, whatever happens to the announcement: the switch has flipped.
+        await ack(text=text.switch_flipped(paused))
+        self.rt.spawn(self._announce(call, announcement), name="announce the kill switch")
         if not paused:
             await self.driver.resume_open()
+
+    async def _announce(self, call: Invocation, announcement: str) -> None:
+        """The switch's announcement in the channel it was flipped from; where the bot may not
+        post (not in the channel, rate limited), the admin gets it in a direct message with
+        why it is not in the channel."""
+        try:
+            await self.client.chat_postMessage(channel=call.channel, text=announcement)
+        except SlackApiError as error:
+            why = str(error.response.get("error") or "refused")
+            await self.threads.tell(
+                call.user, text.not_announced(call.channel, why) + "\n" + announcement
+            )
 
     async def _ephemeral(self, call: Invocation, message: str) -> None:
         await self.client.chat_postEphemeral(channel=call.channel, user=call.user, text=message)

@@ -38,6 +38,7 @@ from store.events import EventRow, EventStore
 log = logging.getLogger("stratus.bot")
 P = ProposalState
 TERMINAL = {"resolved", "escalated", "cancelled"}
+ALERT_EVENTS = (IncidentEventType.ALERT_FIRED, IncidentEventType.ALERT_RESOLVED)
 PARENT_REFRESH_SECONDS = 20.0
 
 
@@ -66,6 +67,10 @@ class Follower:
         # seconds) to read them again.
         self.settling: dict[str, float] = {}
         self._posting: dict[str, asyncio.Lock] = {}
+        # Alert events (their sequence numbers) already shown in a thread: a parked incident's
+        # retry replays the alerts the follower passed by, and the follower must not post the
+        # one that led to the retry a second time when it reaches it.
+        self.shown_alerts: set[int] = set()
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._since_refresh = 0.0
@@ -126,20 +131,26 @@ class Follower:
 
     async def _render(self, row: EventRow, parents: set[str], dirty: set[str]) -> None:
         if row.stream == INCIDENTS:
-            await self._incident_event(IncidentEvent.model_validate(row.payload), parents, dirty)
+            await self._incident_event(
+                IncidentEvent.model_validate(row.payload), parents, dirty, seq=row.seq
+            )
         elif row.stream == PROPOSALS:
             await self._proposal_event(ProposalEvent.model_validate(row.payload), dirty)
 
     # ------------------------------------------------------------------ incidents
 
     async def _incident_event(
-        self, event: IncidentEvent, parents: set[str], dirty: set[str]
+        self, event: IncidentEvent, parents: set[str], dirty: set[str], *, seq: int = 0
     ) -> None:
         thread = await self.rt.call(self.rt.links.thread, event.incident_id)
         if thread is None and event.type == IncidentEventType.ALERT_FIRED and self.alert_threads:
             thread = await self.alert_threads.ensure(event.incident_id)
         if thread is None:
             return
+        if event.type in ALERT_EVENTS:
+            if seq in self.shown_alerts:
+                return  # a retry's replay showed it already
+            self.shown_alerts.add(seq)
         parents.add(event.incident_id)
         body: list[Block] = []
         if event.type == IncidentEventType.FINDINGS:

@@ -11,7 +11,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot import blocks as b
 from bot import parking, text
 from bot.authz import Gate
-from bot.policy_view import grant_blocks
+from bot.policy_view import grant_blocks, listed_grants
 from bot.runtime import Runtime
 
 
@@ -37,7 +37,9 @@ async def publish(runtime: Runtime, gate: Gate, client: AsyncWebClient, user: st
         else:
             lines.append(text.home_pending(proposal.id, proposal.intent, link))
     now = runtime.store.clock.now()
-    grants = [g for g in await runtime.call(runtime.grants.active, now) if g.created_by == user]
+    grants = [
+        g for g in await runtime.call(listed_grants, runtime, now) if g.grant.created_by == user
+    ]
     body: list[Block] = [
         b.header(text.HOME_TITLE),
         *await _parked(runtime, gate, user),

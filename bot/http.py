@@ -21,7 +21,7 @@ from slack_bolt.adapter.aiohttp import to_aiohttp_response
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
 
-from bot.payloads import well_formed
+from bot.payloads import well_encoded, well_formed
 
 log = logging.getLogger("stratus.bot")
 MAX_BODY = 1024 * 1024
@@ -62,8 +62,16 @@ def web_app(
         ):
             return web.Response(status=401, text="invalid request")
         try:
+            decoded = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            log.warning("a signed request whose body is not UTF-8; answered 400")
+            return web.Response(status=400, text="malformed request")
+        if not well_encoded(decoded, headers.get("content-type", "")):
+            log.warning("a signed request not encoded as Slack encodes; answered 400")
+            return web.Response(status=400, text="malformed request")
+        try:
             bolt_request = AsyncBoltRequest(
-                body=raw.decode("utf-8"),
+                body=decoded,
                 query=request.query_string,
                 headers={k: [v] for k, v in headers.items()},
             )

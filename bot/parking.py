@@ -81,6 +81,10 @@ class Threads:
         events = await self.rt.call(self.rt.incidents.events, incident_id=incident_id, limit=500)
         for envelope in events:
             event = envelope.event
+            if envelope.seq in self.follower.shown_alerts:
+                continue
+            if event.type in (IncidentEventType.ALERT_FIRED, IncidentEventType.ALERT_RESOLVED):
+                self.follower.shown_alerts.add(envelope.seq)
             if event.type == IncidentEventType.ALERT_FIRED:
                 await self.follower.post(thread, alert_blocks.fired(event.data), event.message)
             elif event.type == IncidentEventType.ALERT_RESOLVED:

@@ -11,10 +11,18 @@ accepted: anything else is not something Slack sends to this app.
 
 from __future__ import annotations
 
+import json
+import re
+import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
 NONE = type(None)
+# Who Slack says is acting: a user ID (U… or W…, upper-case letters and digits). A user-group
+# ID (S…), ``*``, an @handle or anything else is never a person sending a request.
+SLACK_USER = re.compile(r"[UW][A-Z0-9]{1,30}")
+# What a slash command's form must carry: who typed it, where, and which command.
+COMMAND_FIELDS = ("command", "user_id", "channel_id")
 
 
 @dataclass(frozen=True)
@@ -155,22 +163,87 @@ def fits(body: dict[str, Any], shape: dict[str, Part]) -> bool:
     return True
 
 
+def is_user(value: Any) -> bool:
+    return isinstance(value, str) and SLACK_USER.fullmatch(value) is not None
+
+
+def _acting_user(body: dict[str, Any], kind: str) -> bool:
+    """Whether the person a payload says is acting is a Slack user ID."""
+    if kind in ("block_actions", "view_submission", "view_closed"):
+        return is_user(body["user"]["id"])
+    if kind == "event_callback":
+        event = body["event"]
+        if event["type"] in ("app_home_opened", "app_mention"):
+            return is_user(event.get("user"))
+        return "user" not in event or event["user"] is None or is_user(event["user"])
+    return True
+
+
+def _click_fits(body: dict[str, Any]) -> bool:
+    """A click names the element clicked (a value or a chosen option) and where it was: a
+    message (its channel and container; the message too unless it was ephemeral) or a view."""
+    action = body["actions"][0]
+    option = action.get("selected_option") or {}
+    if not (action.get("value") or option.get("value")):
+        return False
+    if not isinstance(body.get("team"), dict):
+        return False
+    container = body.get("container")
+    if not isinstance(container, dict):
+        return False
+    if container.get("type") == "view":
+        return isinstance(body.get("view"), dict)
+    if container.get("type") != "message" or not container.get("message_ts"):
+        return False
+    if not isinstance(body.get("channel"), dict) or not body["channel"].get("id"):
+        return False
+    return container.get("is_ephemeral") is True or isinstance(body.get("message"), dict)
+
+
 def well_formed(body: Any) -> bool:
     """Whether a signed body has a shape Slack sends this app: a slash command's form, or a
-    payload of a type we listen to with every part we read of the right JSON type."""
+    payload of a type we listen to with every part we read of the right JSON type, sent by a
+    Slack user."""
     if not isinstance(body, dict):
         return False
     kind = body.get("type")
     if kind is None:  # a slash command's form fields (always strings), or Slack's SSL check
-        return ("command" in body or "ssl_check" in body) and all(
-            isinstance(v, str) for v in body.values()
-        )
+        if not all(isinstance(v, str) for v in body.values()):
+            return False
+        if "ssl_check" in body:
+            return True
+        return all(body.get(name) for name in COMMAND_FIELDS) and is_user(body["user_id"])
     if not isinstance(kind, str) or kind not in SHAPES:
         return False
     if not fits(body, COMMON) or not fits(body, SHAPES[kind]):
         return False
-    if kind == "block_actions":
-        return bool(body["actions"])
-    if kind == "event_callback":
-        return str(body["event"]["type"]) in EVENTS
-    return True
+    if kind == "block_actions" and not (body["actions"] and _click_fits(body)):
+        return False
+    if kind == "event_callback" and str(body["event"]["type"]) not in EVENTS:
+        return False
+    return _acting_user(body, kind)
+
+
+def well_encoded(raw: str, content_type: str) -> bool:
+    """Whether the raw body is encoded as Slack encodes what it sends: a form (a slash command's
+    fields, or one ``payload`` field holding an interaction's JSON) with each field once, or
+    a JSON object (the Events API). Bolt reads a body that starts with ``{`` as JSON and a
+    repeated form field as its first value; Slack sends neither."""
+    media = content_type.split(";", 1)[0].strip().lower()
+    if media == "application/json":
+        try:
+            document = json.loads(raw)
+        except (ValueError, RecursionError):
+            return False
+        return isinstance(document, dict) and document.get("type") in (
+            "event_callback",
+            "url_verification",
+        )
+    if media != "application/x-www-form-urlencoded" or raw.lstrip().startswith("{"):
+        return False
+    try:
+        pairs = urllib.parse.parse_qsl(raw, keep_blank_values=True, strict_parsing=bool(raw))
+    except ValueError:
+        return False
+    names = [name for name, _ in pairs]
+    return len(names) == len(set(names))

@@ -4,13 +4,15 @@ can apply to the namespace), the defaults, and the active grants with a Revoke b
 from __future__ import annotations
 
 import fnmatch
+from dataclasses import dataclass
+from datetime import datetime
 
 from slack_sdk.models.blocks import Block
 
 from bot import blocks as b
 from bot import cards, text
 from bot.runtime import Runtime
-from policies.evaluate import Grant
+from policies.evaluate import Grant, listed_standing
 from policies.model import Rule
 
 
@@ -48,15 +50,55 @@ def _extra(rule: Rule) -> str:
     return ", ".join(bits) or rule.description
 
 
-def grant_blocks(grants: list[Grant]) -> list[Block]:
+@dataclass(frozen=True)
+class ListedGrant:
+    """A live grant as a surface lists it: whether it counts under today's rules, and why
+    not (``counts``, ``suspended`` or ``tampered``), as ``stratus policy grants`` says."""
+
+    grant: Grant
+    standing: str
+    why: str = ""
+
+
+def listed_grants(runtime: Runtime, now: datetime) -> list[ListedGrant]:
+    """Every live grant (not revoked, not expired), the tampered ones included (listed as
+    such, never hidden), each with its standing under the policy in force."""
+    policy = runtime.policy()
+    found = []
+    for grant in runtime.grants.all():
+        tampered = runtime.grants.problem(grant.id)
+        if tampered:
+            found.append(ListedGrant(grant, "tampered", tampered))
+            continue
+        if grant.revoked_at is not None or now >= grant.expires_at:
+            continue
+        why = listed_standing(grant, policy, now)
+        found.append(ListedGrant(grant, "suspended" if why else "counts", why or ""))
+    return found
+
+
+def grant_blocks(grants: list[ListedGrant]) -> list[Block]:
     return [
         b.section(
-            text.grant_line(g.id, g.action, g.namespace, g.resource, g.created_by, g.expires_at),
-            accessory=b.button(
+            text.grant_line(
+                g.grant.id,
+                g.grant.action,
+                g.grant.namespace,
+                g.grant.resource,
+                g.grant.created_by,
+                g.grant.expires_at,
+                standing=g.standing,
+                why=g.why,
+            ),
+            accessory=None
+            if g.standing == "tampered"
+            else b.button(
                 text.REVOKE,
                 cards.REVOKE,
-                g.id,
-                ask=b.confirm(text.REVOKE, text.revoke_confirm(g.id), text.REVOKE, text.CONFIRM_NO),
+                g.grant.id,
+                ask=b.confirm(
+                    text.REVOKE, text.revoke_confirm(g.grant.id), text.REVOKE, text.CONFIRM_NO
+                ),
             ),
         )
         for g in grants
@@ -89,6 +131,8 @@ def policy_blocks(runtime: Runtime, namespace: str) -> list[Block]:
         b.section(text.GRANTS_TITLE),
     ]
     now = runtime.store.clock.now()
-    grants = [g for g in runtime.grants.active(now) if not namespace or g.namespace == namespace]
+    grants = [
+        g for g in listed_grants(runtime, now) if not namespace or g.grant.namespace == namespace
+    ]
     parts += grant_blocks(grants[:20]) or [b.context(text.NO_GRANTS)]
     return parts

@@ -61,4 +61,4 @@ async def reply(
     said, failure = await answerer.answer(incident, question, events)
     if not said:
         return from_facts + "\n" + text.model_fallback(failure)
-    return text.esc(said) + "\n" + text.ANSWER_MODEL_NOTE
+    return text.model_answer(said)

@@ -47,7 +47,10 @@ def summary_blocks(
         b.header(text.SUMMARY_TITLE),
         b.section(text.summary_head(incident.namespace, incident.state.value, incident.reason)),
         b.section(
-            text.root_cause(incident.diagnosis.summary if incident.diagnosis else None)
+            text.root_cause(
+                incident.diagnosis.summary if incident.diagnosis else None,
+                text.planner_source(incident.diagnosis.source if incident.diagnosis else ""),
+            )
             + "\n"
             + text.summary_times(text.duration(detect), text.duration(mitigate), before, after)
         ),

@@ -6,6 +6,7 @@ Other modules pass fields in and get sentences back; none of them holds user-fac
 from __future__ import annotations
 
 import re
+import unicodedata
 from datetime import datetime, timedelta
 
 _SLACK_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")
@@ -23,7 +24,9 @@ def esc(value: object) -> str:
 
 LOOKALIKE_BACKTICK = "\u02cb"  # a modifier letter that looks like a backtick and is not one
 # Look-alikes for the characters Slack reads as formatting, where text cannot be put in code.
-_INERT = str.maketrans({"*": "\u2217", "_": "\u02cd", "~": "\u223c", "`": LOOKALIKE_BACKTICK})
+_INERT = str.maketrans(
+    {"*": "\u2217", "_": "\u02cd", "~": "\u223c", "`": LOOKALIKE_BACKTICK, ":": "\u2236"}
+)
 DATA_LIMIT = 500
 # Who wrote a piece of text Stratus shows: the label that goes with it.
 SOURCES = {
@@ -32,7 +35,28 @@ SOURCES = {
     "catalog": "Stratus's description",
     "cluster": "from the cluster",
     "event": "recorded event",
+    "person": "a person's words",
+    "alert": "from the alert",
+    "memory": "from a past incident",
 }
+
+
+def _visible(char: str) -> str:
+    """A control or format character (NUL, ESC, a bidi override such as U+202E, a zero-width
+    joiner) shown as its code point, so it can neither reorder nor hide what a person reads."""
+    if char in "\t\n\r":
+        return " "
+    if unicodedata.category(char) in ("Cc", "Cf", "Cs", "Co", "Cn") and char != " ":
+        return f"[U+{ord(char):04X}]"
+    return char
+
+
+def plain(value: object) -> str:
+    """Text with every control and format character made visible."""
+    raw = str(value)
+    if raw.isprintable():
+        return raw
+    return "".join(_visible(c) if not c.isprintable() else c for c in raw)
 
 
 def data(value: object, limit: int = DATA_LIMIT) -> str:
@@ -41,7 +65,7 @@ def data(value: object, limit: int = DATA_LIMIT) -> str:
     ``*bold*``, ``_italic_`` or ``~strike~``; escaped, so it names nobody and links nowhere;
     its backticks replaced by a look-alike (``LOOKALIKE_BACKTICK``), so it cannot close the
     code span."""
-    flat = " ".join(str(value).split()) or "—"
+    flat = " ".join(plain(value).split()) or "—"
     if len(flat) > limit:
         flat = flat[: limit - 1] + "…"
     return "`" + esc(flat).replace("`", LOOKALIKE_BACKTICK) + "`"
@@ -54,8 +78,23 @@ def quoted(value: object, source: str, limit: int = DATA_LIMIT) -> str:
 
 def inert(value: object) -> str:
     """Untrusted text where code spans would show as backticks (a notification's text):
-    escaped, with Slack's formatting characters replaced by look-alikes."""
-    return esc(value).translate(_INERT)
+    escaped, on one line, with Slack's formatting characters replaced by look-alikes."""
+    return esc(" ".join(plain(value).split())).translate(_INERT)
+
+
+BLOCK_LIMIT = 2500
+
+
+def block_data(value: object, source: str, limit: int = BLOCK_LIMIT) -> str:
+    """Several lines Stratus did not write (a model's answer) as quoted data: a code block,
+    where Slack reads no formatting, mentions or links; escaped, control and format characters
+    made visible, backticks replaced (it cannot close the block), labelled with its source."""
+    lines = [" ".join(plain(line).split()) for line in str(value).splitlines()]
+    body = "\n".join(line for line in lines if line) or "—"
+    if len(body) > limit:
+        body = body[: limit - 1] + "…"
+    shown = esc(body).replace("`", LOOKALIKE_BACKTICK)
+    return f"```{shown}```\n_({SOURCES.get(source, esc(source))})_"
 
 
 def planner_source(planner: str) -> str:
@@ -163,7 +202,10 @@ def bad_namespace(name: str) -> str:
 
 
 def investigating(namespace: str) -> str:
-    return f"Looking into `{namespace}`… the incident thread follows in this channel."
+    return (
+        f"Looking into `{namespace}`… I'll post the incident thread in this channel, or tell "
+        "you why not."
+    )
 
 
 def joined(incident_id: str, namespace: str) -> str:
@@ -194,7 +236,7 @@ PAUSE_REFUSED = "Only Stratus admins (the policy's default approvers) may pause 
 
 
 def paused(actor: str, reason: str) -> str:
-    why = f" ({esc(reason)})" if reason else ""
+    why = f" ({quoted(reason, 'person', 200)})" if reason else ""
     return (
         f":octagonal_sign: Stratus is *paused* by {who(actor)}{why}. Nothing executes without a "
         "human until `/stratus resume`; auto-allowed work waits for an approval."
@@ -203,6 +245,21 @@ def paused(actor: str, reason: str) -> str:
 
 def resumed(actor: str) -> str:
     return f":arrow_forward: Stratus *resumed* by {who(actor)}. Policies apply as written again."
+
+
+def switch_flipped(paused: bool) -> str:
+    """The acknowledgement of ``/stratus pause|resume`` (the announcement follows)."""
+    return "Stratus is now *paused*." if paused else "Stratus is now *running* (resumed)."
+
+
+def not_announced(channel: str, error: str) -> str:
+    return (
+        f":warning: I could not announce this in {esc(channel)} (`{esc(error)}`); invite me "
+        "there, or tell the channel yourself."
+        if error in ("not_in_channel", "channel_not_found", "is_archived")
+        else f":warning: I could not announce this in {esc(channel)} (`{esc(error)}`); tell the "
+        "channel yourself."
+    )
 
 
 ALREADY_PAUSED = "Stratus is already paused."
@@ -255,16 +312,38 @@ def policy_rule(name: str, decision: str, scope: str, extra: str) -> str:
 
 
 NO_RULES = "No rules: every write is asked with the defaults."
-GRANTS_TITLE = "*Active grants (Always allow)*"
+GRANTS_TITLE = "*Live grants (Always allow), and whether each counts under today's rules*"
 NO_GRANTS = "No active grants."
 
 
+GRANT_STANDING = {
+    "counts": ":large_green_circle: counts",
+    "suspended": ":double_vertical_bar: suspended",
+    "tampered": ":rotating_light: TAMPERED",
+}
+
+
 def grant_line(
-    grant_id: str, action: str, namespace: str, resource: str, by: str, until: datetime
+    grant_id: str,
+    action: str,
+    namespace: str,
+    resource: str,
+    by: str,
+    until: datetime,
+    *,
+    standing: str = "counts",
+    why: str = "",
 ) -> str:
+    """A live grant and whether it counts under today's rules (``suspended``: why not;
+    ``tampered``: edited outside Stratus, allows nothing)."""
+    state = GRANT_STANDING.get(standing, esc(standing))
+    if standing == "suspended":
+        state += f" — does not count under today's rules: {data(why, 300)}"
+    elif standing == "tampered":
+        state += f" — allows nothing: {data(why, 300)}"
     return (
         f"`{grant_id}`: {action} on {data(resource, 200)} in `{namespace}` — by {who(by)}, until "
-        f"{until:%Y-%m-%d %H:%M} UTC"
+        f"{until:%Y-%m-%d %H:%M} UTC · {state}"
     )
 
 
@@ -305,12 +384,12 @@ def health(total: object, healthy: object, start: object = None) -> str:
 
 
 def incident_context(incident_id: str, question: str, planner: str) -> str:
-    asked = f" · asked: “{esc(question)}”" if question else ""
+    asked = f" · asked: {data(question, 200)}" if question else ""
     return f"`{incident_id}` · planner: {planner}{asked} · reply in the thread to ask me"
 
 
-def diagnosis_line(summary: str) -> str:
-    return f"*Diagnosis:* {esc(summary)}"
+def diagnosis_line(summary: str, source: str = "offline") -> str:
+    return f"*Diagnosis:* {quoted(summary, source)}"
 
 
 def incident_fallback(namespace: str, state: str) -> str:
@@ -319,19 +398,22 @@ def incident_fallback(namespace: str, state: str) -> str:
 
 def findings(count: int, lines: list[str]) -> str:
     head = f":mag: *{count} finding(s)*" if count else ":mag: *No findings*"
-    return head + ("\n" + "\n".join(f"• {esc(line)}" for line in lines) if lines else "")
+    return head + ("\n" + "\n".join(f"• {data(line, 300)}" for line in lines) if lines else "")
 
 
-def diagnosis(resource: str, category: str, summary: str) -> str:
-    return f":stethoscope: *Diagnosis* — `{esc(resource)}` ({category})\n{esc(summary)}"
+def diagnosis(resource: str, category: str, summary: str, source: str = "offline") -> str:
+    return (
+        f":stethoscope: *Diagnosis* — {data(resource, 200)} ({esc(plain(category))})\n"
+        f"{quoted(summary, source)}"
+    )
 
 
 def evidence(source: str, ref: str, quote: str) -> str:
-    return f"• _{esc(source)}_ `{esc(ref)}`: {esc(quote)}"
+    return f"• {esc(plain(source))} {data(ref, 200)}: {quoted(quote, 'cluster', 300)}"
 
 
 def history(lines: list[str]) -> str:
-    return "*Seen before:*\n" + "\n".join(f"• {esc(line)}" for line in lines)
+    return "*Seen before:*\n" + "\n".join(f"• {quoted(line, 'memory', 300)}" for line in lines)
 
 
 def attempt_started(number: int, intent: str, source: str = "offline") -> str:
@@ -363,7 +445,7 @@ def undone_notice(intent: str, by: str, undo_id: str) -> str:
 
 def superseded_notice(old: str, new: str | None, why: str) -> str:
     then = f"; `{new}` replaces it" if new else ""
-    return f":recycle: `{old}` was not executed: {esc(why)}{then}"
+    return f":recycle: `{old}` was not executed: {data(why)}{then}"
 
 
 # ---------------------------------------------------------------------- proposal cards
@@ -490,7 +572,7 @@ def approver_lists(lists: list[list[str]]) -> str:
 
 
 def why_asked(reason: str, approver_names: list[list[str]], got: list[str], needed: int) -> str:
-    lines = [f"*Why I ask:* {reason}", f"Approvers: {approver_lists(approver_names)}"]
+    lines = [f"*Why I ask:* {esc(plain(reason))}", f"Approvers: {approver_lists(approver_names)}"]
     if needed > 1:
         lines.append(
             f"Approvals: {len(got)} of {needed}"
@@ -555,7 +637,9 @@ def undone_line(by: str, undo_id: str, at: datetime | None) -> str:
 
 
 def ended(state: str, reason: str) -> str:
-    return f"{CARD_STATE.get(state, state)}" + (f": {esc(reason)}" if reason else "")
+    """How a card ended, with its reason — a person's words for a rejection — quoted as data:
+    a reason cannot add a line, a field or an emoji that makes a rejected card read as run."""
+    return f"{CARD_STATE.get(state, state)}" + (f": {data(reason)}" if reason else "")
 
 
 def card_context(proposal_id: str, requester: str, expires: datetime) -> str:
@@ -595,18 +679,20 @@ STALE = {
     "executing": "this change is being executed right now",
     "undone": "this change was already undone",
     "approved": "this change is already approved and about to run",
-    "superseded": "this card is out of date: the change was superseded by a newer proposal",
+    "superseded": "this change was not executed: it was superseded by a newer proposal",
     "expired": "this request expired; ask for it again",
     "rejected": "this change was rejected",
     "denied": "policy denies this change",
-    "cancelled": "this change was cancelled",
+    "cancelled": "this change was already cancelled",
     "failed": "this change failed and will not be retried from here",
 }
 
 
 def stale(state: str, reason: str = "") -> str:
     why = STALE.get(state, f"this change is {state.replace('_', ' ')}")
-    return f":hourglass: Nothing changed: {why}" + (f" ({esc(reason)})" if reason else "") + "."
+    return (
+        f":hourglass: Nothing changed: {why}" + (f" ({data(reason, 300)})" if reason else "") + "."
+    )
 
 
 NOT_UNDOABLE = ":hourglass: Nothing changed: this change has no undo (it is not executed, "
@@ -616,6 +702,10 @@ OPTION_GONE = ":hourglass: Nothing changed: that option is no longer on the tabl
 
 def not_approver(reason: str) -> str:
     return f":no_entry: You can't answer this request: {esc(reason)}"
+
+
+def not_rejecter(reason: str) -> str:
+    return f":no_entry: You can't reject this request: {esc(reason)}"
 
 
 def undo_refused(why: str) -> str:
@@ -638,6 +728,10 @@ def chose_other(user: str, intent: str) -> str:
     return f"{who(user)} chose another option: {data(intent)}"
 
 
+NOT_ITS_CARD = (
+    ":no_entry: Nothing changed: that click does not come from the proposal's card; answer it "
+    "on its card in the incident thread."
+)
 UNKNOWN_ACTION = "That button is not one I know any more; nothing changed."
 
 # ---------------------------------------------------------------------- questions
@@ -646,7 +740,7 @@ QUESTION_NO_DIAGNOSIS = "I have no diagnosis yet for this incident; I'll post it
 
 
 def answer_why(resource: str, summary: str, evidence_lines: list[str]) -> str:
-    lines = [f"I suspect `{esc(resource)}` because: {esc(summary)}"]
+    lines = [f"I suspect {data(resource, 200)} because: {data(summary)}"]
     lines += evidence_lines
     return "\n".join(lines)
 
@@ -654,7 +748,9 @@ def answer_why(resource: str, summary: str, evidence_lines: list[str]) -> str:
 def answer_alternatives(lines: list[str]) -> str:
     if not lines:
         return "The planner has no other option left for this incident."
-    return "Other options the planner considered:\n" + "\n".join(f"• {esc(line)}" for line in lines)
+    return "Other options the planner considered:\n" + "\n".join(
+        f"• {data(line)}" for line in lines
+    )
 
 
 def answer_state(state: str, message: str) -> str:
@@ -667,6 +763,11 @@ ANSWER_MODEL_NOTE = (
 )
 
 
+def model_answer(said: str) -> str:
+    """A model's answer to a question in the thread: its words, quoted and labelled."""
+    return block_data(said, "model") + "\n" + ANSWER_MODEL_NOTE
+
+
 def model_fallback(why: str) -> str:
     return f"_(answered from the diagnosis and the incident's events: {esc(why)})_"
 
@@ -677,11 +778,11 @@ SUMMARY_TITLE = "Incident summary"
 
 
 def summary_head(namespace: str, state: str, reason: str) -> str:
-    return f"*{esc(namespace)}* — {phase(state)}" + (f" ({esc(reason)})" if reason else "")
+    return f"*{esc(namespace)}* — {phase(state)}" + (f" ({data(reason)})" if reason else "")
 
 
-def root_cause(text: str | None) -> str:
-    return f"*Root cause:* {esc(text) if text else 'not found'}"
+def root_cause(text: str | None, source: str = "offline") -> str:
+    return f"*Root cause:* {quoted(text, source) if text else 'not found'}"
 
 
 def summary_times(detect: str, mitigate: str, health_before: object, health_after: object) -> str:
@@ -733,12 +834,23 @@ def parked_reason(channel: str, error: str) -> str:
     return f"its Slack thread could not be posted in channel {channel}: {error}"
 
 
+# What to do about a thread Slack refused, by its error: the remedy must fit the error.
+PARK_REMEDY = {
+    "not_in_channel": "invite me to this channel, then",
+    "channel_not_found": "check that the channel exists and invite me to it, then",
+    "is_archived": "unarchive the channel (or ask from another one), then",
+    "ratelimited": "Slack is limiting how fast I may post; wait a minute, then",
+}
+PARK_REMEDY_DEFAULT = "when Slack answers again,"
+
+
 def parked_notice(incident_id: str, namespace: str, error: str, minutes: int) -> str:
+    remedy = PARK_REMEDY.get(error, PARK_REMEDY_DEFAULT)
     return (
         f":warning: I could not post the incident thread for `{esc(namespace)}` here "
-        f"(`{esc(error)}`). Incident `{incident_id}` is parked and nothing runs: invite me to "
-        f"this channel, then press *{RETRY}* in my App Home or type `/stratus investigate "
-        f"{esc(namespace)}` again. After {minutes} min it ends and frees `{esc(namespace)}`."
+        f"(`{esc(error)}`). Incident `{incident_id}` is parked and nothing runs: {remedy} "
+        f"press *{RETRY}* in my App Home or type `/stratus investigate {esc(namespace)}` again. "
+        f"After {minutes} min it ends and frees `{esc(namespace)}`."
     )
 
 
@@ -760,10 +872,10 @@ def alerts_fired(count: int, joined: bool) -> str:
 def alert_line(name: str, severity: str, where: str, summary: str) -> str:
     """One alert; its summary is quoted as data from the alert (escaped: it cannot mention
     anyone or disguise a link)."""
-    tag = f" ({esc(severity)})" if severity else ""
-    place = f" — {esc(where)}" if where else ""
-    said = f"\n>_from the alert:_ {esc(summary)}" if summary else ""
-    return f"• `{esc(name)}`{tag}{place}{said}"
+    tag = f" ({data(severity, 40)})" if severity else ""
+    place = f" — {data(where, 300)}" if where else ""
+    said = f"\n>{quoted(summary, 'alert', 300)}" if summary else ""
+    return f"• {data(name, 100)}{tag}{place}{said}"
 
 
 def alerts_more(count: int) -> str:
@@ -771,8 +883,8 @@ def alerts_more(count: int) -> str:
 
 
 def alert_cleared_line(name: str, where: str) -> str:
-    place = f" — {esc(where)}" if where else ""
-    return f":white_check_mark: *Alert cleared:* `{esc(name)}`{place}"
+    place = f" — {data(where, 300)}" if where else ""
+    return f":white_check_mark: *Alert cleared:* {data(name, 100)}{place}"
 
 
 def alerts_all_clear(state: str) -> str:
@@ -783,11 +895,11 @@ def alerts_all_clear(state: str) -> str:
 
 
 def alerts_still_firing(names: list[str]) -> str:
-    return "_Still firing: " + ", ".join(f"`{esc(n)}`" for n in names) + "_" if names else ""
+    return "Still firing: " + ", ".join(data(n, 100) for n in names) if names else ""
 
 
 def alerts_outcome(fired: list[str], cleared: bool, at: str) -> str:
-    shown = ", ".join(f"`{esc(n)}`" for n in fired[:8]) + (" …" if len(fired) > 8 else "")
+    shown = ", ".join(data(n, 100) for n in fired[:8]) + (" …" if len(fired) > 8 else "")
     if cleared:
         return f"*Alerts:* {shown} fired; :white_check_mark: all cleared (at {at[11:19]} UTC)"
     return f"*Alerts:* {shown} fired; :rotating_light: not all cleared yet"

@@ -62,8 +62,15 @@ def echo(message: object = "", *, err: bool = False) -> None:
     click.echo(visible_lines(message), err=err)
 
 
+# Where one remedy means different things by error: a policy that does not load is fixed in
+# its files (``policy explain`` cannot even read them), a denial is explained by the rules.
+CODE_WORDS: dict[str, str] = {
+    "policy": "fix the files; `stratus policy check DIR` lists every problem",
+}
+
+
 def error_line(error: StratusError) -> str:
-    hint = REMEDY_WORDS.get(error.remedy)
+    hint = CODE_WORDS.get(error.code) or REMEDY_WORDS.get(error.remedy)
     return visible(error.message) + (f"\n  hint: {hint}" if hint else "")
 
 

@@ -10,6 +10,7 @@ so the lists are carried as they are, simplified only where that is exact: a lis
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 # A conjunction: an approver satisfies every inner list (an empty conjunction: anyone).
@@ -20,8 +21,24 @@ ANYONE: ApproverLists = (("*",),)
 MACHINE_ACTORS = ("agent:", "stratus")
 
 
+# The identities of people: a Slack user (U… or W…, upper-case letters and digits, as Slack
+# writes them) and a terminal user (``cli:NAME``, see cli/identity.py). A user-group ID, ``*``,
+# an @handle, a channel or a bot is a name an approver list may hold, never who is asking.
+_SLACK_USER = re.compile(r"[UW][A-Z0-9]{1,30}")
+_TERMINAL_USER = re.compile(r"cli:[A-Za-z0-9][-A-Za-z0-9._]{0,62}")
+
+
 def is_machine(user: str) -> bool:
     return not user or user.startswith(MACHINE_ACTORS)
+
+
+def is_person(user: str) -> bool:
+    """Whether ``user`` is the identity of a person: only a person answers, undoes, cancels,
+    revokes or pauses, whatever the approver lists say (a list naming a group names its
+    members, never someone whose id is the group's)."""
+    if _SLACK_USER.fullmatch(user):
+        return True
+    return bool(_TERMINAL_USER.fullmatch(user)) and not user[4:].lower().startswith("stratus")
 
 
 def conjunction(lists: Iterable[Iterable[str]]) -> ApproverLists:

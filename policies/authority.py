@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from policies.approvals import ApprovalRequest, is_machine, refusal
+from policies.approvals import ApprovalRequest, is_person, not_a_person, refusal
 from policies.approvers import ApproverLists, satisfies
 from policies.evaluate import PolicyDecision
 
@@ -59,8 +59,8 @@ def undo_refusal(
     asker: Asker, *, original: PolicyDecision | None, admins: Sequence[str]
 ) -> str | None:
     """Why ``asker`` may not undo a write made under ``original``, or None if they may."""
-    if is_machine(asker.user):
-        return "only a human may undo a change"
+    if not is_person(asker.user):
+        return not_a_person(asker.user, "undo a change")
     if satisfies(undo_approvers(original, admins), asker.user, asker.groups):
         return None
     why = original.reason if original is not None else "no decision on record"
@@ -68,12 +68,12 @@ def undo_refusal(
 
 
 def is_admin(asker: Asker, admins: Sequence[str]) -> bool:
-    return not is_machine(asker.user) and asker.named_in(admins)
+    return is_person(asker.user) and asker.named_in(admins)
 
 
 def may_revoke(asker: Asker, *, created_by: str, admins: Sequence[str]) -> bool:
     """A grant is revoked by whoever created it, or by an admin."""
-    return not is_machine(asker.user) and (asker.user == created_by or is_admin(asker, admins))
+    return is_person(asker.user) and (asker.user == created_by or is_admin(asker, admins))
 
 
 def cancel_refusal(
@@ -86,8 +86,8 @@ def cancel_refusal(
 ) -> str | None:
     """Why ``asker`` may not cancel the incident, or None if they may. ``asked_from`` is the
     channel the request came from (None: not from a channel, a terminal)."""
-    if is_machine(asker.user):
-        return "only a human may cancel an incident"
+    if not is_person(asker.user):
+        return not_a_person(asker.user, "cancel an incident")
     if is_admin(asker, admins):
         return None
     if asked_from is not None and asked_from != facts.channel:
@@ -95,7 +95,7 @@ def cancel_refusal(
     for request in facts.waiting:
         if now >= request.expires_at:
             continue  # nobody can answer it any more; it is withdrawn as expired anyway
-        why = refusal(request, asker.user, asker.groups, now)
+        why = refusal(request, asker.user, asker.groups, now, choice="reject")
         if why is not None:
             return f"cancelling {facts.incident_id} would reject {request.proposal_id}: {why}"
     if not facts.waiting and asker.user != facts.requester:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from policies.approvers import ApproverLists, conjunction, describe, is_machine, satisfies
+from policies.approvers import ApproverLists, conjunction, describe, is_person, satisfies
 from policies.loader import Policy, SourcedRule
 from policies.model import Defaults, Rule, parse_duration
 from tools.actions import CATALOG, POLICY_ACTIONS, UNDO, Action
@@ -304,7 +304,7 @@ def grant_refusal(
         return f"the rules in force need {asked.min_approvals} approvals"
     if not asked.remember:
         return "the rules in force do not allow 'Always allow'"
-    if is_machine(grant.created_by) or not satisfies(
+    if not is_person(grant.created_by) or not satisfies(
         asked.approvers, grant.created_by, grant.creator_groups
     ):
         return f"{grant.created_by} is not an approver under the rules in force"
@@ -345,6 +345,35 @@ def grant_standing(
         )
     asked = _combined_ask(asks, policy.policy.defaults, policy.approval_timeout_seconds)
     return grant_refusal(grant, asked, facts, now)
+
+
+def listed_standing(grant: Grant, policy: CompiledPolicy, now: datetime) -> str | None:
+    """``grant_standing`` for a surface that lists grants (``stratus policy grants``, the bot's
+    ``/stratus policy`` and App Home): why the grant does not count under ``policy`` now, or
+    None. An undo's risk is that of the write it reverses, unknown here: the grant counts
+    only if it counts whatever that risk is."""
+    kind, _, name = grant.resource.partition("/")
+    action = CATALOG.get(grant.action)
+    levels = [action.risk] if action is not None else ["low", "medium", "high"]
+    reasons: dict[str, str] = {}
+    for level in levels:
+        facts = ProposalFacts(
+            action=grant.action,
+            namespace=grant.namespace,
+            kind=kind,
+            name=name,
+            risk=level,
+            reversible=action.reversible if action is not None else True,
+            requester="",  # someone else than its creator: see grant_refusal
+        )
+        reason = grant_standing(grant, policy, facts, now)
+        if reason is not None:
+            reasons.setdefault(reason, level)
+    if not reasons:
+        return None
+    if action is not None:
+        return next(iter(reasons))
+    return "; ".join(f"undoing a {level}-risk write: {why}" for why, level in reasons.items())
 
 
 def evaluate(

@@ -262,7 +262,7 @@ class ProposalService(UndoUseCases, RecoveryUseCases):
                 subject=proposal.id,
                 remedy=Remedy.PROPOSE_AGAIN,
             )
-        why_not = self.refusal(proposal, user=user, groups=groups, now=now)
+        why_not = self.refusal(proposal, user=user, groups=groups, now=now, choice=choice)
         if why_not:
             raise AnswerRefused(why_not, subject=proposal.id)
         if choice == "always" and proposal.decision.min_approvals > 1:
@@ -286,10 +286,17 @@ class ProposalService(UndoUseCases, RecoveryUseCases):
             )
 
     def refusal(
-        self, proposal: Proposal, *, user: str, groups: tuple[str, ...], now: datetime
+        self,
+        proposal: Proposal,
+        *,
+        user: str,
+        groups: tuple[str, ...],
+        now: datetime,
+        choice: str = "approve",
     ) -> str | None:
-        """Why ``user`` (in ``groups``) may not answer ``proposal`` — not an approver, their
-        own request, already voted — or None. A pure check: surfaces ask it before showing
+        """Why ``user`` (in ``groups``) may not answer ``proposal`` with ``choice`` — not an
+        approver, their own request (approving it; withdrawing it is theirs), already voted —
+        or None. A pure check: surfaces ask it before showing
         a refusal, and ``answer`` asks it again."""
         request = ApprovalRequest(
             proposal_id=proposal.id,
@@ -298,7 +305,7 @@ class ProposalService(UndoUseCases, RecoveryUseCases):
             digest=proposal.plan.digest,
             created_at=proposal.created_at,
         )
-        return refusal(request, user, groups, now)
+        return refusal(request, user, groups, now, choice=choice)
 
     # ------------------------------------------------------------------ execute
 

@@ -19,7 +19,7 @@ from autogen_ext.models.openai import (
 from autogen_ext.models.openai.config import OpenAIClientConfiguration
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from agents.llm import logbounds
+from agents.llm import logbounds, metering
 from store.errors import Remedy, StratusError
 from tools.env import number
 
@@ -98,10 +98,14 @@ def make_client(config: LLMConfig) -> ChatCompletionClient:
             timeout=config.timeout,
             max_retries=0,
             model_info=UNKNOWN_MODEL_INFO,
+            http_client=metering.bounded_http_client(config.timeout),  # type: ignore[call-arg]
         )
     settings = OpenAIClientConfiguration(
         model=config.model, api_key=key, timeout=config.timeout, max_retries=0
     )
+    # An answer too large to be one is refused by its size while it is read, before the client
+    # parses it into the answer's schema (``metering.BoundedTransport``).
+    settings["http_client"] = metering.bounded_http_client(config.timeout)  # type: ignore[typeddict-unknown-key]
     if config.base_url:
         settings["base_url"] = config.base_url
     try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, Literal
 
+import openai
 from autogen_core import CancellationToken
 from autogen_core.models import (
     ChatCompletionClient,
@@ -28,6 +29,60 @@ class AnswerTooLarge(ValueError):
     def __init__(self, size: int) -> None:
         super().__init__(f"the answer was {size} characters, more than the {ANSWER_CHARS} allowed")
         self.size = size
+
+
+# The most an HTTP body holding an answer of ``ANSWER_CHARS`` characters can take: each
+# character escaped in JSON (``\\uXXXX``, six bytes), plus the envelope around it.
+BODY_BYTES = ANSWER_CHARS * 6 + 64 * 1024
+
+
+class BodyTooLarge(AnswerTooLarge):
+    """The model's HTTP answer is larger than any answer of ``ANSWER_CHARS`` characters can be:
+    refused while it is read, before the client or the agent parses it (as JSON, or into the
+    answer's schema), whatever its shape."""
+
+    def __init__(self, size: int) -> None:
+        ValueError.__init__(
+            self,
+            f"the answer was too large: more than {size} bytes, where an answer of at most "
+            f"{ANSWER_CHARS} characters takes at most {BODY_BYTES}",
+        )
+        self.size = size
+
+
+async def _refuse_large(response: Any) -> None:
+    """The HTTP client's response hook: a body over ``BODY_BYTES`` (announced, or once read)
+    raises ``BodyTooLarge`` before the client parses it. A stream is left to be read as it
+    comes: its chunks are measured by ``MeteredClient.create_stream``."""
+    if str(response.headers.get("content-type", "")).startswith("text/event-stream"):
+        return
+    announced = str(response.headers.get("content-length", ""))
+    if announced.isdigit() and int(announced) > BODY_BYTES:
+        await response.aclose()
+        raise BodyTooLarge(int(announced))
+    body = await response.aread()
+    if len(body) > BODY_BYTES:
+        raise BodyTooLarge(len(body))
+
+
+def too_large(error: BaseException) -> AnswerTooLarge | None:
+    """The size refusal behind ``error`` (the client wraps what its transport raises)."""
+    seen: BaseException | None = error
+    for _ in range(8):
+        if seen is None:
+            return None
+        if isinstance(seen, AnswerTooLarge):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def bounded_http_client(timeout: float) -> openai.DefaultAsyncHttpxClient:
+    """The model client's HTTP client: an answer too large to be one is refused by its size
+    (``_refuse_large``) whatever its shape, before the client parses it into a schema."""
+    return openai.DefaultAsyncHttpxClient(
+        timeout=timeout, event_hooks={"response": [_refuse_large]}
+    )
 
 
 def _size(result: CreateResult) -> int:

@@ -37,7 +37,7 @@ from pydantic import BaseModel, ValidationError
 
 from agents.llm import answers, context, prompts
 from agents.llm.config import LLMConfig, make_client
-from agents.llm.metering import MeteredClient
+from agents.llm.metering import MeteredClient, too_large
 from agents.llm.readtools import ToolLog, read_tools
 from agents.llm.telemetry import clean
 from agents.model import Candidate, Diagnosis, PlanResult, Usage
@@ -236,8 +236,11 @@ class LLMPlanner:
                 reason = _first_line(exc)
                 failures.append(f"unusable answer ({reason})")
             except (openai.APIError, ConnectionError) as exc:
-                reason = "the request failed"
-                failures.append(f"error ({_first_line(exc)})")
+                large = too_large(exc)  # refused by its size while it was read
+                reason = _first_line(large) if large else "the request failed"
+                failures.append(
+                    f"unusable answer ({reason})" if large else f"error ({_first_line(exc)})"
+                )
             except Exception as exc:
                 # The client and the agent assume a well-formed answer (``choices[0]``, a
                 # message, a dict): an answer that is not one surfaces as any exception at

@@ -160,13 +160,13 @@ def test_a_waiting_incident_resumes_after_a_restart_and_a_rejection_moves_on(
         store=store2, executor=Executor(kube, store2, lock_wait=0.5), policy=policy
     )
     flow2 = workflow(service2, kube, ScriptedPlanner(HARMFUL, FIX))
-    service2.answer(first, user="U-bob", choice="reject", reason="geo is fine")
+    service2.answer(first, user="U0BOB", choice="reject", reason="geo is fine")
     moved = flow2.advance(incident.id)
     assert moved.state == St.AWAITING_APPROVAL
     assert moved.rejected[0][1].endswith("geo is fine")
     second = moved.attempts[1].proposals[0]
     assert service2.get(second).intent.startswith("Scale")
-    service2.answer(second, user="U-bob", choice="approve")
+    service2.answer(second, user="U0BOB", choice="approve")
     done = flow2.advance(incident.id)
     assert done.state == St.RESOLVED and replicas(kube, "recommendation") == 1
     assert replicas(kube, "geo") == 1
@@ -277,7 +277,7 @@ def test_cancel_while_the_undo_waits_for_a_human_proposes_one_undo_and_ends_afte
     assert again.state == St.AWAITING_APPROVAL
     undos = again.attempts[0].undo_proposals
     assert len(undos) == 1, undos  # asked once, never re-proposed behind the person's back
-    service.answer(undos[0], user="U-bob", choice="approve")
+    service.answer(undos[0], user="U0BOB", choice="approve")
     done = flow.advance(incident.id)
     assert done.state == St.CANCELLED
     assert replicas(kube, "recommendation") == 0 and replicas(kube, "geo") == 1
@@ -295,7 +295,7 @@ def test_a_rejected_undo_escalates_instead_of_asking_again(
     waiting = flow.advance(incident.id)  # attempt 1 is worse; its undo asks
     assert waiting.state == St.AWAITING_APPROVAL
     undo = waiting.attempts[0].undo_proposals[0]
-    service.answer(undo, user="U-bob", choice="reject", reason="leave it")
+    service.answer(undo, user="U0BOB", choice="reject", reason="leave it")
     done = flow.advance(incident.id)
     assert done.state == St.ESCALATED and done.reason == "undo refused"
     assert len(done.attempts[0].undo_proposals) == 1

@@ -367,7 +367,7 @@ def test_a_refused_undo_of_a_half_done_attempt_is_asked_once_and_recorded_once(
     waiting = flow.cancel(incident.id, actor="cli:alice")
     assert waiting.state == St.AWAITING_APPROVAL
     (undo,) = waiting.attempts[0].undo_proposals
-    service.answer(undo, user="U-bob", choice="reject", reason="keep it")
+    service.answer(undo, user="U0BOB", choice="reject", reason="keep it")
     done = flow.advance(incident.id)
     again = flow.cancel(incident.id, actor="cli:alice")
     assert not done.is_open and again.state == done.state, (done.state, again.state)
@@ -392,8 +392,8 @@ def test_a_cancel_after_every_step_of_a_two_step_attempt_executed_keeps_both(
     flow = workflow(service, kube, ScriptedPlanner(both))
     incident, _ = flow.start("hotel", requester="cli:alice")
     second = flow.advance(incident.id).attempts[0].proposals[1]
-    service.answer(second, user="U-bob", choice="approve")
-    service.execute(second, actor="U-bob")
+    service.answer(second, user="U0BOB", choice="approve")
+    service.execute(second, actor="U0BOB")
     cancelled = flow.cancel(incident.id, actor="cli:alice")
     assert cancelled.state == St.CANCELLED
     assert cancelled.attempts[0].undo_proposals == []

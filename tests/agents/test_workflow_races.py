@@ -113,7 +113,7 @@ def test_approve_racing_cancel_leaves_no_proposal_waiting_on_the_cancelled_incid
 
         def approve(pid: str = first, iid: str = iid) -> None:
             try:
-                service.answer(pid, user="U-bob", choice="approve")
+                service.answer(pid, user="U0BOB", choice="approve")
             except AnswerRefused:
                 return  # the cancel came first: the answer is refused, with the reason
             flow.advance(iid)
@@ -145,7 +145,7 @@ def test_a_cancel_landing_while_the_next_step_is_proposed_withdraws_that_proposa
         proxy.delay("GET", GEO_PATH, 2.0, times=1)
 
         def approve() -> None:
-            service.answer(first, user="U-bob", choice="approve")
+            service.answer(first, user="U0BOB", choice="approve")
             flow.advance(iid)
 
         approving = threading.Thread(target=approve)

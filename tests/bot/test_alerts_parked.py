@@ -126,6 +126,7 @@ async def test_an_alert_whose_thread_slack_refuses_parks_its_incident_and_a_retr
         "token": "x",
         "trigger_id": "1.2.3",
         "container": {"type": "view", "view_id": "V0X"},
+        "view": {"id": "V0X", "type": "home"},
         "actions": [{"action_id": parking.RETRY, "value": incident.id, "action_ts": "1.1"}],
     }
     assert await resend_click(alert_bot, forged) == 200
@@ -192,3 +193,43 @@ async def test_an_alert_channel_that_does_not_exist_parks_and_the_bound_frees_th
     assert status == 200 and answer["groups"][0]["opened"], answer
     newest = (await rt.call(rt.incidents.recent, limit=1))[0]
     assert newest.id != parked.id and newest.is_open
+
+
+async def test_a_retried_parked_incident_shows_each_alert_once(
+    lab: Lab, slack: AsyncPlaygroundClient, alert_bot: ParkedAlertBot, playground: PlaygroundServer
+) -> None:
+    inject(lab, SCENARIO)
+    await fire(alert_bot)
+    incident = await parked_incident(alert_bot)
+    await alert_bot.settle()
+    assert playground.playground is not None
+    ws = playground.playground.workspace
+    ws.members[OUTSIDE].add(ws.config.bot_user_id)
+    # Another alert group of the namespace joins the open incident: a retry — which happens
+    # before the follower reads the event that led to it (held here to make that certain).
+    assert alert_bot.bot is not None
+    follower = alert_bot.bot.follower
+    await follower.stop()
+    other = payload(
+        alert("KubeDeploymentReplicasMismatch", service="frontend"),
+        group_key='{}:{alertname="KubeDeploymentReplicasMismatch"}',
+    )
+    status, answer = await send(url(alert_bot), other)
+    assert status == 200, answer
+    rt = alert_bot.runtime
+
+    async def posted() -> bool:
+        return await rt.call(rt.links.thread, incident.id) is not None
+
+    await wait_for(posted)
+    await rt.drain()
+    await follower.start()
+    await card_in(slack, OUTSIDE)
+    await alert_bot.settle()
+    thread = await rt.call(rt.links.thread, incident.id)
+    assert thread is not None
+    replies = (await slack.messages(channel=OUTSIDE, thread_ts=thread.ts))["messages"]
+    seen = [blocks_text(m) for m in replies]
+    joined = [t for t in seen if "joined this open incident" in t]
+    assert len(joined) == 1, [t[:120] for t in seen]
+    assert len([t for t in seen if "KubeDeploymentReplicasMismatch" in t and "firing" in t]) == 1

@@ -106,6 +106,7 @@ async def test_a_thread_slack_refuses_parks_the_incident_visibly_and_a_retry_car
         "token": "x",
         "trigger_id": "1.2.3",
         "container": {"type": "view", "view_id": "V0X"},
+        "view": {"id": "V0X", "type": "home"},
         "actions": [{"action_id": parking.RETRY, "value": incident.id, "action_ts": "1.1"}],
     }
     assert await resend_click(stratus_bot, forged) == 200

@@ -111,3 +111,72 @@ def test_notification_text_is_inert_too() -> None:
     for shown in (text.card_fallback(FORMATTED, "awaiting_approval"), text.inert(FORMATTED)):
         for mark in ("*bold*", "_it_", "~gone~", "`", "<!here>", "<@U0BOB>", "<http"):
             assert mark not in shown, (mark, shown)
+
+
+# Formatting a reason, a model, an alert or a log line may carry to make a card lie: a line of
+# its own, a bold field, an emoji, code, a bidi override (U+202E) and a NUL.
+FORGED = "ok\n*State*\n:white_check_mark: Executed `x` _it_ ~s~ \u202edesrever\u0000end"
+INERT_RENDERERS: list[Callable[[str], str]] = [
+    lambda s: text.ended("rejected", s),
+    lambda s: text.stale("rejected", s),
+    lambda s: text.superseded_notice("p-1", None, s),
+    lambda s: text.paused("U0ALICE", s),
+    text.diagnosis_line,
+    lambda s: text.diagnosis_line(s, "model"),
+    lambda s: text.diagnosis(s, "network", s, "model"),
+    lambda s: text.evidence("log", s, s),
+    lambda s: text.history([s]),
+    lambda s: text.findings(1, [s]),
+    lambda s: text.answer_why(s, s, []),
+    lambda s: text.answer_alternatives([s]),
+    lambda s: text.summary_head("hotel", "cancelled", s),
+    text.root_cause,
+    lambda s: text.alert_line(s, s, s, s),
+    lambda s: text.alert_cleared_line(s, s),
+    lambda s: text.alerts_still_firing([s]),
+    lambda s: text.alerts_outcome([s], False, "2025-01-01T00:00:00"),
+    lambda s: text.incident_context("inc-1", s, "offline"),
+    text.model_answer,
+]
+
+
+def _outside_code(shown: str) -> str:
+    """What Slack would format: the text outside code spans and blocks."""
+    import re
+
+    return re.sub(r"```.*?```|`[^`]*`", "", shown, flags=re.S)
+
+
+@pytest.mark.parametrize("render", INERT_RENDERERS)
+def test_untrusted_text_cannot_format_a_card_or_hide_behind_control_characters(
+    render: Callable[[str], str],
+) -> None:
+    shown = render(FORGED)
+    assert "\u202e" not in shown and "\u0000" not in shown
+    assert "U+202E" in shown and "U+0000" in shown
+    loose = _outside_code(shown)
+    for live in ("*State*", "Executed", "_it_", "~s~", "desrever"):
+        assert live not in loose, (live, shown)
+
+
+def test_notification_text_is_one_line_without_formatting_or_control_characters() -> None:
+    shown = text.inert(FORGED)
+    assert "\n" not in shown and "\u202e" not in shown and "\u0000" not in shown
+    for live in ("*State*", ":white_check_mark:", "_it_", "~s~", "`"):
+        assert live not in shown, (live, shown)
+
+
+def test_a_model_s_answer_keeps_its_lines_but_is_labelled_as_the_model_s() -> None:
+    shown = text.model_answer("first line\nsecond ``` line <!here>")
+    assert shown.startswith("```") and "first line\nsecond" in shown
+    assert shown.count("```") == 2 and "&lt;!here&gt;" in shown
+    assert "the model's words" in shown and text.ANSWER_MODEL_NOTE in shown
+
+
+def test_the_parked_notice_s_remedy_fits_the_error() -> None:
+    limited = text.parked_notice("inc-1", "hotel", "ratelimited", 10)
+    assert "invite me" not in limited and "wait a minute" in limited
+    outside = text.parked_notice("inc-1", "hotel", "not_in_channel", 10)
+    assert "invite me to this channel" in outside
+    assert "invite me" not in text.parked_notice("inc-1", "hotel", "fatal_error", 10)
+    assert "follows in this channel" not in text.investigating("hotel")

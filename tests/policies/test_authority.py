@@ -5,7 +5,14 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from policies.approvals import ApprovalRequest
-from policies.authority import Asker, CancelFacts, cancel_refusal, may_revoke, undo_refusal
+from policies.authority import (
+    Asker,
+    CancelFacts,
+    cancel_refusal,
+    is_admin,
+    may_revoke,
+    undo_refusal,
+)
 from policies.evaluate import PolicyDecision, ProposalFacts
 
 NOW = datetime(2025, 1, 1, 12, tzinfo=UTC)
@@ -65,14 +72,14 @@ def test_cancel_is_an_answer_asked_from_the_incident_s_channel() -> None:
     assert why(alice, "C0ELSEWHERE") is not None
     assert why(Asker(user="U0DAVE")) is not None  # started it, but may not reject
     assert why(Asker(user="U0CAROL"), "C0ELSEWHERE") is None  # an admin, from anywhere
-    # The requester of the waiting proposal may not reject it where self-approval is off.
+    # The requester of the waiting proposal may withdraw it, even where self-approval is off.
     own = CancelFacts(
         incident_id="inc-1",
         requester="U0ALICE",
         channel="C0INC",
         waiting=(request(requester="U0ALICE"),),
     )
-    assert why(alice, on=own) is not None
+    assert why(alice, on=own) is None
     # Nothing waiting: whoever started it may cancel it; nobody else (but an admin).
     idle = CancelFacts(incident_id="inc-1", requester="U0DAVE", channel="C0INC")
     assert why(Asker(user="U0DAVE"), on=idle) is None
@@ -94,3 +101,62 @@ def test_a_grant_is_revoked_by_its_creator_or_an_admin() -> None:
     assert may_revoke(Asker(user="U0CAROL"), created_by="U0ALICE", admins=ADMINS)
     assert not may_revoke(Asker(user="U0DAVE"), created_by="U0ALICE", admins=ADMINS)
     assert not may_revoke(Asker(user="agent:x"), created_by="agent:x", admins=("*",))
+
+
+NOT_PEOPLE = ("S0SRE", "*", "@sre", "agent:stratus", "stratus", "", "cli:stratus-bot", "U0al")
+
+
+def test_an_identity_that_is_not_a_person_is_refused_whatever_the_lists_say() -> None:
+    from policies.approvals import refusal
+
+    anyone = PolicyDecision(outcome="ask", reason="rule open", source="rule", approvers=(("*",),))
+    for who in NOT_PEOPLE:
+        # Named directly in every list (a group's id, '*', a handle): still not a person.
+        named = PolicyDecision(
+            outcome="ask", reason="rule sre", source="rule", approvers=((who or "*",),)
+        )
+        asker = Asker(user=who, groups=(who,))
+        for decision in (anyone, named):
+            assert refusal(request(decision), who, (who,), NOW) is not None, who
+            assert undo_refusal(asker, original=decision, admins=(who, "*")) is not None, who
+        assert not is_admin(asker, (who, "*")), who
+        assert not may_revoke(asker, created_by=who, admins=(who, "*")), who
+        idle = CancelFacts(incident_id="inc-1", requester=who, channel="C0INCIDENT")
+        assert (
+            cancel_refusal(asker, idle, admins=(who, "*"), asked_from="C0INCIDENT", now=NOW)
+            is not None
+        ), who
+
+
+def test_slack_users_and_terminal_users_are_people() -> None:
+    from policies.approvals import refusal
+
+    for who in ("U0ALICE", "W0123ABC", "cli:alice", "cli:sre-alice"):
+        asker = Asker(user=who)
+        assert refusal(request(ALLOWED_ASK), who, (), NOW) is None, who
+        assert is_admin(asker, ("*",)), who
+        assert undo_refusal(asker, original=None, admins=(who,)) is None, who
+
+
+ALLOWED_ASK = PolicyDecision(outcome="ask", reason="rule open", source="rule", approvers=(("*",),))
+
+
+def test_the_requester_may_always_withdraw_their_own_request() -> None:
+    from policies.approvals import refusal
+
+    own = request(SRE_ASK, requester="U0DAVE")  # Dave is no approver; self-approval is banned
+    assert refusal(own, "U0DAVE", (), NOW, choice="reject") is None
+    approving = refusal(own, "U0DAVE", (), NOW, choice="approve")
+    assert approving is not None and "not an approver" in approving
+    alice = request(SRE_ASK, requester="U0ALICE")
+    mine = refusal(alice, "U0ALICE", ("S0SRE",), NOW)
+    assert mine is not None and "someone else must approve" in mine
+    assert refusal(alice, "U0ALICE", ("S0SRE",), NOW, choice="reject") is None
+    stranger = refusal(alice, "U0EVE", (), NOW, choice="reject")
+    assert stranger is not None and "may reject" in stranger
+    # Cancelling is withdrawing too: the requester of the one waiting request may cancel.
+    facts = CancelFacts(
+        incident_id="inc-1", requester="U0DAVE", channel="C0INCIDENT", waiting=(own,)
+    )
+    asker = Asker(user="U0DAVE")
+    assert cancel_refusal(asker, facts, admins=ADMINS, asked_from="C0INCIDENT", now=NOW) is None

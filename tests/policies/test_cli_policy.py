@@ -193,3 +193,9 @@ def test_a_broken_policy_is_one_line_naming_the_problem(env: dict[str, str]) -> 
     result = _write_with_a_broken_policy(env)
     assert result.exit_code == 1 and "the policy does not load" in result.stderr
     assert "broken.yaml:1:" in result.stderr
+
+
+def test_a_broken_policy_points_at_policy_check_not_explain(env: dict[str, str]) -> None:
+    result = _write_with_a_broken_policy(env)
+    assert "stratus policy check DIR" in result.stderr
+    assert "policy explain" not in result.stderr

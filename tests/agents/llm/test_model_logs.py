@@ -20,6 +20,9 @@ from tests.agents.llm.conftest import diagnosis_json, request_for
 from tools.reads import ClusterReader
 
 HUGE = 4 * 1024 * 1024
+# The largest answer the client still reads (larger ones are refused by their size before
+# anything reads or logs them, ``metering.BODY_BYTES``): what its log records must bound.
+READ = 200_000
 
 
 def test_a_huge_answer_adds_a_bounded_log_that_says_how_much_was_left_out(
@@ -28,7 +31,7 @@ def test_a_huge_answer_adds_a_bounded_log_that_says_how_much_was_left_out(
     fake_llm: FakeChatServer,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    fake_llm.load([{"content": diagnosis_json(summary="x" * HUGE)}] * 4)
+    fake_llm.load([{"content": diagnosis_json(summary="x" * READ)}] * 4)
     planner = planner_from_env(
         reader, {"OPENAI_BASE_URL": fake_llm.url, "OPENAI_API_KEY": "sk-test"}
     )
@@ -40,13 +43,31 @@ def test_a_huge_answer_adds_a_bounded_log_that_says_how_much_was_left_out(
     assert result.planner == "offline"  # the answer itself is refused as too large
     texts = [r.getMessage() for r in caplog.records]
     total = sum(len(t) for t in texts)
-    assert total < 20 * RECORD_CHARS, total  # was more than 8 MB for two 4 MB answers
+    assert total < 20 * RECORD_CHARS, total  # was more than 400 KB for two such answers
     assert all(len(t) <= RECORD_CHARS + 200 for t in texts)
     said = [int(m) for t in texts for m in re.findall(r"(\d+) bytes left out", t)]
-    assert said and max(said) >= HUGE // 2
+    assert said and max(said) >= READ // 2
     after = dropped()
-    assert after.bytes - before.bytes >= 2 * HUGE * 0.9  # both tries were cut, and counted
+    assert after.bytes - before.bytes >= 2 * READ * 0.9  # both tries were cut, and counted
     assert after.records > before.records
+
+
+def test_an_answer_too_large_to_read_is_refused_before_anything_logs_it(
+    injected: Snapshot,
+    reader: ClusterReader,
+    fake_llm: FakeChatServer,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    fake_llm.load([{"content": diagnosis_json(summary="x" * HUGE)}] * 4)
+    planner = planner_from_env(
+        reader, {"OPENAI_BASE_URL": fake_llm.url, "OPENAI_API_KEY": "sk-test"}
+    )
+    assert planner is not None
+    caplog.set_level(logging.DEBUG)
+    result = planner.plan(request_for(injected))
+    assert result.planner == "offline" and "too large" in " ".join(result.notes)
+    total = sum(len(r.getMessage()) for r in caplog.records)
+    assert total < 20 * RECORD_CHARS, total
 
 
 def test_every_string_of_a_record_is_cut_and_a_plain_record_is_cut_as_a_whole() -> None:
