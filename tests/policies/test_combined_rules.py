@@ -16,8 +16,10 @@ from click.testing import CliRunner, Result
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cli.demo_commands import DEMO_POLICY
 from cli.main import stratus as stratus_command
 from policies.approvals import ApprovalRequest, refusal
+from policies.approvers import conjunction, implies
 from policies.evaluate import (
     CompiledPolicy,
     Grant,
@@ -26,9 +28,10 @@ from policies.evaluate import (
     evaluate,
     grant_standing,
 )
-from policies.loader import Policy, SourcedRule
+from policies.loader import Policy, SourcedRule, load
 from policies.model import Defaults, Match, Rule
 from proposals.model import Decision
+from tests.conftest import REPO
 from tools.actions import CATALOG
 from tools.k8s import KubeClient
 from tools.objects import ObjectRef
@@ -571,6 +574,25 @@ def test_the_defaults_floor_through_the_cli(
     )
     assert stranger.exit_code == 1 and "not an approver" in stranger.stderr, stranger.stdout
     assert kube.get(ObjectRef("Deployment", "geo", "hotel"))["spec"]["replicas"] == 1
+
+
+def test_no_shipped_policy_relied_on_an_ask_rule_replacing_the_defaults(tmp_path: Path) -> None:
+    """The default policy, the examples and the demo's policy mean what they meant: no ask rule
+    in them names approvers, a quorum or a self-approval looser than their defaults, so the
+    floor changes none of their decisions."""
+    (tmp_path / "demo.yaml").write_text(DEMO_POLICY)
+    directories = [REPO / "manifests" / "policies" / name for name in ("default", "examples")]
+    for directory in [*directories, tmp_path]:
+        loaded = load([directory])
+        defaults = loaded.defaults
+        asks = [s.rule for s in loaded.rules if s.rule.decision == "ask"]
+        assert asks, directory
+        for rule in asks:
+            assert rule.approvers is None or implies(
+                conjunction([rule.approvers]), conjunction([defaults.approvers])
+            ), (directory, rule.name)
+            assert (rule.min_approvals or 1) >= defaults.min_approvals, (directory, rule.name)
+            assert defaults.self_approval or rule.self_approval is not True, (directory, rule)
 
 
 def test_a_decision_stored_before_the_conjunction_reads_as_one_list() -> None:
