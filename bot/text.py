@@ -294,7 +294,8 @@ def policy_title(namespace: str) -> str:
 
 def policy_defaults(approver_names: list[str], quorum: int, own: bool, timeout: str) -> str:
     return (
-        f"Defaults: approvers {approvers(approver_names)}, {quorum} approval(s), "
+        f"Defaults (a floor no rule loosens): approvers {approvers(approver_names)}, "
+        f"{quorum} approval(s), "
         f"{'requester may approve' if own else 'not the requester'}, requests expire after "
         f"{timeout}."
     )

@@ -55,7 +55,7 @@ apiVersion: stratus/v1
 kind: ApprovalPolicy
 metadata:
   name: demo
-defaults:
+defaults:                   # a floor for every ask rule: no rule lets anyone else approve
   approvers: ["S0SRE"]      # @sre in the playground: alice, bob and carol (not dave)
   min_approvals: 1
   self_approval: true

@@ -1,7 +1,8 @@
 """Who may approve, when several rules name approvers: a conjunction of approver lists.
 
-Each matching ``ask`` rule names a list (or takes the defaults'), and an approver must satisfy
-*every* list: be named in it, directly or through one of their user groups. With user groups
+The defaults name a list and each matching ``ask`` rule may name another (the defaults' list
+is a floor no rule replaces), and an approver must satisfy *every* list: be named in it,
+directly or through one of their user groups. With user groups
 the intersection of two lists cannot be computed without asking Slack who is in which group,
 so the lists are carried as they are, simplified only where that is exact: a list holding
 ``*`` asks nothing, and a list that contains another is implied by it. The canonical form

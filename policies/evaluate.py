@@ -255,27 +255,36 @@ def _rules_text(names: tuple[str, ...]) -> str:
 def _combined_ask(
     asks: list[Rule], defaults: Defaults, timeout: int, *, reason_prefix: str = ""
 ) -> PolicyDecision:
-    """Every matching ask rule at once: an approver satisfies every rule's approvers, every
-    ``self_approval: false`` holds, the largest quorum, "Always allow" only if every rule
-    allows it, for the shortest ``max_grant``. No rules: the defaults."""
-    # With no rules (nothing matched, or only an allow that may not allow this): the defaults.
-    lists = [rule.approvers or defaults.approvers for rule in asks] or [defaults.approvers]
+    """Every matching ask rule at once, on the floor of the defaults: an approver satisfies
+    the defaults' approvers and every rule's, every ``self_approval: false`` (the defaults'
+    included) holds, the largest quorum (the defaults' included), "Always allow" only if every
+    rule allows it, for the shortest ``max_grant``. No rules: the defaults alone.
+
+    The defaults are a floor rather than a fallback so that adding an ask rule never lets
+    anyone approve what the defaults would not have let them approve."""
+    lists = [defaults.approvers, *(rule.approvers for rule in asks if rule.approvers)]
     approvers = conjunction(lists)
-    count = max([rule.min_approvals or defaults.min_approvals for rule in asks] or [0])
-    count = count or defaults.min_approvals
-    own = all(
-        defaults.self_approval if rule.self_approval is None else rule.self_approval
-        for rule in asks
-    )
-    own = own and (bool(asks) or defaults.self_approval)
-    # "Always allow" is one person's answer standing for later ones: never for a quorum.
+    count = max([defaults.min_approvals, *(rule.min_approvals or 1 for rule in asks)])
+    own = defaults.self_approval and all(rule.self_approval is not False for rule in asks)
+    # "Always allow" is one person's answer standing for later ones: never for a quorum. The
+    # defaults never offer it: they name no max_grant.
     remember = bool(asks) and all(rule.remember for rule in asks) and count <= 1
     longest = min(rule.max_grant_seconds for rule in asks) if remember else 0
     names = _names(asks)
     if not reason_prefix:
-        reason_prefix = f"{'asks' if remember else 'always asks'}: {_rules_text(names)}"
+        # Name the defaults where they hold more than the rules say on their own, so that the
+        # reason accounts for every approver, the quorum and the self-approval ban it states.
+        rules_alone = (
+            conjunction(rule.approvers or ["*"] for rule in asks),
+            max([1, *(rule.min_approvals or 1 for rule in asks)]),
+            not any(rule.self_approval is False for rule in asks),
+        )
+        floor = " and the defaults" if rules_alone != (approvers, count, own) else ""
+        verb = "requires" if len(names) == 1 and not floor else "require"
+        reason_prefix = f"{'asks' if remember else 'always asks'}: {_rules_text(names)}{floor}"
+    else:
+        verb = "requires" if len(names) <= 1 else "require"
     plural = "approval" if count == 1 else "approvals"
-    verb = "requires" if len(names) <= 1 else "require"
     reason = f"{reason_prefix} {verb} {count} {plural} from {describe(approvers)}"
     if not own:
         reason += " (not the requester)"

@@ -23,6 +23,9 @@ SRE_ASK = Rule(
 )
 UNDO_ALLOWED = Rule(name="undo-is-fine", decision="allow", match=Match(actions=["undo"]))
 CAROL_ADMIN = Defaults(approvers=["U0CAROL"])
+# The defaults' approvers are the admins and a floor for every approval, so whoever may
+# approve is an admin too: with Carol alone in the defaults only she could approve.
+SRE_ADMINS = Defaults(approvers=["S0SRE"])
 
 
 async def _executed(slack: AsyncPlaygroundClient, stratus_bot: BotHandle) -> str:
@@ -41,7 +44,7 @@ async def test_the_undo_command_asks_what_the_undo_button_asks(
     policy: PolicyBox,
 ) -> None:
     # Undo itself is allowed by a rule: whoever gets an undo proposed gets the write.
-    policy.set(UNDO_ALLOWED, SRE_ASK, defaults=CAROL_ADMIN)
+    policy.set(UNDO_ALLOWED, SRE_ASK, defaults=SRE_ADMINS)
     rt = stratus_bot.runtime
     inject(lab, SCENARIO)
     pid = await _executed(slack, stratus_bot)
@@ -69,7 +72,7 @@ async def test_cancel_needs_someone_who_could_reject_and_the_incident_s_own_chan
     stratus_bot: BotHandle,
     policy: PolicyBox,
 ) -> None:
-    policy.set(SRE_ASK, defaults=CAROL_ADMIN)
+    policy.set(SRE_ASK, defaults=SRE_ADMINS)
     rt = stratus_bot.runtime
     inject(lab, SCENARIO)
     await slack.command("U0DAVE", "/stratus", "investigate hotel")
@@ -78,9 +81,10 @@ async def test_cancel_needs_someone_who_could_reject_and_the_incident_s_own_chan
     # Dave started it but could not reject the proposal it waits on: he may not withdraw it.
     refused = said(await slack.command("U0DAVE", "/stratus", "cancel"))
     assert "would reject" in refused and "Nothing changed" in refused
-    # Alice could reject it, but not from another channel.
+    # Nor from another channel, where a non-admin is refused before anything else is asked.
+    # (Whoever could reject it is an SRE, so an admin: the defaults are a floor.)
     elsewhere = said(
-        await slack.command("U0ALICE", "/stratus", f"cancel {incident.id}", channel="C0RANDOM")
+        await slack.command("U0DAVE", "/stratus", f"cancel {incident.id}", channel="C0RANDOM")
     )
     assert "only from its own thread" in elsewhere
     await stratus_bot.settle()

@@ -85,6 +85,7 @@ async def test_policy_shows_the_rules_defaults_and_grants(
     )
     everything = said(await slack.command("U0DAVE", "/stratus", "policy"))
     assert "no-prod" in everything and "remember-hotel" in everything and "S0SRE" in everything
+    assert "Defaults (a floor no rule loosens): approvers" in everything
     hotel = said(await slack.command("U0DAVE", "/stratus", "policy hotel"))
     assert "`hotel`" in hotel and "remember-hotel" in hotel and "no-prod" not in hotel
     assert "Usage:" in said(await slack.command("U0DAVE", "/stratus", "policy Bad_Name"))

@@ -16,18 +16,22 @@ from click.testing import CliRunner, Result
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cli.demo_commands import DEMO_POLICY
 from cli.main import stratus as stratus_command
 from policies.approvals import ApprovalRequest, refusal
+from policies.approvers import conjunction, implies
 from policies.evaluate import (
     CompiledPolicy,
     Grant,
     PolicyDecision,
     ProposalFacts,
     evaluate,
+    grant_standing,
 )
-from policies.loader import Policy, SourcedRule
+from policies.loader import Policy, SourcedRule, load
 from policies.model import Defaults, Match, Rule
 from proposals.model import Decision
+from tests.conftest import REPO
 from tools.actions import CATALOG
 from tools.k8s import KubeClient
 from tools.objects import ObjectRef
@@ -158,13 +162,42 @@ def at_least_as_strict(new: PolicyDecision, old: PolicyDecision) -> bool:
     )
 
 
+def may_answer(decision: PolicyDecision, facts: ProposalFacts, grant: Grant) -> bool:
+    """Whether the creator of ``grant`` could give, under ``decision``, the one answer the
+    grant stands for: approve this request (for the requester named in ``facts``) alone."""
+    if decision.outcome != "ask" or decision.min_approvals > 1:
+        return decision.outcome == "allow"
+    request = ApprovalRequest(
+        proposal_id="p", facts=facts, decision=decision, digest="d", created_at=NOW
+    )
+    if refusal(request, grant.created_by, grant.creator_groups, NOW) is not None:
+        return False
+    # Under a self-approval ban the creator may not have answered their own request either.
+    return decision.self_approval or grant.requested_by not in (None, grant.created_by)
+
+
+def loosened_only_by_remember(
+    new: PolicyDecision, old: PolicyDecision, facts: ProposalFacts, held: list[Grant]
+) -> bool:
+    """``new`` may offer "Always allow" where ``old`` always asked, and a grant may then
+    stand for an answer — but only for one its creator could have given under ``old``; who
+    may approve, the quorum and the self-approval ban are at least as strict as ``old``'s."""
+    if new.outcome == "allow" and new.source == "grant":
+        grant = next(g for g in held if g.id == new.grant)
+        return may_answer(old, facts, grant)
+    if new.outcome == "ask":
+        new = replace(new, remember=False, max_grant_seconds=0)
+    return at_least_as_strict(new, old)
+
+
 @settings(max_examples=600, deadline=None)
 @given(data=st.data(), defaults=defaults_strategy, facts=facts_strategy)
 def test_adding_a_rule_never_loosens_a_decision(
     data: st.DataObject, defaults: Defaults, facts: ProposalFacts
 ) -> None:
-    """Unless the new rule is an allow that nothing stricter matches, or replaces the
-    defaults (nothing but allow rules matched before: the defaults are only the fallback)."""
+    """Unless the new rule is an allow that nothing stricter matches. The defaults are a
+    floor, not a fallback: an ask rule added where only the defaults asked keeps their
+    approvers, quorum and self-approval ban; it may only offer "Always allow" (remember)."""
     before = [data.draw(rules(f"r{i}")) for i in range(data.draw(st.integers(0, 4)))]
     added = data.draw(rules("added"))
     held = data.draw(grants(facts))
@@ -172,9 +205,34 @@ def test_adding_a_rule_never_loosens_a_decision(
     new = evaluate(facts, build(defaults, [*before, added]), held, NOW)
     matched_before = build(defaults, before).matching(facts, NOW)
     fallback = not any(r.decision in ("deny", "ask") for r in matched_before)
-    if fallback and added.decision in ("allow", "ask"):
+    if fallback and added.decision == "allow":
         return
-    assert at_least_as_strict(new, old), (old, new)
+    if fallback and added.remember:
+        assert loosened_only_by_remember(new, old, facts, held), (old, new)
+    else:
+        assert at_least_as_strict(new, old), (old, new)
+
+
+@settings(max_examples=600, deadline=None)
+@given(data=st.data(), defaults=defaults_strategy, facts=facts_strategy)
+def test_the_defaults_are_a_floor_for_every_decision_a_human_answers(
+    data: st.DataObject, defaults: Defaults, facts: ProposalFacts
+) -> None:
+    """Whatever the rules, a decision that asks (or a grant standing for an answer) keeps the
+    defaults' approvers, quorum and self-approval ban; only an allow rule lets a write through
+    without a human."""
+    drawn = [data.draw(rules(f"r{i}")) for i in range(data.draw(st.integers(0, 5)))]
+    held = data.draw(grants(facts))
+    decision = evaluate(facts, build(defaults, drawn), held, NOW)
+    floor = evaluate(facts, build(defaults, []), [], NOW)
+    assert floor.source == "default" and not floor.remember
+    if decision.outcome == "ask":
+        assert decision.min_approvals >= defaults.min_approvals, decision
+        assert defaults.self_approval or not decision.self_approval, decision
+        assert loosened_only_by_remember(decision, floor, facts, held), decision
+    elif decision.source == "grant":
+        assert loosened_only_by_remember(decision, floor, facts, held), decision
+        assert defaults.min_approvals == 1, decision
 
 
 @settings(max_examples=300, deadline=None)
@@ -240,6 +298,118 @@ def test_the_issues_example_keeps_the_approvers_and_the_self_approval_ban() -> N
             "always asks: rules ask-anyone, web-needs-sre require 1 approval from "
             "S0SRE, cli:sre (not the requester)"
         )
+
+
+# The defaults the brief's example names: two SREs, never the requester.
+SRE_FLOOR = Defaults(approvers=["S0SRE"], min_approvals=2, self_approval=False)
+ANYONE_ALONE = Rule(
+    name="anyone-alone", decision="ask", approvers=["*"], min_approvals=1, self_approval=True
+)
+
+
+def test_an_ask_rule_cannot_loosen_the_defaults() -> None:
+    decision = evaluate(WEB, build(SRE_FLOOR, [ANYONE_ALONE]), [], NOW)
+    assert decision.approvers == (("S0SRE",),)
+    assert (decision.min_approvals, decision.self_approval, decision.remember) == (2, False, False)
+    assert decision.rules == ("anyone-alone",)
+    assert decision.reason == (
+        "always asks: rule anyone-alone and the defaults require 2 approvals from S0SRE "
+        "(not the requester)"
+    )
+    assert not may_approve(decision, "U0DEV", ())
+    assert may_approve(decision, "U0BOB", ("S0SRE",))
+    # The requester, an SRE, may not approve alone (nor at all).
+    own = ApprovalRequest(proposal_id="p", facts=WEB, decision=decision, digest="d", created_at=NOW)
+    assert refusal(own, "cli:sre", ("S0SRE",), NOW) is not None
+
+
+def test_a_rule_tightens_the_defaults_and_names_them_only_when_they_add_something() -> None:
+    leads = Rule(name="leads", decision="ask", approvers=["U0LEAD"], min_approvals=3)
+    decision = evaluate(WEB, build(SRE_FLOOR, [leads]), [], NOW)
+    assert decision.approvers == (("S0SRE",), ("U0LEAD",))  # a lead who is also an SRE
+    assert (decision.min_approvals, decision.self_approval) == (3, False)
+    assert decision.reason.startswith("always asks: rule leads and the defaults require 3")
+    # A rule at least as strict as the defaults in every respect owes them nothing.
+    strict = Rule(
+        name="strict", decision="ask", approvers=["S0SRE"], min_approvals=2, self_approval=False
+    )
+    alone = evaluate(WEB, build(SRE_FLOOR, [strict]), [], NOW)
+    assert alone.reason == (
+        "always asks: rule strict requires 2 approvals from S0SRE (not the requester)"
+    )
+    # With nothing matching, the defaults decide, as before.
+    default = evaluate(WEB, build(SRE_FLOOR, []), [], NOW)
+    assert default.source == "default" and default.reason == (
+        "asks: no rule matches; the default requires 2 approvals from S0SRE (not the requester)"
+    )
+
+
+def test_remember_is_the_one_thing_an_ask_rule_opens() -> None:
+    sre = Defaults(approvers=["S0SRE"], self_approval=False)
+    remembering = Rule(
+        name="remember", decision="ask", remember=True, max_grant="8h", approvers=["*"]
+    )
+    decision = evaluate(WEB, build(sre, [remembering]), [], NOW)
+    assert decision.remember and decision.max_grant_seconds == 8 * 3600
+    assert decision.approvers == (("S0SRE",),) and not decision.self_approval
+    assert not evaluate(WEB, build(sre, []), [], NOW).remember  # the defaults never offer it
+    # A quorum in the defaults rules "Always allow" out: one person's answer is not two.
+    assert not evaluate(WEB, build(SRE_FLOOR, [remembering]), [], NOW).remember
+
+
+def held_grant(**values: object) -> Grant:
+    fields: dict[str, object] = {
+        "id": "g1",
+        "action": WEB.action,
+        "namespace": WEB.namespace,
+        "resource": WEB.resource,
+        "created_by": "U0BOB",
+        "creator_groups": ("S0SRE",),
+        "requested_by": "U0CAROL",
+        "created_at": NOW - timedelta(hours=1),
+        "expires_at": NOW + timedelta(hours=7),
+    }
+    fields.update(values)
+    return Grant(**fields)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("defaults", "grant", "why"),
+    [
+        (Defaults(), held_grant(), None),
+        (Defaults(approvers=["S0SRE"]), held_grant(), None),
+        (
+            Defaults(approvers=["S0SRE"]),
+            held_grant(created_by="U0DEV", creator_groups=()),
+            "U0DEV is not an approver under the rules in force",
+        ),
+        (Defaults(min_approvals=2), held_grant(), "the rules in force need 2 approvals"),
+        (
+            Defaults(self_approval=False),
+            held_grant(requested_by="U0BOB"),
+            "the rules in force do not let the requester approve",
+        ),
+        (Defaults(self_approval=False), held_grant(), None),
+    ],
+)
+def test_a_grant_meets_the_defaults_floor_too(
+    defaults: Defaults, grant: Grant, why: str | None
+) -> None:
+    """An ask rule that says anyone, alone, even the requester: the grant still stands only
+    for an answer its creator could give under the defaults."""
+    loose = Rule(
+        name="loose",
+        decision="ask",
+        remember=True,
+        max_grant="8h",
+        approvers=["*"],
+        min_approvals=1,
+        self_approval=True,
+    )
+    policy = build(defaults, [loose])
+    assert grant_standing(grant, policy, WEB, NOW) == why
+    decision = evaluate(WEB, policy, [grant], NOW)
+    assert (decision.source == "grant") == (why is None), decision
 
 
 def test_approver_lists_are_a_conjunction_checked_with_groups() -> None:
@@ -343,6 +513,86 @@ def test_the_issues_example_through_the_cli(example_env: dict[str, str], kube: K
     own = stratus("act", "scale", "geo", "replicas=3", "-n", "hotel", "--yes", env=example_env)
     assert own.exit_code == 1 and "someone else must approve it" in own.stderr
     assert kube.get(ObjectRef("Deployment", "geo", "hotel"))["spec"]["replicas"] == 1
+
+
+FLOOR = """apiVersion: stratus/v1
+kind: ApprovalPolicy
+metadata: {name: floor}
+defaults:
+  approvers: ["cli:sre", "cli:ops"]
+  min_approvals: 2
+  self_approval: false
+rules:
+  - name: geo-anyone-alone
+    match: {names: [geo]}
+    decision: ask
+    approvers: ["*"]
+    min_approvals: 1
+    self_approval: true
+"""
+
+
+def test_the_defaults_floor_through_the_cli(
+    env: dict[str, str], tmp_path: Path, kube: KubeClient
+) -> None:
+    policies = tmp_path / "floor"
+    policies.mkdir()
+    (policies / "floor.yaml").write_text(FLOOR)
+    floor_env = {**env, "STRATUS_ACTOR": "sre", "STRATUS_POLICY_DIR": str(policies)}
+    explained = stratus(
+        "policy",
+        "explain",
+        "--action",
+        "scale",
+        "--namespace",
+        "hotel",
+        "--resource",
+        "deployment/geo",
+        env=floor_env,
+    )
+    assert explained.exit_code == 0, explained.stderr
+    assert explained.stdout.startswith(
+        "ask: always asks: rule geo-anyone-alone and the defaults require 2 approvals from "
+        "cli:ops, cli:sre (not the requester)\n"
+    ), explained.stdout
+    assert (
+        "approvers: cli:ops, cli:sre; min approvals: 2; requester may approve: no; "
+        "'Always allow': no" in explained.stdout
+    )
+    own = stratus("act", "scale", "geo", "replicas=3", "-n", "hotel", "--yes", env=floor_env)
+    assert own.exit_code == 1 and "someone else must approve it" in own.stderr, own.stdout
+    assert kube.get(ObjectRef("Deployment", "geo", "hotel"))["spec"]["replicas"] == 1
+    stranger = stratus(
+        "act",
+        "scale",
+        "geo",
+        "replicas=3",
+        "-n",
+        "hotel",
+        "--yes",
+        env={**floor_env, "STRATUS_ACTOR": "dev"},
+    )
+    assert stranger.exit_code == 1 and "not an approver" in stranger.stderr, stranger.stdout
+    assert kube.get(ObjectRef("Deployment", "geo", "hotel"))["spec"]["replicas"] == 1
+
+
+def test_no_shipped_policy_relied_on_an_ask_rule_replacing_the_defaults(tmp_path: Path) -> None:
+    """The default policy, the examples and the demo's policy mean what they meant: no ask rule
+    in them names approvers, a quorum or a self-approval looser than their defaults, so the
+    floor changes none of their decisions."""
+    (tmp_path / "demo.yaml").write_text(DEMO_POLICY)
+    directories = [REPO / "manifests" / "policies" / name for name in ("default", "examples")]
+    for directory in [*directories, tmp_path]:
+        loaded = load([directory])
+        defaults = loaded.defaults
+        asks = [s.rule for s in loaded.rules if s.rule.decision == "ask"]
+        assert asks, directory
+        for rule in asks:
+            assert rule.approvers is None or implies(
+                conjunction([rule.approvers]), conjunction([defaults.approvers])
+            ), (directory, rule.name)
+            assert (rule.min_approvals or 1) >= defaults.min_approvals, (directory, rule.name)
+            assert defaults.self_approval or rule.self_approval is not True, (directory, rule)
 
 
 def test_a_decision_stored_before_the_conjunction_reads_as_one_list() -> None:

@@ -23,6 +23,7 @@ REMEMBER = """  - name: restarts
     remember: true
     max_grant: 1h
 """
+LOOSE = REMEMBER + '    approvers: ["*"]\n    min_approvals: 1\n    self_approval: true\n'
 TIGHTENED = {
     "two approvals": REMEMBER + "    min_approvals: 2\n",
     "other approvers": REMEMBER + '    approvers: ["cli:bob"]\n',
@@ -45,6 +46,11 @@ TIGHTENED = {
     max_grant: 1h
     approvers: ["cli:bob"]
 """,
+    # The defaults are a floor under every ask rule, even one that says anyone, alone, the
+    # requester included: tightening the defaults tightens the grant.
+    "the defaults need two approvals": LOOSE + "defaults: {min_approvals: 2}\n",
+    "the defaults name other approvers": LOOSE + 'defaults: {approvers: ["cli:bob"]}\n',
+    "the defaults ban self-approval": LOOSE + "defaults: {self_approval: false}\n",
 }
 
 
