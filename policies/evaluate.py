@@ -253,7 +253,12 @@ def _rules_text(names: tuple[str, ...]) -> str:
 
 
 def _combined_ask(
-    asks: list[Rule], defaults: Defaults, timeout: int, *, reason_prefix: str = ""
+    asks: list[Rule],
+    defaults: Defaults,
+    timeout: int,
+    *,
+    reason_prefix: str = "",
+    reversible: bool = True,
 ) -> PolicyDecision:
     """Every matching ask rule at once, on the floor of the defaults: an approver satisfies
     the defaults' approvers and every rule's, every ``self_approval: false`` (the defaults'
@@ -266,9 +271,10 @@ def _combined_ask(
     approvers = conjunction(lists)
     count = max([defaults.min_approvals, *(rule.min_approvals or 1 for rule in asks)])
     own = defaults.self_approval and all(rule.self_approval is not False for rule in asks)
-    # "Always allow" is one person's answer standing for later ones: never for a quorum. The
-    # defaults never offer it: they name no max_grant.
-    remember = bool(asks) and all(rule.remember for rule in asks) and count <= 1
+    # "Always allow" is one person's answer standing for later ones: never for a quorum, and
+    # never for an action that cannot be undone (a grant would auto-allow it, which only an
+    # allow rule saying allow_irreversible may). The defaults never offer it: no max_grant.
+    remember = bool(asks) and all(rule.remember for rule in asks) and count <= 1 and reversible
     longest = min(rule.max_grant_seconds for rule in asks) if remember else 0
     names = _names(asks)
     if not reason_prefix:
@@ -352,7 +358,12 @@ def grant_standing(
             "no ask rule matches it today (a grant stands only for an answer a rule asks for; "
             "an allow rule or the default decides instead)"
         )
-    asked = _combined_ask(asks, policy.policy.defaults, policy.approval_timeout_seconds)
+    asked = _combined_ask(
+        asks,
+        policy.policy.defaults,
+        policy.approval_timeout_seconds,
+        reversible=facts.reversible,
+    )
     return grant_refusal(grant, asked, facts, now)
 
 
@@ -414,7 +425,7 @@ def evaluate(
         )
     asks = [r for r in matched if r.decision == "ask"]
     if asks:
-        asked = _combined_ask(asks, defaults, timeout)
+        asked = _combined_ask(asks, defaults, timeout, reversible=facts.reversible)
         if asked.remember:
             index = grants if isinstance(grants, GrantIndex) else GrantIndex(grants)
             usable = [

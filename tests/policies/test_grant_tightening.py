@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from cli.main import stratus as stratus_command
-from policies.evaluate import CompiledPolicy, Grant, ProposalFacts, evaluate
+from policies.evaluate import CompiledPolicy, Grant, ProposalFacts, evaluate, grant_standing
 from policies.loader import Policy, SourcedRule
 from policies.model import Rule
 
@@ -158,3 +158,53 @@ def test_a_grant_never_lets_its_creator_approve_their_own_request_under_a_ban() 
     policy = CompiledPolicy.build(Policy((SourcedRule(banned, "x"),)))
     mine = ProposalFacts(**{**FACTS.__dict__, "requester": "U0ALICE"})
     assert evaluate(mine, policy, [grant()], NOW).source == "rule"
+
+
+def test_no_grant_auto_allows_an_action_that_cannot_be_undone() -> None:
+    """Only an allow rule saying allow_irreversible auto-allows delete-pod: "Always allow" is
+    never offered for it, and a grant for it (made before this rule, or forged past it) never
+    counts — it would also cover every later pod re-created under the same name."""
+    facts = ProposalFacts(
+        **{
+            **FACTS.__dict__,
+            "action": "delete-pod",
+            "kind": "Pod",
+            "name": "postgres-0",
+            "risk": "medium",
+            "reversible": False,
+        }
+    )
+    rule = Rule(
+        name="pods",
+        decision="ask",
+        remember=True,
+        max_grant="1h",
+        match={"actions": ["delete-pod"]},
+    )  # type: ignore[arg-type]
+    policy = CompiledPolicy.build(Policy((SourcedRule(rule, "x"),)))
+    held = grant(action="delete-pod", resource="Pod/postgres-0")
+    decision = evaluate(facts, policy, [held], NOW)
+    assert decision.outcome == "ask" and decision.source == "rule"
+    assert not decision.remember  # no "Always allow" on its card
+    assert grant_standing(held, policy, facts, NOW) == (
+        "the rules in force do not allow 'Always allow'"
+    )
+
+
+def test_always_allow_on_an_irreversible_action_is_refused_through_the_cli(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    policies = tmp_path / "irreversible"
+    policies.mkdir()
+    (policies / "pods.yaml").write_text(
+        HEADER + "  - name: pods\n    match: {actions: [delete-pod]}\n    decision: ask\n"
+        "    remember: true\n    max_grant: 1h\n"
+    )
+    run_env = {**env, "STRATUS_ACTOR": "alice", "STRATUS_POLICY_DIR": str(policies)}
+    always = stratus(
+        "act", "delete-pod", "pod/postgres-0", "-n", "shop", "--yes", "--always", env=run_env
+    )
+    assert always.exit_code != 0, always.stdout
+    assert "Always allow" in always.stderr or "always" in always.stderr.lower(), always.stderr
+    listed = stratus("policy", "grants", env=run_env)
+    assert "grant-" not in listed.stdout, listed.stdout
