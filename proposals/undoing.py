@@ -3,11 +3,13 @@ checking under the lock that it can still happen, and dropping an entry explicit
 
 from __future__ import annotations
 
+from policies import authority
 from policies.evaluate import (
     undo_facts,
 )
 from proposals.core import ServiceCore, UndoRequest, labels_of
 from proposals.errors import (
+    AnswerRefused,
     NotExecutable,
 )
 from proposals.events import EventType
@@ -16,6 +18,7 @@ from proposals.model import (
     Proposal,
     ProposalState,
 )
+from store.errors import StratusError
 from store.locks import holder_name
 from store.records import UndoEntry
 from tools import errors
@@ -110,10 +113,17 @@ class UndoUseCases(ServiceCore):
                 subject=entry_id,
             )
 
-    def drop_undo_entry(self, entry_id: str, *, actor: str, reason: str) -> UndoEntry:
+    def drop_undo_entry(
+        self, entry_id: str, *, actor: str, reason: str, groups: tuple[str, ...] = ()
+    ) -> UndoEntry:
         """Take an entry off the undo stack without undoing it — for an object that was
-        deleted and re-created since, say. Audited, and an event on its proposal."""
+        deleted and re-created since, say. Audited, and an event on its proposal. Dropping
+        gives up the way back without a policy decision of its own, so it needs whoever may
+        undo the write (``policies.authority``): an approver of its decision, or an admin."""
         entry = self.stack.entry(entry_id)
+        why = self._undo_refusal(entry, actor=actor, groups=groups)
+        if why is not None:
+            raise AnswerRefused(f"{entry_id}: {why}; nothing was dropped", subject=entry_id)
         open_undo = self.repo.find(states=OPEN, undo_entry=entry_id, limit=1)
         if open_undo:
             raise NotExecutable(
@@ -157,3 +167,14 @@ class UndoUseCases(ServiceCore):
         dropped = self.stack.entries.get(entry_id)
         assert dropped is not None
         return dropped
+
+    def _undo_refusal(self, entry: UndoEntry, *, actor: str, groups: tuple[str, ...]) -> str | None:
+        original = None
+        if entry.execution.proposal_id:
+            try:
+                original = self.repo.get(entry.execution.proposal_id).decision.policy_decision()
+            except StratusError:
+                original = None  # unreadable or gone: only the admins may
+        admins = tuple(self.policy().policy.defaults.approvers)
+        asker = authority.Asker(user=actor, groups=groups)
+        return authority.undo_refusal(asker, original=original, admins=admins)

@@ -431,3 +431,38 @@ def test_approving_an_executed_proposal_says_so_and_changes_nothing(
     assert late.exit_code == 1 and "was already executed" in late.stderr
     assert "undone since" in late.stderr
     assert kube.get(GEO)["spec"]["replicas"] == 1
+
+
+ROOT_ONLY = """apiVersion: stratus/v1
+kind: ApprovalPolicy
+metadata: {name: root-only}
+defaults: {approvers: ["cli:root"]}
+rules:
+  - name: hotel
+    match: {namespaces: [hotel]}
+    decision: ask
+    approvers: ["cli:root"]
+"""
+
+
+def test_dropping_an_undo_entry_needs_whoever_may_undo_the_write(
+    env: dict[str, str], tmp_path: Path, kube: KubeClient
+) -> None:
+    """--drop gives up the way back with no policy decision of its own: someone who could
+    not undo the write (not an approver of its decision, not an admin) cannot drop it."""
+    policies = tmp_path / "policies"
+    policies.mkdir()
+    (policies / "p.yaml").write_text(ROOT_ONLY)
+    base = {**env, "STRATUS_POLICY_DIR": str(policies)}
+    root, mallory = {**base, "STRATUS_ACTOR": "root"}, {**base, "STRATUS_ACTOR": "mallory"}
+    made = stratus("act", "scale", "deploy/geo", "replicas=2", "-n", "hotel", "--yes", env=root)
+    assert made.returncode == 0, made.stderr
+    [entry] = rows(env, "SELECT id FROM undo_entries WHERE state = 'active'")
+    refused = stratus("undo", entry["id"], "--drop", "--reason", "x", "--yes", env=mallory)
+    assert refused.returncode == 1, refused.stdout
+    assert "may not undo this change" in refused.stderr and "nothing was dropped" in refused.stderr
+    assert "internal error" not in refused.stderr
+    assert rows(env, "SELECT state FROM undo_entries") == [{"state": "active"}]
+    dropped = stratus("undo", entry["id"], "--drop", "--reason", "re-created", "--yes", env=root)
+    assert dropped.returncode == 0, dropped.stderr
+    assert rows(env, "SELECT state FROM undo_entries") == [{"state": "dropped"}]
