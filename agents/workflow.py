@@ -34,6 +34,8 @@ from agents.model import PlanResult, Usage
 from agents.planner import Planner, PlanRequest
 from agents.settings import WorkflowConfig
 from agents.verify import Pause, judge
+from policies import authority
+from policies.approvals import ApprovalRequest
 from proposals.model import ProposalState
 from proposals.service import ProposalService
 from store.clock import stamp
@@ -159,6 +161,45 @@ class IncidentWorkflow(AttemptRunner):
         """The process advancing this incident right now, if another one is."""
         holder = self.locks.holder_of(f"incident:{incident_id}")
         return holder.holder if holder is not None else None
+
+    def cancel_refusal(
+        self,
+        incident_id: str,
+        *,
+        user: str,
+        groups: tuple[str, ...] = (),
+        asked_from: str | None = None,
+        channel: str | None = None,
+    ) -> str | None:
+        """Why ``user`` may not cancel the incident (None: they may), by the one rule in
+        ``policies.authority``: a cancel withdraws what the incident waits on, so it is an
+        answer like Reject. ``asked_from``/``channel``: where the request came from and the
+        incident's own channel (None from a terminal)."""
+        incident = self.incidents.get(incident_id)
+        waiting = [
+            ApprovalRequest(
+                proposal_id=p.id,
+                facts=p.facts.policy_facts(),
+                decision=p.decision.policy_decision(),
+                digest=p.plan.digest,
+                created_at=p.created_at,
+            )
+            for p in self.service.by_incident(incident_id)
+            if p.state == ProposalState.AWAITING_APPROVAL
+        ]
+        facts = authority.CancelFacts(
+            incident_id=incident_id,
+            requester=incident.requester,
+            channel=channel,
+            waiting=tuple(waiting),
+        )
+        return authority.cancel_refusal(
+            authority.Asker(user=user, groups=groups),
+            facts,
+            admins=tuple(self.service.policy().policy.defaults.approvers),
+            asked_from=asked_from,
+            now=self.clock.now(),
+        )
 
     def cancel(self, incident_id: str, *, actor: str, reason: str = "") -> Incident:
         """Cancel: open proposals are withdrawn; an attempt whose steps are half done is

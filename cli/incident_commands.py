@@ -272,5 +272,8 @@ def cancel(incident_id: str, reason: str, kubeconfig: Path | None, context: str 
     """Cancel an incident; a half-done attempt is undone first."""
     with session(kubeconfig, context) as s:
         flow = build_workflow(s, planner="offline", max_attempts=3, settle_seconds=None)
+        why = flow.cancel_refusal(incident_id, user=s.actor)
+        if why is not None:
+            raise click.ClickException(render.visible(f"{why}; nothing was cancelled"))
         incident = flow.cancel(incident_id, actor=s.actor, reason=reason)
         render.incident_summary(incident)

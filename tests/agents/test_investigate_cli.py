@@ -250,3 +250,38 @@ def test_an_incident_edited_outside_stratus_is_named_and_crashes_nothing(
     assert again.returncode != 0
     assert "cannot be read" in again.stderr and "internal error" not in again.stderr
     assert len(incident_state(run_env["STRATUS_DB"])) == 1
+
+
+TWO_OF_ROOT_AND_BOB = """apiVersion: stratus/v1
+kind: ApprovalPolicy
+metadata: {name: two}
+defaults: {approvers: ["cli:root", "cli:bob"]}
+rules:
+- name: two
+  decision: ask
+  min_approvals: 2
+"""
+
+
+def test_cancel_from_the_terminal_is_an_answer_like_reject(
+    lab: Lab, env: dict[str, str], tmp_path: Path
+) -> None:
+    """The rule the bot applies to /stratus cancel holds in the terminal too: someone who may
+    not reject what the incident waits on cannot withdraw it by cancelling the incident."""
+    inject(lab, "hotel-recommendation-scaled-to-zero")
+    run_env = policy(env, tmp_path, TWO_OF_ROOT_AND_BOB)
+    started = stratus("investigate", "hotel", env={**run_env, "STRATUS_ACTOR": "root"})
+    assert started.returncode == 0, started.stderr
+    (incident_id, state), *_ = incident_state(run_env["STRATUS_DB"])
+    assert state == "awaiting_approval"
+    refused = stratus(
+        "incidents", "cancel", incident_id, env={**run_env, "STRATUS_ACTOR": "mallory"}
+    )
+    assert refused.returncode == 1, refused.stdout
+    assert "nothing was cancelled" in refused.stderr and "internal error" not in refused.stderr
+    assert incident_state(run_env["STRATUS_DB"])[0][1] == "awaiting_approval"
+    with sqlite3.connect(run_env["STRATUS_DB"]) as conn:
+        assert [r[0] for r in conn.execute("SELECT state FROM proposals")] == ["awaiting_approval"]
+    bob = stratus("incidents", "cancel", incident_id, env={**run_env, "STRATUS_ACTOR": "bob"})
+    assert bob.returncode == 0, bob.stderr
+    assert incident_state(run_env["STRATUS_DB"])[0][1] == "cancelled"
