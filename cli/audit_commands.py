@@ -8,6 +8,7 @@ from cli.context import open_store
 from policies.grants import GrantBook
 from proposals.killswitch import KillSwitch
 from proposals.repository import ProposalRepository
+from store import integrity
 from store.audit import AuditLog
 from store.events import EventStore
 from store.records import lost, misrecorded, unaudited_writes
@@ -39,6 +40,17 @@ def verify() -> None:
     switch = KillSwitch(store).state()
     if switch.tampered:
         records.append(f"kill switch: {switch.tampered} (it counts as paused)")
+    if report.wrong_key:
+        # Under another key every genuine row, seal and digest fails: listing each as
+        # tampered would accuse records that are fine. Nothing is checked until the key fits.
+        findings = len(report.problems) + len(records)
+        click.echo(
+            f"audit log unverifiable: {integrity.KEY_MISMATCH}; nothing could be checked "
+            f"({findings} findings not listed): set it to the installation's key and run "
+            "`stratus audit verify` again",
+            err=True,
+        )
+        raise SystemExit(1)
     for warning in [*report.warnings, *unsealed]:
         click.echo(f"warning: {warning}", err=True)
     problems = list(report.problems) + [

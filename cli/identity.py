@@ -42,9 +42,16 @@ def os_user() -> str:
 
 def current() -> Identity:
     real = os_user()
-    claimed = os.environ.get(ENV, "").strip()
-    if not claimed:
+    if ENV not in os.environ:
         return Identity(PREFIX + real, real, False)
+    claimed = os.environ[ENV].strip()
+    if not claimed:
+        # An unexpanded variable in a service account's unit would otherwise act as
+        # whoever runs the process, under rules written for the name it meant to claim.
+        raise IdentityError(
+            f"${ENV} is set but empty; set it to the name to act as, or unset it to act as "
+            f"cli:{real}"
+        )
     name = claimed.removeprefix(PREFIX)
     if not _NAME.fullmatch(name) or name.lower().startswith("stratus"):
         raise IdentityError(

@@ -14,6 +14,7 @@ import sqlite3
 import sys
 import tempfile
 import traceback
+from pathlib import Path
 from typing import Any
 
 import click
@@ -38,7 +39,11 @@ class InternalError(UserError):
 def crash_log(error: BaseException) -> str:
     """Write the traceback where a maintainer can find it; return where."""
     text = "".join(traceback.format_exception(error))
-    for directory in (data_dir(), None):
+    try:
+        home: Path | None = data_dir()
+    except StratusError:
+        home = None  # a misconfigured STRATUS_HOME must not hide the crash it was asked to log
+    for directory in (home, None):
         try:
             if directory is None:
                 path = f"{tempfile.gettempdir()}/stratus-crash.log"

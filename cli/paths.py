@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from store import db
+
 
 def data_dir() -> Path:
-    """``$STRATUS_HOME``, else ``$XDG_DATA_HOME/stratus``, else ``~/.local/share/stratus``."""
-    if os.environ.get("STRATUS_HOME"):
-        return Path(os.environ["STRATUS_HOME"])
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "stratus"
+    """``$STRATUS_HOME``, else ``$XDG_DATA_HOME/stratus``, else ``~/.local/share/stratus``;
+    read in one place (``store.db``) so the database and the CLI's files agree."""
+    return db.data_dir()
 
 
 def lab_kubeconfig() -> Path:

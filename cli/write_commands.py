@@ -149,7 +149,12 @@ def _run_act(
         render.plan(proposal)
         render.decision(proposal)
         if dry_run:
-            outcome = "would be denied" if proposal.state == S.DENIED else "accepted"
+            # Said from the decision itself: "accepted" for an ask read as permission.
+            outcome = {
+                "deny": "denies it",
+                "ask": "asks for approval",
+                "allow": "allows it",
+            }[proposal.decision.outcome]
             render.echo(
                 f"dry run: the API server accepted the change and the policy {outcome}; "
                 "nothing was written or stored"

@@ -102,8 +102,20 @@ def _message(error: ErrorDetails) -> str:
     if kind == "literal_error":
         expected = error.get("ctx", {}).get("expected", "")
         return f"{loc}: expected {expected}, got {error.get('input')!r}"
+    if kind in _STRICT_TYPES:
+        given = error.get("input")
+        shown = ("true" if given else "false") if isinstance(given, bool) else repr(given)
+        return f"{loc}: expected {_STRICT_TYPES[kind]} written without quotes, got {shown}"
     text = str(error["msg"]).removeprefix("Value error, ")
     return f"{loc}: {text}" if loc else text
+
+
+# Number and boolean fields are strict (policies.model._Strict): say what was written.
+_STRICT_TYPES = {
+    "int_type": "a whole number",
+    "int_from_float": "a whole number",
+    "bool_type": "true or false",
+}
 
 
 def _value_node(root: yaml.Node, loc: tuple[int | str, ...]) -> yaml.Node | None:
@@ -382,6 +394,45 @@ def _yaml_problem(label: str, error: yaml.YAMLError) -> Problem:
     return Problem(label, 1, 1, f"invalid YAML: {error}")
 
 
+class _TagNotingLoader(yaml.SafeLoader):
+    """SafeLoader that notes every node written with an explicit tag. The composed node keeps
+    only the resolved tag, so ``!!int 2`` and ``2`` look alike there; the event still says."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.tagged: list[tuple[yaml.Mark, str]] = []
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        event = self.peek_event()  # type: ignore[no-untyped-call]
+        tag = getattr(event, "tag", None)
+        if tag is not None:
+            self.tagged.append((event.start_mark, tag))
+        return super().compose_node(parent, index)
+
+
+def _explicit_tags(loader: _TagNotingLoader, label: str) -> list[Problem]:
+    """``kinds: [!!binary RGVwbG95bWVudA==]`` loads as Deployment: a tag makes a value mean
+    something other than what its line shows, so a policy file has none."""
+    problems = []
+    for mark, tag in loader.tagged:
+        shown = "!!" + tag.removeprefix(_CORE_TAG) if tag.startswith(_CORE_TAG) else tag
+        problems.append(
+            Problem(
+                label,
+                mark.line + 1,
+                mark.column + 1,
+                f"an explicit YAML tag ({shown}) on a value: policy values are read as written "
+                "(text, numbers, true/false, lists, mappings), so a rule means what its lines "
+                "show; remove the tag and write the value itself",
+            )
+        )
+    loader.tagged.clear()
+    return problems
+
+
+_CORE_TAG = "tag:yaml.org,2002:"
+
+
 def _compose_and_construct(
     text: str, label: str
 ) -> tuple[list[yaml.Node], list[Any], list[Problem]]:
@@ -396,7 +447,7 @@ def _compose_and_construct(
     bounds = _Bounds()
     nodes: list[yaml.Node] = []
     try:
-        loader = yaml.SafeLoader(text)
+        loader = _TagNotingLoader(text)
     except yaml.YAMLError as error:  # the reader refuses a character _RAW_CONTROL let through
         return [], [], [_yaml_problem(label, error)]
     try:
@@ -407,7 +458,7 @@ def _compose_and_construct(
             node = loader.get_node()
             if node is None:
                 break
-            problems = _check_document(node, bounds, label)
+            problems = _check_document(node, bounds, label) or _explicit_tags(loader, label)
             if problems:
                 return [], [], problems
             nodes.append(node)

@@ -148,6 +148,10 @@ LabelValue = Annotated[str, AfterValidator(check_label_value)]
 
 
 class _Strict(BaseModel):
+    """Unknown keys are refused. Number and boolean fields also say ``strict=True`` each:
+    pydantic would otherwise read ``min_approvals: true`` as 1 and ``"2"`` as 2, so a rule
+    would enforce something other than what its reviewer read."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
@@ -237,7 +241,7 @@ class Match(_Strict):
     risk: list[RiskLevel] = Field(
         default_factory=list, description="leave out: any", json_schema_extra=_SOME
     )
-    reversible: bool | None = None
+    reversible: bool | None = Field(default=None, strict=True)
     managed_by: list[Literal["argocd", "flux"]] = Field(
         default_factory=list,
         description="objects a GitOps controller owns; leave out: any",
@@ -285,13 +289,15 @@ class Rule(_Strict):
     description: str = ""
     match: Match = Field(default_factory=Match)
     decision: Decision
-    remember: bool = Field(default=False, description="ask: may a human answer Always allow")
+    remember: bool = Field(
+        default=False, strict=True, description="ask: may a human answer Always allow"
+    )
     max_grant: str | None = Field(default=None, description="ask+remember: longest grant")
     approvers: list[str] | None = None
-    min_approvals: int | None = Field(default=None, ge=1, le=10)
-    self_approval: bool | None = None
+    min_approvals: int | None = Field(default=None, ge=1, le=10, strict=True)
+    self_approval: bool | None = Field(default=None, strict=True)
     allow_irreversible: bool = Field(
-        default=False, description="allow: also auto-allow irreversible actions"
+        default=False, strict=True, description="allow: also auto-allow irreversible actions"
     )
 
     @field_validator("approvers")
@@ -329,8 +335,8 @@ class Rule(_Strict):
 
 class Defaults(_Strict):
     approvers: list[str] = Field(default_factory=lambda: ["*"])
-    min_approvals: int = Field(default=1, ge=1, le=10)
-    self_approval: bool = True
+    min_approvals: int = Field(default=1, ge=1, le=10, strict=True)
+    self_approval: bool = Field(default=True, strict=True)
     approval_timeout: str = "30m"
 
     @field_validator("approval_timeout")

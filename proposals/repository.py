@@ -22,6 +22,7 @@ from proposals.model import (
     ProposalState,
     Target,
 )
+from store import integrity
 from store.audit import AuditLog
 from store.db import Store
 
@@ -128,6 +129,12 @@ class ProposalRepository:
             with self.store.immediate():
                 proposal = self.get(proposal.id)
                 found = self.problems(proposal)
+        if found and not AuditLog(self.store).key_fits():
+            raise integrity.AuditKeyError(
+                f"{integrity.KEY_MISMATCH}: proposal {proposal.id} cannot be checked, so "
+                "nothing acts on it; set the installation's key",
+                subject=proposal.id,
+            )
         if found:
             raise ProposalTampered(
                 f"proposal {proposal.id} was edited outside Stratus: {found[0]}; nothing acts "

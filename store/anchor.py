@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from store.errors import Remedy, StratusError
+
 ENV = "STRATUS_AUDIT_ANCHOR"
 VERSION = 1
 KEYED = "hmac-sha256:"
@@ -38,14 +40,30 @@ def subkey(key: bytes, purpose: str) -> bytes:
     return hmac.digest(key, b"stratus/" + purpose.encode(), "sha256")
 
 
+class AnchorPathError(StratusError):
+    """``STRATUS_AUDIT_ANCHOR`` is set but names no file."""
+
+    code = "audit_anchor"
+    default_remedy = Remedy.FIX_CONFIG
+
+
 def default_path(database: str, *, memory: bool) -> Path | None:
     """``$STRATUS_AUDIT_ANCHOR``, else ``<database>.anchor``; none for an in-memory database
     (the variable is ignored there: checkpoints of a throw-away log must never land in the
     anchor file of the real one)."""
     if memory:
         return None
-    value = os.environ.get(ENV, "")
-    return Path(value) if value.strip() else Path(database + SUFFIX)
+    if ENV not in os.environ:
+        return Path(database + SUFFIX)
+    value = os.environ[ENV]
+    if not value.strip():
+        # The default file sits beside the database, where whoever can edit the one can
+        # rewrite the other: an empty value must not quietly move the anchor back there.
+        raise AnchorPathError(
+            f"${ENV} is set but empty; set it to the anchor file, or unset it to keep the "
+            f"anchor at {database + SUFFIX}"
+        )
+    return Path(value)
 
 
 class Checkpoint(NamedTuple):

@@ -105,6 +105,9 @@ class AuditReport:
     anchored_seq: int | None  # the highest checkpoint that matches the chain
     problems: tuple[str, ...]
     warnings: tuple[str, ...]
+    # The log is keyed and no keyed row verifies under the key at hand (or none is set): every
+    # other finding may be that alone, so it is said first (``integrity.KEY_MISMATCH``).
+    wrong_key: bool = False
 
     @property
     def intact(self) -> bool:
@@ -132,6 +135,11 @@ class _Commit:
 _OPEN: weakref.WeakKeyDictionary[Store, _Commit] = weakref.WeakKeyDictionary()
 
 
+_ROW = "SELECT seq, at, actor, event, subject, payload, prev_hash, hash FROM audit_log "
+_OLDEST_KEYED = _ROW + "WHERE hash LIKE ? ORDER BY seq ASC LIMIT 1"
+_NEWEST_KEYED = _ROW + "WHERE hash LIKE ? ORDER BY seq DESC LIMIT 1"
+
+
 class AuditLog:
     def __init__(
         self,
@@ -146,6 +154,7 @@ class AuditLog:
         self.store = store
         secret = integrity.audit_key() if isinstance(key, _Unset) else key
         self.key_configured = secret is not None
+        self._fits = False
         self._row_key = anchor.subkey(secret, anchor.ROW_KEY) if secret else None
         self._checkpoint_key = anchor.subkey(secret, anchor.CHECKPOINT_KEY) if secret else None
         if isinstance(anchor_path, _Unset):
@@ -167,6 +176,11 @@ class AuditLog:
                 raise integrity.AuditKeyError(
                     f"the audit log is keyed, but ${integrity.KEY_ENV} is not set in this "
                     "process: nothing was done; set it to the installation's key"
+                )
+            if self._row_key is not None and str(prev).startswith(KEYED) and not self.key_fits():
+                # Rows under another key read as forged under the right one: refused the same.
+                raise integrity.AuditKeyError(
+                    f"{integrity.KEY_MISMATCH}: nothing was done; set it to the installation's key"
                 )
             at = self.store.now()
             digest = _row_hash(seq, at, actor, event, subject, body, prev, key=self._row_key)
@@ -261,6 +275,31 @@ class AuditLog:
             for r in reversed(rows)
         ]
 
+    def key_fits(self) -> bool:
+        """False when the log is keyed and neither its oldest nor its newest keyed row
+        verifies under the key at hand (or no key is set): genuine records would then read as
+        tampered. Two rows, not the chain, so a refusal can afford to ask. A key that fitted
+        once fits for the life of this object (the key cannot change under it)."""
+        if self._fits:
+            return True
+        with self.store._lock:
+            rows = [
+                self.store.db.execute(query, [KEYED + "%"]).fetchone()
+                for query in (_OLDEST_KEYED, _NEWEST_KEYED)
+            ]
+        keyed = [row for row in rows if row is not None]
+        if not keyed:
+            return True
+        if self._row_key is None:
+            return False
+        self._fits = any(
+            hmac.compare_digest(
+                row[7], KEYED + hmac.digest(self._row_key, _material(*row[:7]), "sha256").hex()
+            )
+            for row in keyed
+        )
+        return self._fits
+
     def verify(self) -> list[str]:
         """Every problem found, one line each; an empty list means the log is intact."""
         return list(self.verify_report().problems)
@@ -316,7 +355,9 @@ class AuditLog:
                 f"{_count(unverifiable, 'checkpoint')}) but {integrity.KEY_ENV} is not set: "
                 "their HMACs cannot be checked"
             )
+        wrong_key = chain.keyed > 0 and (self._row_key is None or chain.keyed_failed == chain.keyed)
         return AuditReport(
+            wrong_key=wrong_key,
             rows=chain.count,
             last_seq=chain.last,
             keyed_rows=chain.keyed,

@@ -29,6 +29,7 @@ from store.schema import MIGRATIONS
 
 MEMORY = ":memory:"
 ENV = "STRATUS_DB"
+HOME_ENV = "STRATUS_HOME"
 
 
 class StoreError(StratusError):
@@ -55,10 +56,23 @@ def default_path() -> Path:
                 "the audit log in a file that outlives the command"
             )
         return Path(value)
-    home = os.environ.get("STRATUS_HOME") or str(
-        Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "stratus"
-    )
-    return Path(home) / "stratus.db"
+    return data_dir() / "stratus.db"
+
+
+def data_dir() -> Path:
+    """``$STRATUS_HOME``, else ``$XDG_DATA_HOME/stratus``, else ``~/.local/share/stratus``.
+    A set but empty ``STRATUS_HOME`` is an error, as for ``STRATUS_DB``: the default is
+    another directory, with another database and other undo records."""
+    if HOME_ENV in os.environ:
+        home = os.environ[HOME_ENV]
+        if not home.strip():
+            raise StoreError(
+                f"${HOME_ENV} is set but empty; set it to Stratus's data directory or unset it "
+                "to use the default"
+            )
+        return Path(home)
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "stratus"
 
 
 def _use_wal(connection: sqlite3.Connection, attempts: int = 100) -> None:

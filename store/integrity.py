@@ -26,6 +26,11 @@ class AuditKeyError(StratusError):
     default_remedy = Remedy.FIX_CONFIG
 
 
+# Said once, first, wherever records fail their digests because the key is not the one they
+# were written with: otherwise every genuine record reads as tampered.
+KEY_MISMATCH = f"{KEY_ENV} is missing or is not the key this database was written with"
+
+
 def audit_key() -> bytes | None:
     """The key, or None when the variable is unset. Set but empty (or blank) is an error:
     falling back to unkeyed digests would quietly drop the protection the key was set for."""

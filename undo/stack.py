@@ -15,6 +15,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from store import integrity
+from store.audit import AuditLog
 from store.db import Store
 from store.records import (
     DROPPED,
@@ -61,6 +63,12 @@ def check_record(execution: Execution, store: Store | None = None) -> ObjectRef:
             subject=str(ref),
         )
     if not execution.intact():
+        if store is not None and not AuditLog(store).key_fits():
+            raise integrity.AuditKeyError(
+                f"{integrity.KEY_MISMATCH}: the record of {execution.id} cannot be checked, "
+                "so undo refuses to write from it; set the installation's key",
+                subject=str(ref),
+            )
         raise errors.Tampered(
             f"the record of {execution.id} was edited after it was written (its digest no "
             "longer matches); undo refuses to write from it",

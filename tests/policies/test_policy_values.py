@@ -149,3 +149,81 @@ def test_the_longest_durations_load_and_fit_the_clock(tmp_path: Path) -> None:
 def test_only_plain_ascii_durations_parse(text: str) -> None:
     with pytest.raises(ValueError, match="expected a duration"):
         parse_duration(text)
+
+
+# --- strict numbers and booleans, and explicit tags -----------------------------------------
+
+NOT_A_NUMBER_OR_BOOL = {
+    "min_approvals true": ("    decision: ask\n    min_approvals: true\n", "rules.0.min_approvals"),
+    "min_approvals yes": ("    decision: ask\n    min_approvals: yes\n", "rules.0.min_approvals"),
+    "min_approvals quoted": (
+        '    decision: ask\n    min_approvals: "2"\n',
+        "rules.0.min_approvals",
+    ),
+    "min_approvals float": ("    decision: ask\n    min_approvals: 2.0\n", "rules.0.min_approvals"),
+    "remember 1": ("    decision: ask\n    remember: 1\n", "rules.0.remember"),
+    "self_approval quoted": (
+        '    decision: ask\n    self_approval: "false"\n',
+        "rules.0.self_approval",
+    ),
+    "self_approval 0": ("    decision: ask\n    self_approval: 0\n", "rules.0.self_approval"),
+    "allow_irreversible quoted": (
+        '    decision: allow\n    allow_irreversible: "true"\n',
+        "rules.0.allow_irreversible",
+    ),
+    "reversible 1": (
+        "    decision: deny\n    match: {reversible: 1}\n",
+        "rules.0.match.reversible",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NOT_A_NUMBER_OR_BOOL))
+def test_numbers_and_booleans_are_not_coerced(tmp_path: Path, case: str) -> None:
+    """``min_approvals: true`` loaded as 1 and ``"2"`` as 2: what a reviewer reads is not what
+    the rule enforces. A number is a number and a boolean a boolean, or the file is refused."""
+    text, where = NOT_A_NUMBER_OR_BOOL[case]
+    found = problems(tmp_path, HEADER + "rules:\n  - name: a\n" + text)
+    assert len(found) == 1, found
+    assert found[0].startswith(f"{tmp_path / 'policy.yaml'}:"), found
+    assert where in found[0], found
+
+
+def test_defaults_are_strict_too(tmp_path: Path) -> None:
+    found = problems(tmp_path, HEADER + "defaults:\n  min_approvals: true\nrules: []\n")
+    assert any("defaults.min_approvals" in p for p in found), found
+    found = problems(tmp_path, HEADER + "defaults:\n  self_approval: 'no'\nrules: []\n")
+    assert any("defaults.self_approval" in p for p in found), found
+
+
+def test_plain_numbers_and_booleans_still_load(tmp_path: Path) -> None:
+    (tmp_path / "policy.yaml").write_text(
+        HEADER + "rules:\n  - name: a\n    decision: ask\n    min_approvals: 2\n"
+        "    self_approval: false\n    remember: true\n    max_grant: 1h\n"
+    )
+    rule = load([tmp_path]).rules[0].rule
+    assert (rule.min_approvals, rule.self_approval, rule.remember) == (2, False, True)
+
+
+TAGGED = {
+    "binary kind": ("    match: {kinds: [!!binary RGVwbG95bWVudA==]}\n", "7:21", "!!binary"),
+    "str on a number": ("    min_approvals: !!str 2\n", "7:20", "!!str"),
+    "int on a number": ("    min_approvals: !!int 2\n", "7:20", "!!int"),
+    "bool on a boolean": ("    remember: !!bool true\n", "7:15", "!!bool"),
+    "local tag": ("    match: {namespaces: [!prod prod]}\n", "7:26", "!prod"),
+    "non-specific tag": ("    match: {namespaces: [! prod]}\n", "7:26", "!"),
+    "tagged mapping": ("    match: !!map {namespaces: [prod]}\n", "7:12", "!!map"),
+    "tagged list": ("    match: {namespaces: !!seq [prod]}\n", "7:25", "!!seq"),
+    "verbatim tag": ("    match: {namespaces: [!<tag:yaml.org,2002:str> prod]}\n", "7:26", "!!str"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TAGGED))
+def test_explicit_tags_are_refused_at_their_line(tmp_path: Path, case: str) -> None:
+    """``kinds: [!!binary RGVwbG95bWVudA==]`` loaded as Deployment: a rule's meaning must be
+    readable on its own lines, so no value in a policy file carries an explicit tag."""
+    text, where, tag = TAGGED[case]
+    found = problems(tmp_path, HEADER + "rules:\n  - name: a\n    decision: deny\n" + text)
+    assert len(found) == 1, found
+    assert found[0].startswith(f"{tmp_path / 'policy.yaml'}:{where}: "), found
+    assert "explicit YAML tag" in found[0] and tag in found[0], found

@@ -380,6 +380,34 @@ def test_an_empty_own_namespace_is_refused(env: dict[str, str], value: str) -> N
     assert result.exit_code == 1 and "STRATUS_NAMESPACE is set but empty" in result.stderr
 
 
+@pytest.mark.parametrize("variable", ["STRATUS_ACTOR", "STRATUS_AUDIT_ANCHOR", "STRATUS_HOME"])
+@pytest.mark.parametrize("value", ["", " "])
+def test_a_set_but_empty_location_or_name_is_refused(
+    env: dict[str, str], tmp_path: Path, kube: KubeClient, variable: str, value: str
+) -> None:
+    """Like STRATUS_DB and STRATUS_POLICY_DIR: set but empty is a mistake (an unexpanded
+    variable), never "use the default" — the default is another actor, anchor or database."""
+    environment: dict[str, str | None] = {
+        **env,
+        "XDG_DATA_HOME": str(tmp_path / "xdg"),
+        variable: value,
+    }
+    if variable == "STRATUS_HOME":
+        environment["STRATUS_DB"] = None  # the home is where the default database lives
+    result = CliRunner().invoke(
+        stratus_cli,
+        ["act", "scale", "deploy/geo", "replicas=6", "-n", "hotel", "--yes"],
+        env=environment,
+        catch_exceptions=False,
+    )
+    assert result.exit_code == 1, result.output
+    assert f"{variable} is set but empty" in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "internal error" not in result.stderr
+    assert kube.get(GEO)["spec"]["replicas"] == 1
+    assert not (tmp_path / "xdg").exists()
+
+
 HUGE = "99999999999999999999"  # past SQLite's and C's 64-bit integers
 
 

@@ -164,3 +164,31 @@ def test_unreachable_cluster_is_one_line(tmp_path: Path) -> None:
     )
     assert result.exit_code == 1 and "cannot reach the API server" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("decision", "said"),
+    [
+        (None, "the policy asks for approval"),
+        ("ask", "the policy asks for approval"),
+        ("allow", "the policy allows it"),
+        ("deny", "the policy denies it"),
+    ],
+)
+def test_dry_run_says_what_the_policy_decided(
+    env: dict[str, str], tmp_path: Path, decision: str | None, said: str
+) -> None:
+    """A dry run that ends in "the policy accepted" when the policy asks reads as permission."""
+    if decision is not None:
+        policies = tmp_path / "policies"
+        policies.mkdir()
+        (policies / "p.yaml").write_text(
+            "apiVersion: stratus/v1\nkind: ApprovalPolicy\nmetadata: {name: p}\nrules:\n"
+            f"  - name: scaling\n    match: {{actions: [scale]}}\n    decision: {decision}\n"
+        )
+        env = {**env, "STRATUS_POLICY_DIR": str(policies)}
+    dry = stratus("act", "scale", "geo", "replicas=2", "-n", "hotel", "--dry-run", env=env)
+    assert dry.exit_code == 0, dry.output
+    last = dry.stdout.strip().splitlines()[-1]
+    assert said in last, last
+    assert "accepted" not in last.replace("the API server accepted", "")
