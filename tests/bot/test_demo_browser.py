@@ -62,12 +62,15 @@ async def test_a_person_runs_the_demo_in_the_browser(demo: DemoProcess) -> None:
             await expect(page.locator(".message.ephemeral").first).to_contain_text(
                 "Only visible to you", timeout=10_000
             )
-            replies = page.locator("#messages a.replies").first
+            # The demo's Alertmanager may open a thread of its own (another app's alert on a
+            # loaded machine): follow the hotel incident's thread, not whichever came first.
+            parent = page.locator("#messages .message").filter(has_text="hotel")
+            replies = parent.locator("a.replies").first
             await expect(replies).to_be_visible(timeout=30_000)
             await replies.click()
             thread = page.locator("#thread-messages")
             approve = thread.locator('button[data-action-id="stratus.approve"]')
-            await expect(approve).to_have_count(1, timeout=30_000)
+            await expect(approve).to_have_count(1, timeout=60_000)
             await expect(thread).to_contain_text("recommendation")
             await page.screenshot(path=str(ARTIFACTS / "2-card.png"), full_page=True)
 
