@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -64,13 +65,27 @@ async def test_a_person_runs_the_demo_in_the_browser(demo: DemoProcess) -> None:
             )
             # The demo's Alertmanager may open a thread of its own (another app's alert on a
             # loaded machine): follow the hotel incident's thread, not whichever came first.
-            parent = page.locator("#messages .message").filter(has_text="hotel")
-            replies = parent.locator("a.replies").first
-            await expect(replies).to_be_visible(timeout=30_000)
-            await replies.click()
+            # The demo's Alertmanager may open the incident (or another app's) before the
+            # command does, so the card can be in any thread of the channel: open each one
+            # with replies until a card to approve shows, as a person would.
+            replies = page.locator("#messages a.replies")
+            await expect(replies.first).to_be_visible(timeout=30_000)
             thread = page.locator("#thread-messages")
             approve = thread.locator('button[data-action-id="stratus.approve"]')
-            await expect(approve).to_have_count(1, timeout=60_000)
+            deadline = time.monotonic() + 90
+            while True:
+                for index in range(await replies.count()):
+                    await replies.nth(index).click()
+                    if await approve.count() == 1 and "recommendation" in (
+                        await thread.inner_text()
+                    ):
+                        break
+                else:
+                    assert time.monotonic() < deadline, "no card to approve in any thread"
+                    await page.wait_for_timeout(1_000)
+                    continue
+                break
+            await expect(approve).to_have_count(1)
             await expect(thread).to_contain_text("recommendation")
             await page.screenshot(path=str(ARTIFACTS / "2-card.png"), full_page=True)
 
