@@ -14,7 +14,7 @@ from cli.context import load_policy, open_store, record_identity
 from cli.identity import PREFIX, current
 from cli.targets import parse_target
 from policies.approvers import describe
-from policies.evaluate import CompiledPolicy, Grant, ProposalFacts, grant_standing, undo_facts
+from policies.evaluate import CompiledPolicy, ProposalFacts, listed_standing, undo_facts
 from policies.grants import GrantBook
 from policies.loader import PolicyError, load
 from policies.model import check_label_key, check_label_value, schema
@@ -230,34 +230,6 @@ def explain(
     )
 
 
-def _standing(grant: Grant, policy: CompiledPolicy, now: datetime) -> str | None:
-    """Why ``grant`` does not count under ``policy`` now (None: it counts), by the function
-    evaluate uses. An undo's risk is that of the write it reverses, unknown here: the grant
-    counts only if it counts whatever that risk is."""
-    kind, _, name = grant.resource.partition("/")
-    cls = CATALOG.get(grant.action)
-    levels = [cls.risk] if cls is not None else ["low", "medium", "high"]
-    reasons: dict[str, str] = {}
-    for level in levels:
-        facts = ProposalFacts(
-            action=grant.action,
-            namespace=grant.namespace,
-            kind=kind,
-            name=name,
-            risk=level,
-            reversible=cls.reversible if cls is not None else True,
-            requester="",  # someone else than its creator: see grant_refusal
-        )
-        reason = grant_standing(grant, policy, facts, now)
-        if reason is not None:
-            reasons.setdefault(reason, level)
-    if not reasons:
-        return None
-    if cls is not None:
-        return next(iter(reasons))
-    return "; ".join(f"undoing a {level}-risk write: {why}" for why, level in reasons.items())
-
-
 @policy.command()
 @click.option("--all", "show_all", is_flag=True, help="Include expired and revoked grants.")
 @_POLICY_DIR
@@ -290,7 +262,9 @@ def grants(show_all: bool, policy_dir: Path | None) -> None:
             state = "expired"
         else:
             reason = (
-                "the policy does not load" if in_force is None else _standing(grant, in_force, now)
+                "the policy does not load"
+                if in_force is None
+                else listed_standing(grant, in_force, now)
             )
             state = "counts" if reason is None else "suspended"
             if reason is not None:
