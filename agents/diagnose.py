@@ -105,24 +105,30 @@ def referenced(workload: w.Obj) -> set[ResourceKey]:
                 ("ConfigMap", "configMapKeyRef"),
                 ("Secret", "secretKeyRef"),
             ):
-                if field_name in source:
-                    found.add(ResourceKey(kind=ref_kind, name=str(source[field_name].get("name"))))
+                if name := _name(source, field_name):
+                    found.add(ResourceKey(kind=ref_kind, name=name))
         for source in container.get("envFrom") or []:
             for ref_kind, field_name in (("ConfigMap", "configMapRef"), ("Secret", "secretRef")):
-                if field_name in source:
-                    found.add(ResourceKey(kind=ref_kind, name=str(source[field_name].get("name"))))
+                if name := _name(source, field_name):
+                    found.add(ResourceKey(kind=ref_kind, name=name))
     for volume in spec.get("volumes") or []:
-        if "configMap" in volume:
-            found.add(ResourceKey(kind="ConfigMap", name=str(volume["configMap"].get("name"))))
-        if "secret" in volume:
-            found.add(ResourceKey(kind="Secret", name=str(volume["secret"].get("secretName"))))
-        if "persistentVolumeClaim" in volume:
-            claim = str(volume["persistentVolumeClaim"].get("claimName"))
-            found.add(ResourceKey(kind="PersistentVolumeClaim", name=claim))
+        if name := _name(volume, "configMap"):
+            found.add(ResourceKey(kind="ConfigMap", name=name))
+        if name := _name(volume, "secret", "secretName"):
+            found.add(ResourceKey(kind="Secret", name=name))
+        if name := _name(volume, "persistentVolumeClaim", "claimName"):
+            found.add(ResourceKey(kind="PersistentVolumeClaim", name=name))
     for template in (workload.get("spec") or {}).get("volumeClaimTemplates") or []:
         prefix = f"{template['metadata']['name']}-{w.name_of(workload)}-"
         found.add(ResourceKey(kind="PersistentVolumeClaim", name=prefix + "0"))
     return found
+
+
+def _name(source: w.Obj, field_name: str, key: str = "name") -> str:
+    """The name a reference names, or "" when the reference is null or names nothing (the
+    schema makes both optional: ``valueFrom.configMapKeyRef: null``, a ref without a name)."""
+    ref = source.get(field_name)
+    return str(ref.get(key) or "") if isinstance(ref, dict) else ""
 
 
 def _caller_workload(snapshot: Snapshot, pod_name: str) -> ResourceKey:

@@ -8,7 +8,9 @@ events, so a person sees *why* an attempt was judged worse.
 
 What counts as unhealthy is chosen to leave normal things alone: a deployment intentionally
 at zero replicas has nothing unavailable, and a Service whose only backing workload is at zero
-is not "without endpoints"; a completed Job's pod is not unready.
+is not "without endpoints" while nobody calls it; a completed Job's pod is not unready. Once a
+caller's latest log lines fail against such a Service (or one whose selector matches no
+workload), its missing endpoints are the fault and count like any other's.
 
 With Prometheus (``collect(..., prometheus=client)``) two more parts join: services answering
 more than ``ERROR_RATE_LIMIT`` of their requests with 5xx, and services whose p95 latency is
@@ -23,10 +25,12 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from agents.analyzers import _workloads as w
 from agents.health_metrics import request_metrics
 from tools.errors import ToolError
 from tools.k8s import KubeClient
@@ -50,6 +54,7 @@ METRIC_PARTS = ("erroring_services", "slow_services")
 # New warning events count, but a noisy namespace cannot outweigh real breakage.
 WARNING_CAP = 5
 _WORKLOAD_KINDS = (("apps/v1", "Deployment"), ("apps/v1", "StatefulSet"), ("apps/v1", "DaemonSet"))
+_NAMESPACE_KINDS = (("v1", "Pod"), ("v1", "Endpoints"), ("v1", "Service"), ("v1", "Event"))
 LOG_PODS = 40  # pods whose logs one look reads, at most (one per workload)
 LOG_TAIL = 30
 LOG_WINDOW = 1.0  # seconds before a log's newest line that count as "now"
@@ -159,8 +164,47 @@ class HealthScore:
         )
 
 
+@dataclass(frozen=True)
+class ScorePart:
+    """One non-zero part of a stored score: what it counts, how many, and its weight."""
+
+    name: str
+    count: int
+    weight: int
+    # It does not count against "healthy" (warnings; request rates that lag a fix).
+    lenient: bool
+
+    @property
+    def points(self) -> int:
+        return self.count * self.weight
+
+
+def breakdown(stored: dict[str, Any] | None) -> list[ScorePart]:
+    """The parts a stored score (``HealthScore.to_dict``) is made of, heaviest first: what a
+    person needs to read "4 → 2" as the sum it is."""
+    parts = HealthScore.from_dict(stored or {}).parts
+    found = [
+        ScorePart(
+            name,
+            count,
+            WEIGHTS.get(name, 1),
+            name == "new_warning_events" or name in METRIC_PARTS,
+        )
+        for name, count in parts.items()
+        if count
+    ]
+    return sorted(found, key=lambda p: (-p.points, p.name))
+
+
 def _matches(selector: dict[str, str], labels: dict[str, str]) -> bool:
     return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+
+
+def _named_in(name: str, failures: tuple[str, ...]) -> bool:
+    """Whether a failure line names the service as a host ("geo:8083", "geo.hotel.svc",
+    "service geo has …"), not as part of a longer name ("geo-db")."""
+    pattern = re.compile(rf"(?<![\w.-]){re.escape(name)}(?![\w-])")
+    return any(pattern.search(failure.partition(": ")[2]) for failure in failures)
 
 
 def score(state: NamespaceState, *, since: str = "") -> HealthScore:
@@ -173,10 +217,18 @@ def score(state: NamespaceState, *, since: str = "") -> HealthScore:
     unready = [p.name for p in state.pods if not p.ready and p.phase not in ("Succeeded",)]
     crash = [p.name for p in state.pods if p.crash_looping]
     active_labels = [w.template_labels for w in state.workloads if w.desired > 0]
+    # A Service with no endpoints is dark when a workload behind it wants pods, or when its
+    # callers fail against it (scaled to zero, or a selector that matches nothing): a Service
+    # idle at zero that nobody calls is left alone.
     dark = [
         s.name
         for s in state.services
-        if s.ready_endpoints == 0 and any(_matches(s.selector, labels) for labels in active_labels)
+        if s.ready_endpoints == 0
+        and s.selector
+        and (
+            any(_matches(s.selector, labels) for labels in active_labels)
+            or _named_in(s.name, state.failing_requests)
+        )
     ]
     warnings = sorted({f"{w.reason} {w.object}" for w in state.warnings if w.last_seen > since})
     parts, details = _metric_parts(state)
@@ -218,10 +270,14 @@ def _metric_parts(state: NamespaceState) -> tuple[dict[str, int], dict[str, list
 
 def verdict(before: HealthScore, after: HealthScore) -> Verdict:
     """How an attempt changed the namespace: healthy, better, the same, or worse — over the
-    parts both looks have (a metric part one look lacks is left out of both)."""
+    parts both looks have (a metric part one look lacks is left out of both), new warning
+    events aside."""
     if after.healthy:
         return "healthy"
-    common = [name for name in after.parts if name in before.parts]
+    # New warnings are left out (issue 18 F1: "worse (4 → 5: … new warning events 1 …)" undid
+    # a right fix): a fix makes its own events (a restart, a back-off of the pod that has not
+    # read it yet), and the legend counts warnings as healthy, so they cannot make it worse.
+    common = [name for name in after.parts if name in before.parts and name != "new_warning_events"]
     then, now = before.total_over(common), after.total_over(common)
     if now > then:
         return "worse"
@@ -255,16 +311,37 @@ def collect(
 
 
 def _collect_cluster(kube: KubeClient, namespace: str) -> NamespaceState:
+    objects = {
+        kind: kube.list(api_version, kind, namespace=namespace)
+        for api_version, kind in (*_WORKLOAD_KINDS, *_NAMESPACE_KINDS)
+    }
+    failing = failing_requests(kube, namespace, objects["Pod"])
+    return state_of(namespace, objects, failing=failing)
+
+
+def state_of(
+    namespace: str,
+    objects: Mapping[str, list[dict[str, Any]]],
+    *,
+    failing: tuple[str, ...] = (),
+) -> NamespaceState:
+    """The namespace's state read from its objects as the API listed them, by kind (what
+    ``collect`` reads, and a snapshot holds): a pure function, so the reading of odd shapes
+    can be tested without a cluster."""
     workloads = []
-    for api_version, kind in _WORKLOAD_KINDS:
-        for obj in kube.list(api_version, kind, namespace=namespace):
+    for _, kind in _WORKLOAD_KINDS:
+        for obj in objects.get(kind) or []:
             status = obj.get("status") or {}
             if kind == "DaemonSet":
                 desired = int(status.get("desiredNumberScheduled") or 0)
                 ready = int(status.get("numberReady") or 0)
             else:
-                desired = int((obj.get("spec") or {}).get("replicas", 1))
+                desired = w.desired_replicas(obj)
                 ready = int(status.get("readyReplicas") or 0)
+                if kind == "Deployment":
+                    # A rollout the cluster refuses (quota, LimitRange, no node for the new
+                    # pods) leaves the old pods serving: ready, but not the template asked for.
+                    ready = min(ready, int(status.get("updatedReplicas") or 0))
             template = ((obj.get("spec") or {}).get("template") or {}).get("metadata") or {}
             workloads.append(
                 Workload(
@@ -275,11 +352,11 @@ def _collect_cluster(kube: KubeClient, namespace: str) -> NamespaceState:
                     dict(template.get("labels") or {}),
                 )
             )
-    pod_objects = kube.list("v1", "Pod", namespace=namespace)
+    pod_objects = objects.get("Pod") or []
     pods = [_pod(pod) for pod in pod_objects]
     endpoints = {
         e["metadata"]["name"]: sum(len(s.get("addresses") or []) for s in e.get("subsets") or [])
-        for e in kube.list("v1", "Endpoints", namespace=namespace)
+        for e in objects.get("Endpoints") or []
     }
     services = [
         ServiceState(
@@ -287,7 +364,7 @@ def _collect_cluster(kube: KubeClient, namespace: str) -> NamespaceState:
             dict((s.get("spec") or {}).get("selector") or {}),
             endpoints.get(s["metadata"]["name"], 0),
         )
-        for s in kube.list("v1", "Service", namespace=namespace)
+        for s in objects.get("Service") or []
     ]
     warnings = [
         WarningEvent(
@@ -296,7 +373,7 @@ def _collect_cluster(kube: KubeClient, namespace: str) -> NamespaceState:
             f"{(e.get('involvedObject') or {}).get('name', '')}",
             _stamp(e.get("lastTimestamp") or e.get("eventTime") or ""),
         )
-        for e in kube.list("v1", "Event", namespace=namespace)
+        for e in objects.get("Event") or []
         if e.get("type") == "Warning"
     ]
     return NamespaceState(
@@ -305,7 +382,7 @@ def _collect_cluster(kube: KubeClient, namespace: str) -> NamespaceState:
         tuple(pods),
         tuple(services),
         tuple(warnings),
-        failing_requests(kube, namespace, pod_objects),
+        failing,
         tuple(sorted(p["metadata"]["name"] for p in pod_objects if in_transition(p))),
     )
 

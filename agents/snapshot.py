@@ -37,10 +37,12 @@ NAMESPACED = (
     ("v1", "Secret"),
     ("v1", "PersistentVolumeClaim"),
     ("v1", "ResourceQuota"),
+    ("v1", "LimitRange"),
     ("autoscaling/v2", "HorizontalPodAutoscaler"),
     ("networking.k8s.io/v1", "NetworkPolicy"),
     ("apps/v1", "ControllerRevision"),
     ("batch/v1", "Job"),
+    ("batch/v1", "CronJob"),
 )
 CLUSTER = (("v1", "Node"), ("storage.k8s.io/v1", "StorageClass"))
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"

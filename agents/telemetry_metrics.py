@@ -33,10 +33,10 @@ MAX_CALLERS = 5
 
 @dataclass(frozen=True)
 class Figure:
-    now: float | None = None
+    now: float | None = None  # None too when the series ended (its pods went away)
     earlier: float | None = None  # at the start of the window
     peak: float | None = None  # the highest point of the window
-    before: float | None = None  # when the proposal ran (None before it ran)
+    before: float | None = None  # when the proposal ran (None before it ran, or no series then)
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,27 @@ class Metrics:
     executed_at: float | None = None
     failed: str = ""  # figures that could not be read, and why (the others stand)
     read_at: float | None = None  # Unix seconds: the end of the window (the "now" figures)
+    # How many pods the target had (kube-state-metrics' kube_pod_info): "now" is 0 when it has
+    # none, and its own figures are then leftovers of pods gone; None: the count was not read.
+    pods: Figure | None = None
+    # Unix seconds from which the "after" figures reflect the change alone (``telemetry``).
+    settles_at: float | None = None
+
+    @property
+    def pending(self) -> bool:
+        """The "after" figures were read before the change could show in them."""
+        return (
+            self.executed_at is not None
+            and self.settles_at is not None
+            and (self.read_at is None or self.read_at < self.settles_at)
+        )
+
+    def no_pods_now(self) -> bool:
+        return self.pods is not None and not self.pods.now
+
+    def no_pods_before(self) -> bool:
+        """No pods at the moment the change ran (only meaningful once it ran)."""
+        return self.executed_at is not None and self.pods is not None and not self.pods.before
 
 
 class MetricsUnavailable(Exception):
@@ -103,14 +124,31 @@ def scope_for(kube: KubeClient, namespace: str, kind: str, name: str) -> q.Scope
     return None
 
 
-def _figure(series: Series | None, executed_at: float | None, window_start: float) -> Figure:
+# A point is the figure "at" a moment only if the series still had points about then: a range
+# query evaluates every step, so a series that stopped more than two steps earlier had ended
+# (its pods went away) and its last point is history, not the present.
+FRESH_STEPS = 2.0
+
+
+def _figure(
+    series: Series | None,
+    executed_at: float | None,
+    window_start: float,
+    *,
+    end: float = math.inf,
+    step: float = math.inf,
+) -> Figure:
     if series is None:
         return Figure()
     points = [(t, v) for t, v in series.points if math.isfinite(v)]
     recent = [v for t, v in points if t >= window_start]
-    before = [v for t, v in points if executed_at is not None and t <= executed_at]
+    slack = FRESH_STEPS * step
+    before = [
+        v for t, v in points if executed_at is not None and executed_at - slack <= t <= executed_at
+    ]
+    fresh = bool(points) and points[-1][0] >= end - slack
     return Figure(
-        now=points[-1][1] if points else None,
+        now=points[-1][1] if fresh else None,
         earlier=recent[0] if recent else None,
         peak=max(recent) if recent else None,
         before=before[-1] if before else None,
@@ -137,6 +175,7 @@ def read(
         "restarts": q.restarts(scope),
         "memory": q.memory_ratio(scope),
         "callers": q.caller_error_rates(scope, rate),
+        "pods": q.pod_count(scope),
     }
     budget = deadline or client.config.timeout + 0.5
     results: dict[str, RangeResult] = {}
@@ -166,10 +205,16 @@ def read(
 
     def one(name: str) -> Figure:
         result = results.get(name)
-        return _figure(result.series[0] if result and result.series else None, ran, window_start)
+        if result is None:
+            return Figure()
+        series = result.series[0] if result.series else None
+        return _figure(series, ran, window_start, end=end, step=result.step)
 
     callers = [
-        CallerFigure(str(s.labels.get("service", "?")), _figure(s, ran, window_start))
+        CallerFigure(
+            str(s.labels.get("service", "?")),
+            _figure(s, ran, window_start, end=end, step=results["callers"].step),
+        )
         for s in (results["callers"].series if "callers" in results else ())
     ]
     callers.sort(key=lambda c: -(c.figure.peak or 0.0))
@@ -185,6 +230,7 @@ def read(
         executed_at=ran,
         failed="; ".join(sorted({f"{k}: {v}" for k, v in failures.items()})),
         read_at=end,
+        pods=one("pods") if "pods" in results else None,
     )
 
 

@@ -118,6 +118,11 @@ def restarts(scope: Scope) -> str:
     return f"sum(kube_pod_container_status_restarts_total{_s(scope.ns(), scope.pods())})"
 
 
+def pod_count(scope: Scope) -> str:
+    """How many pods the target has (no series at all when it has none)."""
+    return f"count(kube_pod_info{_s(scope.ns(), scope.pods())})"
+
+
 def memory_ratio(scope: Scope) -> str:
     """The fullest container of the target's pods: working set over its memory limit (0..1;
     containers without a limit are left out)."""

@@ -11,9 +11,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-from agents.health import METRIC_PARTS, HealthScore, collect, score, verdict
-from agents.incident import Verdict
+from agents import readers
+from agents.health import METRIC_PARTS, HealthScore, Verdict, collect, score, verdict
 from tools import env
 from tools.k8s import KubeClient
 from tools.prometheus import PrometheusClient
@@ -38,6 +39,13 @@ def poll_seconds() -> float:
     return _seconds("STRATUS_POLL_SECONDS", 2.0, 0.05, 300.0)
 
 
+# Callers failing when the cluster stopped moving may not have called since the fix became
+# ready: the looks have to span a retry before their failures count (issue 18: a card showed
+# "Callers' errors: frontend 100% → 100%" read before the callers had retried). Measured in
+# paused time, so the lab's instant clock passes it without a wall-clock wait.
+CALLER_RETRY_SECONDS = 3.0
+
+
 @dataclass(frozen=True)
 class Judgement:
     before: HealthScore
@@ -45,6 +53,9 @@ class Judgement:
     verdict: Verdict
     waited: float  # seconds spent waiting for the cluster to settle
     settled: bool  # False: the timeout ended the wait while the score still moved
+    # Readers of a ConfigMap or Secret the attempt wrote, still in the crash back-off they were
+    # in at the first look (``agents.readers``): their crash loop is no verdict on the write.
+    not_restarted: tuple[str, ...] = ()
 
 
 def look(
@@ -75,15 +86,29 @@ def judge(
     timeout: float,
     interval: float = 2.0,
     prometheus: PrometheusClient | None = None,
+    written: list[tuple[str, str]] | None = None,
 ) -> Judgement:
     """Wait (bounded) until the namespace is healthy, or no pod is on its way anywhere and the
-    score stopped moving between two looks; then compare."""
+    score stopped moving between two looks — looks a caller's retry apart while callers still
+    report failed requests, and (``written``: the ConfigMaps and Secrets the attempt wrote, as
+    (kind, name)) until their crash-looping readers restarted to read them; then compare."""
     started = time.monotonic()
     previous: HealthScore | None = None
+    objects = [w for w in written or [] if w[0] in readers.DATA_KINDS]
+    first = readers.starts(_pods(kube, namespace), objects) if objects else {}
     after, moving = _look(kube, namespace, since, prometheus)
+    stale = _not_restarted(kube, namespace, objects, first)
     settled = False
+    quiet = 0.0  # paused seconds the cluster's parts have stayed as they are, nothing moving
     while True:
-        if after.healthy or (not moving and previous is not None and _same(previous, after)):
+        needed = CALLER_RETRY_SECONDS if after.parts.get("failing_requests") else 0.0
+        if after.healthy or (
+            not moving
+            and not stale
+            and previous is not None
+            and _same(previous, after)
+            and quiet >= needed
+        ):
             settled = True
             break
         if time.monotonic() - started >= timeout:
@@ -91,7 +116,28 @@ def judge(
         pause(interval)
         previous = after
         after, moving = _look(kube, namespace, since, prometheus)
-    return Judgement(before, after, verdict(before, after), time.monotonic() - started, settled)
+        stale = _not_restarted(kube, namespace, objects, first)
+        quiet = quiet + interval if not moving and _same(previous, after) else 0.0
+    return Judgement(
+        before,
+        after,
+        verdict(before, after),
+        time.monotonic() - started,
+        settled,
+        () if after.healthy else stale,
+    )
+
+
+def _pods(kube: KubeClient, namespace: str) -> list[dict[str, Any]]:
+    return kube.list("v1", "Pod", namespace=namespace)
+
+
+def _not_restarted(
+    kube: KubeClient, namespace: str, objects: list[tuple[str, str]], first: dict[str, Any]
+) -> tuple[str, ...]:
+    if not first:
+        return ()
+    return readers.not_restarted(_pods(kube, namespace), objects, first)
 
 
 def _same(one: HealthScore, other: HealthScore) -> bool:

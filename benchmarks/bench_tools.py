@@ -10,6 +10,7 @@ from __future__ import annotations
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +18,12 @@ from lab.runner import LabServer, write_kubeconfig
 from store.audit import AuditLog
 from store.db import Store
 from tools import actions
-from tools.executor import Executor
+from tools.actions import WritePlan
+from tools.executor import Executor, WriteRecord
 from tools.k8s import KubeClient
-from undo.stack import UndoStack
+from tools.objects import ObjectRef
+from undo.entries import UndoEntries
+from undo.stack import UndoStack, check_record, plan_inverse
 
 RUNS = 15
 CASES: dict[str, dict[str, Any]] = {
@@ -57,6 +61,26 @@ CASES: dict[str, dict[str, Any]] = {
 }
 
 
+def write_once(
+    executor: Executor,
+    ref: ObjectRef,
+    plan_for: Callable[[dict[str, Any] | None], WritePlan],
+    record: WriteRecord,
+) -> str | None:
+    """The executor's whole path for one write (no proposal: this measures the tool layer):
+    lock, read, plan, server dry-run, write-ahead record, write, record; the undo entry's id."""
+    with executor.locked(ref, actor="bench") as held:
+        plan = plan_for(held.read())
+        held.check(plan)
+        sent = held.apply(plan, record=record)
+        with held.recording(sent) as applied:
+            undo_id = UndoEntries(executor.store).follow(
+                applied.execution, reversible=record.needs_inverse
+            )
+            applied.audit(undo_entry=undo_id)
+        return undo_id
+
+
 def act_and_undo() -> dict[str, tuple[list[float], list[float]]]:
     # Realtime clock: a write returns before pods move, as on a real cluster ("excluding
     # waiting for pods"); in instant mode every write would also settle the cluster.
@@ -71,10 +95,24 @@ def act_and_undo() -> dict[str, tuple[list[float], list[float]]]:
         for _ in range(RUNS):
             action = actions.build(name, params)
             started = time.perf_counter()
-            outcome = executor.execute(action, actor="bench")
+            undo_id = write_once(
+                executor,
+                action.ref(),
+                lambda current, action=action: executor.plan_action(action, current),
+                WriteRecord(action=name, intent=name),
+            )
             act_times.append(time.perf_counter() - started)
             started = time.perf_counter()
-            stack.undo(outcome.undo_id or "", actor="bench")
+            execution = stack.entry(undo_id or "").execution
+            before = stack.before_image(execution)
+            write_once(
+                executor,
+                check_record(execution, executor.store),
+                lambda current, e=execution, b=before: plan_inverse(
+                    e, current, force=False, before=b
+                ),
+                WriteRecord(action="undo", intent=f"Undo: {name}", inverse_of=execution.id),
+            )
             undo_times.append(time.perf_counter() - started)
         results[name] = (act_times, undo_times)
     server.stop()

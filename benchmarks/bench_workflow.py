@@ -25,14 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from agents.analyzers import analyze
-from agents.incident import IncidentState
 from agents.llm import budget, context
 from agents.model import PlanResult
 from agents.planner import PlanRequest
 from agents.planner.offline import OfflinePlanner
-from agents.settings import WorkflowConfig
 from agents.snapshot import take
-from agents.workflow import IncidentWorkflow
+from incidents.model import IncidentState
+from incidents.settings import WorkflowConfig
+from incidents.workflow import IncidentWorkflow
 from lab import scenarios
 from lab.client import LabClient
 from lab.cluster.resources import by_kind

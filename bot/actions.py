@@ -12,39 +12,29 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from slack_sdk.errors import SlackApiError
-from slack_sdk.web.async_client import AsyncWebClient
+import aiohttp
 
+from agents import telemetry
 from bot import cards, home, text
-from bot.authz import Gate
-from bot.driver import Driver
-from bot.follower import Follower
 from bot.links import MessageRef
-from bot.runtime import Runtime
+from bot.listener import Listener
+from bot.whisper import whisper
+from incidents import plans
 from proposals.model import Choice, Proposal, ProposalState
 from proposals.service import UndoRequest
 from store.errors import StratusError
+from undo.conflicts import UndoConflict
+from undo.entries import UndoEntry
 
 log = logging.getLogger("stratus.bot")
 Ack = Callable[..., Awaitable[None]]
+Respond = Callable[..., Awaitable[Any]]
 P = ProposalState
 MIN_REASON = 3
 
 
-class Clicks:
-    def __init__(
-        self,
-        runtime: Runtime,
-        client: AsyncWebClient,
-        follower: Follower,
-        driver: Driver,
-        gate: Gate,
-    ) -> None:
-        self.rt = runtime
-        self.client = client
-        self.follower = follower
-        self.driver = driver
-        self.gate = gate
+class Clicks(Listener):
+    """The listeners of the cards' buttons and the reject modal."""
 
     # ------------------------------------------------------------------ answers
 
@@ -55,6 +45,44 @@ class Clicks:
     async def always(self, ack: Ack, body: dict[str, Any], context: dict[str, Any]) -> None:
         await ack()
         self._answer(body, context, "always")
+
+    async def plan(self, ack: Ack, body: dict[str, Any], context: dict[str, Any]) -> None:
+        await ack()
+        proposal: Proposal = context["proposal"]
+        user = str(body["user"]["id"])
+        groups: tuple[str, ...] = context.get("groups", ())
+        self.rt.spawn(self._plan(body, proposal, user, groups), name=f"plan {proposal.id}")
+
+    async def _plan(
+        self, body: dict[str, Any], proposal: Proposal, user: str, groups: tuple[str, ...]
+    ) -> None:
+        """Approve plan: the incident decides which later steps the vote binds and whether this
+        person may approve each (``incidents.plans``); the bot only gathers their groups."""
+        incident = (
+            await self.rt.call(self.rt.incidents.get, proposal.incident_id)
+            if proposal.incident_id
+            else None
+        )
+        named = plans.approvers_named(incident.current) if incident and incident.current else []
+        groups = tuple(sorted({*groups, *await self.gate.voter_groups(user, named)}))
+        try:
+            saved = await self.rt.call(
+                plans.approve_plan,
+                self.rt.service,
+                incident,
+                proposal,
+                user=user,
+                groups=groups,
+                now=self.rt.store.clock.now(),
+            )
+        except StratusError as error:
+            # "U0ALICE may not approve step 2 …": people and groups by handle.
+            handles = await self.gate.handles(text.refused_error(error))
+            await self.ephemeral(body, text.refused_error(error, handles))
+            return
+        self.follower.wake()
+        await self.driver.after_answer(saved, actor=user)
+        self.follower.wake()
 
     def _answer(
         self, body: dict[str, Any], context: dict[str, Any], choice: Choice, reason: str = ""
@@ -85,7 +113,7 @@ class Clicks:
                 reason=reason,
             )
         except StratusError as error:
-            await self.ephemeral(body, text.refused(error.message))
+            await self.ephemeral(body, text.refused_error(error))
             return
         self.follower.wake()
         if saved.state == P.AWAITING_APPROVAL and choice != "reject":
@@ -95,12 +123,28 @@ class Clicks:
             return
         await self.driver.after_answer(saved, actor=user)
         self.follower.wake()
+        if await self.rt.call(self.rt.links.card, saved.id) is None:
+            # No card shows what came of it (a proposal made at a terminal, answered from the
+            # App Home or /stratus status): the person who clicked is told here.
+            await self._answered_without_card(body, saved.id, user)
+            return
         if choice != "reject" and saved.state == P.APPROVED:
             # The approval was stored but the write did not follow (a cancel of the incident
             # withdrew it, or the plan moved and it was superseded): say so, never nothing.
             settled = await self.gate.outcome(saved.id)
             if settled is not None and settled.state not in (P.EXECUTED, P.APPROVED, P.EXECUTING):
                 await self.ephemeral(body, text.stale(settled.state.value, settled.reason))
+
+    async def _answered_without_card(
+        self, body: dict[str, Any], proposal_id: str, user: str
+    ) -> None:
+        settled = await self.gate.outcome(proposal_id)
+        if settled is not None:
+            await self.ephemeral(
+                body, text.answered_here(settled.id, settled.intent, settled.state.value)
+            )
+        if (body.get("view") or {}).get("type") == "home":
+            await home.publish(self.rt, self.gate, self.client, user)
 
     async def reject(self, ack: Ack, body: dict[str, Any], context: dict[str, Any]) -> None:
         await ack()
@@ -171,7 +215,7 @@ class Clicks:
         try:
             await self.rt.write(choose)
         except StratusError as error:
-            await self.ephemeral(body, text.refused(error.message))
+            await self.ephemeral(body, text.refused_error(error))
             return
         await self.driver.advance(incident_id, answered=True)
         self.follower.wake()
@@ -191,13 +235,54 @@ class Clicks:
                 UndoRequest(entry_id=proposal.undo_id, incident_id=proposal.incident_id),
                 requester=user,
             )
+        except UndoConflict as conflict:
+            assert proposal.undo_id is not None  # the gate let only an undoable card through
+            await self.offer_force(
+                body, entry_id=proposal.undo_id, original=proposal, conflict=conflict
+            )
+            return
         except StratusError as error:
-            await self.ephemeral(body, text.refused(error.message))
+            await self.ephemeral(body, text.refused_error(error))
             return
         thread = await self.rt.call(self.rt.links.card_thread, proposal.id)
         await self.follower.ensure_card(undo.id, thread)
-        if undo.state == P.APPROVED:
-            await self.driver.execute(undo.id, actor=user)
+        await self.driver.after_answer(undo, actor=user)
+        self.follower.wake()
+
+    async def force_undo(
+        self, ack: Ack, body: dict[str, Any], context: dict[str, Any], respond: Respond
+    ) -> None:
+        """Force, pressed in the message that showed the conflict (the gate checked who, and
+        that the object has not moved since): an undo proposal that overwrites the change."""
+        await ack()
+        entry: UndoEntry = context["entry"]
+        user = str(body["user"]["id"])
+        self.rt.spawn(self._force(body, entry, user, respond), name=f"force undo {entry.id}")
+
+    async def _force(
+        self, body: dict[str, Any], entry: UndoEntry, user: str, respond: Respond
+    ) -> None:
+        request = UndoRequest(
+            entry_id=entry.id, force=True, incident_id=entry.execution.incident_id
+        )
+        try:
+            undo = await self.rt.write(self.rt.service.propose_undo, request, requester=user)
+        except StratusError as error:
+            await self.ephemeral(body, text.refused_error(error))
+            return
+        channel = str((body.get("channel") or {}).get("id", ""))
+        await self.follower.ensure_card(undo.id, MessageRef(channel, "") if channel else None)
+        said = text.undo_proposed(undo.id, undo.state.value)
+        # The offer is used: its button goes, so nobody presses a spent Force.
+        try:
+            replaced = await respond(text=said, replace_original=True)
+            ok = getattr(replaced, "status_code", 200) == 200
+        except (OSError, aiohttp.ClientError) as error:
+            log.warning("replacing the Force offer failed: %s", error)
+            ok = False
+        if not ok:
+            await self.ephemeral(body, said)
+        await self.driver.after_answer(undo, actor=user)
         self.follower.wake()
 
     async def diff(self, ack: Ack, body: dict[str, Any], action: dict[str, Any]) -> None:
@@ -207,6 +292,18 @@ class Clicks:
             await self.ephemeral(body, text.UNKNOWN_ACTION)
             return
         await self.client.views_open(trigger_id=body["trigger_id"], view=cards.diff_view(proposal))
+
+    async def error_lines(self, ack: Ack, body: dict[str, Any], action: dict[str, Any]) -> None:
+        await ack()
+        proposal = await self.gate.proposal(str(action.get("value", "")))
+        if proposal is None:
+            await self.ephemeral(body, text.UNKNOWN_ACTION)
+            return
+        reader = self.rt.reader_for(proposal.cluster)
+        lines = await self.rt.work(telemetry.error_lines, reader, proposal)
+        await self.client.views_open(
+            trigger_id=body["trigger_id"], view=cards.error_lines_view(proposal, lines)
+        )
 
     async def revoke(self, ack: Ack, body: dict[str, Any], action: dict[str, Any]) -> None:
         await ack()
@@ -220,36 +317,38 @@ class Clicks:
         try:
             await self.rt.call(self.rt.grants.revoke, grant_id, by=user)
         except StratusError as error:
-            await self.ephemeral(body, text.refused(error.message))
+            await self.ephemeral(body, text.refused_error(error))
             return
         await self.ephemeral(body, text.revoked(grant_id))
         if (body.get("view") or {}).get("type") == "home":
             await home.publish(self.rt, self.gate, self.client, user)
 
+    # ------------------------------------------------------------------ look again
+
+    async def look_again(self, ack: Ack, body: dict[str, Any], action: dict[str, Any]) -> None:
+        """Anyone in the channel may ask for a fresh look (it writes nothing; every proposal
+        it makes still goes through the policy)."""
+        await ack()
+        incident_id = str(action.get("value", ""))
+        user = str(body["user"]["id"])
+        self.rt.spawn(self._look_again(body, incident_id, user), name=f"look again {incident_id}")
+
+    async def _look_again(self, body: dict[str, Any], incident_id: str, user: str) -> None:
+        try:
+            incident = await self.rt.write(self.rt.workflow.reopen, incident_id, actor=user)
+        except StratusError as error:
+            await self.ephemeral(body, text.refused_error(error))
+            return
+        if incident.state.value != "diagnosing":
+            await self.ephemeral(body, text.LOOK_AGAIN_GONE)
+            return
+        await self.driver.advance(incident_id)
+        self.follower.wake()
+
     # ------------------------------------------------------------------ helpers
 
     async def ephemeral(self, body: dict[str, Any], message: str) -> None:
-        """A word to whoever clicked, beside what they clicked; where the bot may not whisper
-        (a click in the App Home, a channel the bot is not in) a direct message instead, so a
-        revoke or a refusal is never done in silence."""
-        user = str((body.get("user") or {}).get("id", ""))
-        channel = str((body.get("channel") or {}).get("id", ""))
-        thread = (body.get("message") or {}).get("thread_ts")
-        if channel:
-            try:
-                await self.client.chat_postEphemeral(
-                    channel=channel,
-                    user=user,
-                    text=message,
-                    **({"thread_ts": thread} if thread else {}),
-                )
-                return
-            except SlackApiError as error:
-                log.warning("chat.postEphemeral failed: %s", error.response.get("error"))
-        try:
-            await self.client.chat_postMessage(channel=user, text=message)
-        except SlackApiError as error:
-            log.warning("telling %s failed: %s", user, error.response.get("error"))
+        await whisper(self.client, body, message)
 
 
 def where(body: dict[str, Any]) -> MessageRef | None:

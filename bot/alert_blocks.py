@@ -9,6 +9,7 @@ from slack_sdk.models.blocks import Block
 
 from bot import blocks as b
 from bot import text
+from incidents.alerts import Refusal
 
 SHOWN = 10
 WHERE = ("pod", "container", "deployment", "service")
@@ -46,3 +47,12 @@ def resolved(data: dict[str, Any]) -> list[Block]:
     if not data.get("incident_clear"):
         tail = text.alerts_still_firing([str(n) for n in data.get("still_firing") or []])
     return b.sections("\n".join([*lines, *([text.alerts_more(more)] if more else []), tail]))
+
+
+def cluster_refused(refusal: Refusal) -> list[Block]:
+    """The error card for alerts naming a cluster the fleet does not serve (or several): no
+    incident opened, and why (docs/fleet.md)."""
+    return [
+        b.section(text.alert_cluster_refused(refusal.reason, list(refusal.alertnames))),
+        b.context(text.ALERT_CLUSTER_HINT),
+    ]

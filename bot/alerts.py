@@ -5,7 +5,7 @@ in the order that spends least on a stranger: the endpoint is off (503, says how
 on) until ``STRATUS_ALERTS_TOKEN`` is set; the ``Authorization: Bearer`` token is compared in
 constant time before the body is read (401, nothing opened); a body over 1 MiB is refused
 (413); a body that is not JSON, or not Alertmanager's shape, is refused (400). An accepted
-notification is stored at once (``agents.alert_store.AlertIntake``: one incident per alert
+notification is stored at once (``incidents.alert_store.AlertIntake``: one incident per alert
 group, deduplicated by group key) and answered 200 with what was decided; posting the
 incident's thread and investigating run in the background. A failure to reach the cluster
 or the store answers 503, so Alertmanager sends the notification again.
@@ -24,15 +24,15 @@ import logging
 from aiohttp import web
 from pydantic import ValidationError
 
-from agents.alert_store import AlertIntake
-from agents.alerts import AlertmanagerPayload
-from bot import text
+from bot import alert_blocks, text
 from bot.config import AlertsConfig
 from bot.driver import Driver
 from bot.follower import Follower
 from bot.links import MessageRef
 from bot.parking import Threads
 from bot.runtime import Runtime
+from incidents.alert_store import AlertIntake
+from incidents.alerts import AlertmanagerPayload, Refusal
 from store.errors import StratusError
 
 log = logging.getLogger("stratus.bot")
@@ -115,6 +115,11 @@ class AlertReceiver:
                 status=401,
                 headers={"WWW-Authenticate": 'Bearer realm="stratus-alerts"'},
             )
+        if not self.rt.acting():
+            # A deposed leader stores nothing: Alertmanager retries a 5xx, to whoever leads then
+            # (docs/operations.md, the door).
+            log.warning("an alert notification reached a Stratus that does not lead; refused")
+            return _answer(503, text.HANDING_OVER)
         raw = await _read(request)
         if raw is None:
             return _answer(413, text.ALERTS_TOO_LARGE)
@@ -134,8 +139,23 @@ class AlertReceiver:
         for group in result.groups:
             if group.incident_id and not group.opened and group.action != "refuse":
                 self.rt.spawn(self._retry_parked(group.incident_id), name="alert retry")
+                if group.fired:
+                    self.rt.spawn(
+                        self.driver.carry_on_joined(group.incident_id), name="alert joined"
+                    )
+        for refusal in result.refused:
+            if refusal.cluster and self.config.channel:
+                self.rt.spawn(self._cluster_refused(refusal), name="alert cluster refused")
         self.threads.follower.wake()
         return web.json_response(result.to_json())
+
+    async def _cluster_refused(self, refusal: Refusal) -> None:
+        """An alert naming a cluster the fleet does not serve opens nothing (no guess); the
+        alert channel is told, so that someone fixes the labels or the configuration."""
+        where = MessageRef(self.config.channel, "")
+        await self.threads.follower.post(
+            where, alert_blocks.cluster_refused(refusal), text.alert_cluster_refused_fallback()
+        )
 
     async def _investigate(self, incident_id: str, *, retry: bool = False) -> None:
         if await self.threads.ensure(incident_id, retry=retry) is None:

@@ -23,7 +23,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import alerts, cards, home, http, parking, questions, replay
+from bot import alerts, cards, handover, home, http, parking, questions, replay
 from bot.actions import Clicks
 from bot.authz import Gate, Groups, middleware
 from bot.commands import Commands
@@ -31,18 +31,22 @@ from bot.config import BotConfig
 from bot.driver import Driver
 from bot.follower import Follower
 from bot.links import MessageRef
+from bot.listener import Parts
 from bot.parking import Threads
 from bot.recovery import Reconciler
 from bot.runtime import Runtime
 
 STOP_SECONDS = 10.0
+SLACK_PROBE_SECONDS = 30.0
 
 
-async def _bounded(step: Coroutine[Any, Any, Any], what: str) -> None:
+async def _bounded(
+    step: Coroutine[Any, Any, Any], what: str, seconds: float = STOP_SECONDS
+) -> None:
     try:
-        await asyncio.wait_for(step, timeout=STOP_SECONDS)
+        await asyncio.wait_for(step, timeout=seconds)
     except TimeoutError:
-        log.warning("%s took longer than %.0f s; going on", what, STOP_SECONDS)
+        log.warning("%s took longer than %.1f s; going on", what, seconds)
 
 
 log = logging.getLogger("stratus.bot")
@@ -62,10 +66,13 @@ async def _error(error: Exception, request: Any) -> BoltResponse | None:
 
 
 class StratusBot:
-    def __init__(self, runtime: Runtime, config: BotConfig) -> None:
+    def __init__(
+        self, runtime: Runtime, config: BotConfig, *, client: AsyncWebClient | None = None
+    ) -> None:
         self.rt = runtime
         self.config = config
-        self.client = AsyncWebClient(
+        # ``client``: the unit tests' in-process Web API (tests/unit/slack.py); Slack otherwise.
+        self.client = client or AsyncWebClient(
             token=config.bot_token,
             base_url=config.api_url or AsyncWebClient.BASE_URL,
             retry_handlers=[
@@ -83,14 +90,19 @@ class StratusBot:
             raise_error_for_unhandled_request=True,
         )
         self.follower = Follower(runtime, self.client, interval=config.follow_interval)
-        self.recovery = Reconciler(runtime, self.follower, interval=config.reconcile_interval)
         self.driver = Driver(runtime)
-        self.gate = Gate(runtime, Groups(self.client))
-        self.threads = Threads(runtime, self.follower, self.driver, self.gate)
-        self.commands = Commands(
-            runtime, self.client, self.follower, self.driver, self.gate, self.threads
+        self.recovery = Reconciler(
+            runtime,
+            self.follower,
+            self.driver,
+            interval=config.reconcile_interval,
+            grace=config.parked_grace,
         )
-        self.clicks = Clicks(runtime, self.client, self.follower, self.driver, self.gate)
+        self.gate = Gate(runtime, Groups(self.client), names=self.follower.names)
+        self.threads = Threads(runtime, self.follower, self.driver, self.gate)
+        parts = Parts(runtime, self.client, self.follower, self.driver, self.gate)
+        self.commands = Commands(parts, self.threads)
+        self.clicks = Clicks(parts)
         self.alert_threads = alerts.AlertThreads(
             runtime, self.follower, self.threads, config.alerts
         )
@@ -104,19 +116,26 @@ class StratusBot:
         self._runner: web.AppRunner | None = None
         self._socket: Any = None
         self.url = ""
+        self._slack_ok_at: float | None = None  # when Slack last accepted the token
+        self._serving = False  # between the end of ``start`` and the beginning of ``stop``
         self._wire()
 
     def _wire(self) -> None:
         app = self.app
+        app.middleware(handover.middleware(self.rt))  # first: a deposed leader takes nothing
         app.middleware(middleware(self.gate))
         app.command("/stratus")(self._command)
         app.action(cards.APPROVE)(self.clicks.approve)
         app.action(cards.ALWAYS)(self.clicks.always)
+        app.action(cards.PLAN)(self.clicks.plan)
         app.action(cards.REJECT)(self.clicks.reject)
         app.action(cards.OTHER)(self.clicks.other)
         app.action(cards.UNDO)(self.clicks.undo)
+        app.action(cards.FORCE_UNDO)(self.clicks.force_undo)
         app.action(cards.DIFF)(self.clicks.diff)
+        app.action(cards.LOGS)(self.clicks.error_lines)
         app.action(cards.REVOKE)(self.clicks.revoke)
+        app.action(cards.LOOK_AGAIN)(self.clicks.look_again)
         app.action(parking.RETRY)(self.threads.retry_click)
         app.view(cards.REJECT_VIEW)(self.clicks.reject_reason)
         app.event("app_home_opened")(self._home)
@@ -160,10 +179,42 @@ class StratusBot:
         incident = await self.rt.call(self.rt.incidents.get, incident_id)
         events = await self.rt.call(self.rt.incidents.events, incident_id=incident_id, limit=5000)
         messages = [e.event.message for e in events if e.event.message]
-        reply = await questions.reply(self.rt.answerer, incident, asked, messages)
+        undone = None
+        if questions.kind(asked) == "undone":
+            proposals = await self.rt.call(self.rt.service.by_incident, incident_id)
+            undone = questions.undone(proposals)
+        reply = await questions.reply(self.rt.answerer, incident, asked, messages, undone)
         await self.client.chat_postMessage(channel=channel, thread_ts=str(thread), text=reply)
 
     # ------------------------------------------------------------------ lifecycle
+
+    async def rejected(self) -> str | None:
+        """Why Slack does not accept this bot's token (``auth.test``), or None when it does."""
+        try:
+            await self.client.auth_test()
+        except (SlackApiError, aiohttp.ClientError, OSError) as error:
+            return str(error)
+        return None
+
+    async def slack_connected(self) -> str | None:
+        """Readiness (``bot.health``): why Slack is not reachable for this bot now, or None.
+        Socket Mode needs its connection up; both modes need Slack to accept the token, asked
+        at most every ``SLACK_PROBE_SECONDS`` (a probe every few seconds must not spend the
+        workspace's rate limit)."""
+        if not self._serving:
+            return "the bot is not serving (starting or stopping)"
+        if self.config.mode == "socket":
+            socket_client = getattr(self._socket, "client", None)
+            if socket_client is None or not await socket_client.is_connected():
+                return "the Socket Mode connection is not open"
+        now = time.monotonic()
+        # Only a success is remembered: a refusal is asked again at the next probe, so the
+        # bot is ready again as soon as Slack is back.
+        if self._slack_ok_at is None or now - self._slack_ok_at >= SLACK_PROBE_SECONDS:
+            why = await self.rejected()
+            self._slack_ok_at = now if why is None else None
+            return why
+        return None
 
     async def start(self) -> None:
         # One HTTP session (a pool of kept-alive connections) for every Web API call: without
@@ -173,7 +224,11 @@ class StratusBot:
         await self.follower.start()
         self.recovery.start()
         await self.driver.resume_open()
-        self.rt.spawn(self.gate.groups.warm(self.rt.approvers_named()), name="warm user groups")
+        # At takeover: what the previous leader left approved and unexecuted is carried on
+        # (the open incidents are advanced above; this adds the standalone proposals).
+        self.rt.spawn(self.recovery.carry_on(), name="carry on parked work")
+        named = [*self.rt.approvers_named(), *self.rt.mapped_groups()]
+        self.rt.spawn(self.gate.groups.warm(named), name="warm user groups")
         if self.config.mode == "http":
             seen = await self.rt.call(replay.SeenRequests, self.rt.store, window=http.MAX_AGE)
 
@@ -181,7 +236,11 @@ class StratusBot:
                 return await self.rt.call(seen.first_time, signature, stamp=stamp, now=time.time())
 
             server_app = http.web_app(
-                self.app, self.config.path, self.config.signing_secret, first_time=first_time
+                self.app,
+                self.config.path,
+                self.config.signing_secret,
+                first_time=first_time,
+                acting=self.rt.acting,
             )
             self.alerts.add_to(server_app)  # off (503, says why) without STRATUS_ALERTS_TOKEN
             self._runner = web.AppRunner(
@@ -212,25 +271,46 @@ class StratusBot:
                 self._alert_listener = alerts.AlertListener(self.alerts, self.config.alerts)
                 await self._alert_listener.start()
                 self.alerts_url = self._alert_listener.url
+        self._serving = True
         log.info("stratus bot started (%s mode) %s", self.config.mode, self.url)
         log.info(
             "Alertmanager webhook: %s",
             self.alerts_url if self.config.alerts.enabled else "off (STRATUS_ALERTS_TOKEN unset)",
         )
 
-    async def stop(self) -> None:
+    async def stop(self, within: float | None = None) -> int:
         """Stop taking requests, let background work finish (bounded), stop following.
         Every step is bounded: a peer that never closes its connection must not keep the
-        bot from stopping (the workflows' state is in the store; a restart resumes them)."""
+        bot from stopping (the workflows' state is in the store; a restart resumes them).
+
+        ``within``: the whole stop's bound (``stratus serve`` on SIGTERM); None bounds each
+        step by ``STOP_SECONDS``. Requests stop first — the listeners close, so Slack
+        redelivers to the next instance —, then the work in flight finishes. Returns how many
+        calls still run in worker threads at the bound: a write among them has its
+        write-ahead record, so the caller may exit and leave them to recovery."""
+        self._serving = False
+        loop = asyncio.get_running_loop()
+        deadline = None if within is None else loop.time() + within
+
+        def left(share: float = 1.0) -> float:
+            if deadline is None:
+                return STOP_SECONDS
+            return max((deadline - loop.time()) * share, 0.05)
+
         if self._socket is not None:
-            await _bounded(self._socket.close_async(), "closing the Socket Mode connection")
+            await _bounded(self._socket.close_async(), "closing the Socket Mode connection", left())
         if self._runner is not None:
-            await _bounded(self._runner.cleanup(), "closing the HTTP server")
+            await _bounded(self._runner.cleanup(), "closing the HTTP server", left())
         if self._alert_listener is not None:
-            await _bounded(self._alert_listener.stop(), "closing the alert webhook listener")
+            await _bounded(
+                self._alert_listener.stop(), "closing the alert webhook listener", left()
+            )
         await self.recovery.stop()
-        await self.rt.drain(timeout=STOP_SECONDS)
-        await _bounded(self.follower.stop(), "stopping the event follower")
+        # Most of what is left goes to the work in flight; the rest to the last cards.
+        await self.rt.drain(timeout=left(0.8))
+        await self.rt.calls_finished(left(0.8) if deadline is not None else 0.0)
+        await _bounded(self.follower.stop(), "stopping the event follower", left())
         self.rt.close()
         if self.client.session is not None:
             await self.client.session.close()
+        return self.rt.running

@@ -5,7 +5,8 @@ dropped here too; the proposal service's compare-and-set makes a second executio
 anyway.
 
 The rules themselves are the proposal service's (``ProposalService.refusal``) and
-``policies.authority``'s (who may undo, who may cancel, who is an admin); this module only
+``policies.authority``'s (who may undo, cancel, revoke or pause, who is an admin) — the CLI
+asks the same functions; this module only
 gathers the facts a click carries (the user, their user groups from ``usergroups.users.list``)
 and the proposal's stored state.
 """
@@ -24,11 +25,16 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import cards, text
+from bot.names import Names
 from bot.runtime import Runtime
+from bot.whisper import whisper
 from policies import approvers, authority
 from policies.approvals import ApprovalRequest
 from proposals.errors import ProposalNotFound
 from proposals.model import Proposal, ProposalState
+from proposals.service import UndoRequest
+from store.errors import StratusError
+from undo.entries import UndoEntry
 
 log = logging.getLogger("stratus.bot")
 P = ProposalState
@@ -40,14 +46,14 @@ SETTLE_SECONDS = 20.0
 
 
 class Groups:
-    """A user's Slack user groups among those a policy names.
+    """A user's Slack user groups among those a policy (or the impersonation mapping) names.
 
     Memberships are cached for ``ttl`` (``GROUP_TTL``) and refreshed behind the clicks: a
     click on an entry past its TTL is answered from it while one background lookup refreshes
     it, so no click waits for ``usergroups.users.list`` once a group has been seen (``warm``
-    looks up the policy's groups when the bot starts). An entry older than twice the TTL is
-    not trusted: that click waits for the fresh answer, so a removed member is refused within
-    two minutes.
+    looks up the policy's and the impersonation mapping's groups when the bot starts). An
+    entry older than twice the TTL is not trusted: that click waits for the fresh answer, so
+    a removed member is refused within two minutes.
     """
 
     def __init__(self, client: AsyncWebClient, ttl: float = GROUP_TTL) -> None:
@@ -107,7 +113,7 @@ class Groups:
 
     async def of(self, user: str, named: list[str]) -> tuple[str, ...]:
         found = []
-        for group in named:
+        for group in dict.fromkeys(named):
             if group.startswith("S") and user in await self.members(group):
                 found.append(group)
         return tuple(found)
@@ -116,14 +122,32 @@ class Groups:
         return "*" in named or user in named or bool(await self.of(user, named))
 
 
+NAME_WAIT = 2.0  # seconds a refusal waits for the handles it names
+
+
 class Gate:
     """The checks, separate from bolt so they read top to bottom."""
 
-    def __init__(self, runtime: Runtime, groups: Groups) -> None:
+    def __init__(self, runtime: Runtime, groups: Groups, names: Names | None = None) -> None:
         self.rt = runtime
         self.groups = groups
+        # Handles for the ids a refusal names, from the cache the cards filled (a click never
+        # waits on a lookup).
+        self.names = names
         self._seen: OrderedDict[tuple[str, str, str], None] = OrderedDict()
         self._reading: dict[str, asyncio.Future[Proposal | None]] = {}
+
+    async def handles(self, sentence: str) -> dict[str, str] | None:
+        """Handles for the ids a refusal names ("… S0SRE and also U0CAROL"): the cache, and a
+        lookup of what it lacks, bounded (``NAME_WAIT``) so that a slow Slack never holds a
+        refusal up — a lookup not done in time leaves the id."""
+        ids = text.slack_ids(sentence)
+        if self.names is None or not ids:
+            return None
+        try:
+            return await asyncio.wait_for(self.names.warm(ids), NAME_WAIT)
+        except TimeoutError:
+            return self.names.known()
 
     def duplicate(self, user: str, action_id: str, action_ts: str) -> bool:
         key = (user, action_id, action_ts)
@@ -160,12 +184,19 @@ class Gate:
         """Whether a click came from the proposal's own card: the channel and message Slack says
         it was clicked on are the ones the bot posted the proposal's card as. A click naming a
         proposal from elsewhere (another channel, a message that is not its card) is not one
-        a person made on what they read."""
+        a person made on what they read. A proposal with no card (made at a terminal) is
+        answered where the bot lists it: the clicker's App Home, when that view shows this
+        proposal's button, or the ``/stratus status`` reply (an ephemeral message)."""
         container = body.get("container") or {}
+        card = await self.rt.call(self.rt.links.card, proposal_id)
+        if card is None:
+            view = body.get("view") or {}
+            if view.get("type") == "home":
+                return proposal_id in _button_values(view.get("blocks") or [])
+            return container.get("type") == "message" and bool(container.get("is_ephemeral"))
         channel = str(container.get("channel_id") or (body.get("channel") or {}).get("id") or "")
         ts = str(container.get("message_ts") or (body.get("message") or {}).get("ts") or "")
-        card = await self.rt.call(self.rt.links.card, proposal_id)
-        return card is not None and (card.channel, card.ts) == (channel, ts)
+        return (card.channel, card.ts) == (channel, ts)
 
     async def outcome(self, proposal_id: str, *, wait: float = SETTLE_SECONDS) -> Proposal | None:
         """The proposal once it left approved/executing (what it became: executed, superseded,
@@ -189,13 +220,25 @@ class Gate:
             return text.stale(proposal.state.value, proposal.reason), ()
         if now >= proposal.expires_at:
             return text.stale("expired"), ()
-        groups = await self.groups.of(user, list(approvers.named(proposal.decision.approver_lists)))
+        groups = await self.voter_groups(user, approvers.named(proposal.decision.approver_lists))
         why = self.rt.service.refusal(
             proposal, user=user, groups=tuple(groups), now=now, choice=choice
         )
         if why is None:
             return None, groups
-        return (text.not_rejecter(why) if choice == "reject" else text.not_approver(why)), groups
+        handles = self.names.known() if self.names is not None else None
+        refusal = (
+            text.not_rejecter(why, handles)
+            if choice == "reject"
+            else text.not_approver(why, handles)
+        )
+        return refusal, groups
+
+    async def voter_groups(self, user: str, named: Sequence[str]) -> tuple[str, ...]:
+        """The user groups a vote records: those among ``named`` (the policy's approvers) and
+        those the impersonation mapping gives Kubernetes groups for, which the write made as
+        this voter carries (``policies.impersonation``) whatever the policy names."""
+        return await self.groups.of(user, [*named, *self.rt.mapped_groups()])
 
     async def undo(self, user: str, proposal: Proposal) -> str | None:
         """Why this user may not press Undo on this card (None: they may)."""
@@ -211,7 +254,46 @@ class Gate:
         lists = authority.undo_approvers(decision, admins)
         asker = await self.asker(user, approvers.named(lists))
         why = authority.undo_refusal(asker, original=decision, admins=admins)
-        return text.undo_refused(why) if why else None
+        return text.undo_refused(why, await self.handles(why)) if why else None
+
+    async def force_of(self, user: str, original: Proposal | None) -> str | None:
+        """Why this user may not be offered Force for an undo of the write ``original`` made
+        (``policies.authority.force_undo_refusal``), or None."""
+        decision = original.decision.policy_decision() if original is not None else None
+        admins = self.rt.admins()
+        lists = authority.undo_approvers(decision, admins)
+        asker = await self.asker(user, approvers.named(lists))
+        why = authority.force_undo_refusal(asker, original=decision, admins=admins)
+        return text.force_refused(why, await self.handles(why)) if why else None
+
+    async def force(
+        self, user: str, body: dict[str, Any], value: str
+    ) -> tuple[str | None, UndoEntry | None]:
+        """Why a Force click does nothing (None: it may go on), and the entry it undoes. Force
+        lives only in the message that showed its clicker the conflict, and its value binds it
+        to that conflict: a click from anywhere else, by someone who may not undo the write, on
+        an entry that left the stack, or after the object moved again is refused."""
+        if not (body.get("container") or {}).get("is_ephemeral"):
+            return text.FORCE_NOT_OFFERED, None
+        entry_id, _, digest = value.partition(":")
+        try:
+            entry = await self.rt.call(self.rt.service.undo_target, UndoRequest(entry_id=entry_id))
+            made_by = entry.execution.proposal_id
+            original = await self.rt.call(self.rt.service.get, made_by) if made_by else None
+        except StratusError as error:
+            return text.refused_error(error), None
+        why = await self.force_of(user, original)
+        if why:
+            return why, None
+        try:
+            conflict = await self.rt.call(self.rt.service.undo_conflict, entry.id)
+        except StratusError as error:
+            return text.refused_error(error), None
+        if conflict is None:
+            return text.FORCE_NOT_NEEDED, None
+        if conflict.digest != digest:
+            return text.FORCE_STALE, None
+        return None, entry
 
     async def cancel(self, user: str, incident_id: str, *, channel: str | None) -> str | None:
         """Why this user may not cancel the incident from ``channel`` (None: they may)."""
@@ -248,6 +330,12 @@ class Gate:
         asker = await self.asker(user, admins)
         return authority.may_revoke(asker, created_by=created_by, admins=admins)
 
+    async def pause(self, user: str) -> str | None:
+        """Why this user may not pause or resume Stratus (None: they may)."""
+        admins = self.rt.admins()
+        why = authority.pause_refusal(await self.asker(user, admins), admins=admins)
+        return text.PAUSE_REFUSED if why else None
+
     async def admin(self, user: str) -> bool:
         admins = self.rt.admins()
         return authority.is_admin(await self.asker(user, admins), admins)
@@ -267,24 +355,7 @@ def _refusal_sender(
     client: AsyncWebClient, body: dict[str, Any]
 ) -> Callable[[str], Coroutine[Any, Any, None]]:
     async def send(message: str) -> None:
-        user = str((body.get("user") or {}).get("id", ""))
-        channel = str((body.get("channel") or {}).get("id", ""))
-        thread = (body.get("message") or {}).get("thread_ts")
-        if channel:
-            try:
-                await client.chat_postEphemeral(
-                    channel=channel,
-                    user=user,
-                    text=message,
-                    **({"thread_ts": thread} if thread else {}),
-                )
-                return
-            except SlackApiError as error:
-                log.warning("chat.postEphemeral failed: %s", error.response.get("error"))
-        try:  # where the bot may not whisper (not in the channel, the App Home): a DM
-            await client.chat_postMessage(channel=user, text=message)
-        except SlackApiError as error:
-            log.warning("telling %s failed: %s", user, error.response.get("error"))
+        await whisper(client, body, message)
 
     return send
 
@@ -345,6 +416,14 @@ async def _click(
     refuse = _refusal_sender(client, body)
     if gate.duplicate(user, action_id, str(action.get("action_ts", ""))):
         return await ack()
+    if action_id == cards.FORCE_UNDO:
+        why, entry = await gate.force(user, body, str(action.get("value") or ""))
+        if why:
+            gate.rt.spawn(refuse(why), name="refuse")
+            return await ack()
+        context["entry"] = entry
+        await next()
+        return None
     if action_id not in (*cards.DECISIONS, cards.UNDO):
         await next()
         return None
@@ -372,6 +451,16 @@ async def _click(
     context["proposal"], context["groups"] = proposal, groups
     await next()
     return None
+
+
+def _button_values(blocks: list[Any]) -> set[str]:
+    return {
+        str(element.get("value", ""))
+        for block in blocks
+        if isinstance(block, dict)
+        for element in block.get("elements") or []
+        if isinstance(element, dict)
+    }
 
 
 async def _refuse_settled(

@@ -14,13 +14,20 @@ from typing import Any
 
 from slack_sdk.models.blocks import Block
 
-from agents.incident import Incident
+from agents.health import breakdown
 from agents.model import Candidate
 from agents.telemetry import Telemetry
 from bot import blocks as b
 from bot import text
-from bot.telemetry import telemetry_text
+
+# Re-exported: ``cards.title`` and ``cards.undo_effect`` are what the surfaces call.
+from bot.effects import title as title  # noqa: PLC0414
+from bot.effects import undo_effect as undo_effect  # noqa: PLC0414
+from bot.telemetry import error_lines_cut, telemetry_text
+from incidents import plans
+from incidents.model import Incident
 from proposals.model import Proposal, ProposalState
+from undo.conflicts import UndoConflict
 
 P = ProposalState
 DIFF_LINES = 30
@@ -31,12 +38,16 @@ ALWAYS = "stratus.always"
 REJECT = "stratus.reject"
 OTHER = "stratus.other"
 UNDO = "stratus.undo"
+FORCE_UNDO = "stratus.force_undo"
 DIFF = "stratus.diff"
+LOGS = "stratus.logs"
 REASON_MAX = 500  # the Reject modal's limit, enforced again when the submission arrives
 REVOKE = "stratus.revoke"
 REJECT_VIEW = "stratus.reject_reason"
+PLAN = "stratus.plan"
+LOOK_AGAIN = "stratus.look_again"  # an escalated incident: diagnose it again, same thread
 # The clicks that answer a proposal (checked by the authorization middleware).
-DECISIONS = frozenset({APPROVE, ALWAYS, REJECT, OTHER})
+DECISIONS = frozenset({APPROVE, ALWAYS, REJECT, OTHER, PLAN})
 
 
 def option_id(candidate: Candidate) -> str:
@@ -47,14 +58,39 @@ def option_id(candidate: Candidate) -> str:
 # ---------------------------------------------------------------------- the parent message
 
 
+def health_line(start: dict[str, Any] | None, now: dict[str, Any] | None) -> str:
+    """A health score and the parts it is made of (those of ``now``, or of ``start`` when
+    nothing is wrong any more), in words."""
+    current = now or start or {}
+    total = current.get("total")
+    if total is None:
+        return text.health(None, None)
+    shown, was = breakdown(current), False
+    if not shown and start:
+        shown, was = breakdown(start), True
+    return text.health_explained(
+        total,
+        current.get("healthy"),
+        (start or {}).get("total"),
+        [text.health_part(p.name, p.count, p.points) for p in shown],
+        was=was,
+    )
+
+
+def cluster_blocks(cluster: str) -> list[Block]:
+    """The cluster a card is about, when Stratus serves a fleet (none for the one unnamed
+    cluster, so a single-cluster card is what it always was)."""
+    return [b.context(text.cluster_line(cluster))] if cluster else []
+
+
 def incident_parent(incident: Incident, now: datetime) -> list[Block]:
     end = incident.updated_at if not incident.is_open else now
-    start = incident.health_at_start.get("total")
-    health = text.health(
-        incident.health_now.get("total", start), incident.health_now.get("healthy"), start
-    )
+    health = health_line(incident.health_at_start, incident.health_now)
+    if incident.health_now or incident.health_at_start:
+        health += "\n" + text.HEALTH_SCALE
     parts: list[Block] = [
         b.header(text.incident_title(incident.namespace)),
+        *cluster_blocks(incident.cluster),
         b.section(
             "",
             fields=text.incident_fields(
@@ -73,8 +109,43 @@ def incident_parent(incident: Incident, now: datetime) -> list[Block]:
                 )
             )
         )
+    parts += fix_undone(incident)
+    parts += look_again(incident)
     parts.append(b.context(text.incident_context(incident.id, incident.question, incident.planner)))
     return parts
+
+
+def fix_undone(incident: Incident) -> list[Block]:
+    """The line saying a fix of the incident was undone after it ended, if one was (the
+    parent message and the summary both show it)."""
+    note = incident.fix_undone
+    if note is None:
+        return []
+    return [
+        b.section(
+            text.fix_undone_line(
+                note.by,
+                note.at,
+                reopened=note.reopened,
+                why=note.why,
+                namespace=incident.namespace,
+                state=incident.state.value,
+            )
+        )
+    ]
+
+
+def look_again(incident: Incident) -> list[Block]:
+    """An escalated incident says why it stopped and offers a fresh look (issue 18 §2): the
+    fault may have shown its cause since, or the policy changed."""
+    if incident.state.value != "escalated":
+        return []
+    return [
+        b.section(
+            text.escalated_why(incident.reason),
+            accessory=b.button(text.LOOK_AGAIN, LOOK_AGAIN, incident.id, style="primary"),
+        )
+    ]
 
 
 # ---------------------------------------------------------------------- step messages
@@ -137,24 +208,47 @@ def verdict_for(proposal: Proposal, incident: Incident | None) -> tuple[str, Any
     return None
 
 
+def verified_at(proposal: Proposal, incident: Incident | None) -> datetime | None:
+    """When the attempt that ran ``proposal`` was judged settled (its pods ready): its figures
+    settle a rate window after that."""
+    if incident is None:
+        return None
+    for attempt in incident.attempts:
+        if proposal.id in attempt.proposals and attempt.verdict is not None:
+            return attempt.finished_at
+    return None
+
+
 def proposal_card(
     proposal: Proposal,
     *,
     incident: Incident | None,
     telemetry: Telemetry | None,
     undo: Proposal | None = None,
+    handles: dict[str, str] | None = None,
+    ran_at: datetime | None = None,
 ) -> list[Block]:
+    """``handles``: Slack id → handle, for the ids the card's words name (``bot.names``).
+    ``ran_at``: when its write was applied (its undo entry's time), which an undone proposal's
+    own times no longer say."""
     state = proposal.state
     shown_state = "tampered" if proposal.tampered else state.value
-    parts: list[Block] = [
-        b.header(proposal.intent),
+    parts: list[Block] = [b.header(title(proposal)), *cluster_blocks(proposal.cluster)]
+    step = plans.position(incident, proposal.id)
+    if step is not None:
+        parts.append(b.context(text.step_of(*step)))
+    parts.append(
         b.section(
             "",
             fields=text.card_fields(
-                str(proposal.target), proposal.risk, proposal.reversible, shown_state
+                str(proposal.target),
+                proposal.risk,
+                proposal.reversible,
+                shown_state,
+                undo_note=_undo_note(proposal),
             ),
-        ),
-    ]
+        )
+    )
     if proposal.tampered:
         # No outcome and no buttons: nothing it says can be trusted, and nothing acts on it.
         parts.append(b.section(text.tampered(proposal.tampered)))
@@ -162,6 +256,7 @@ def proposal_card(
             b.context(text.card_context(proposal.id, proposal.requester, proposal.expires_at))
         )
         return parts
+    parts += _risk_blocks(proposal)
     preview, cut = diff_preview(proposal.plan.diff)
     parts.append(
         b.section(
@@ -170,7 +265,7 @@ def proposal_card(
         )
     )
     if telemetry is not None:
-        parts.append(b.section(telemetry_text(telemetry)))
+        parts += telemetry_blocks(telemetry, proposal.id)
     if proposal.warnings:
         parts.append(b.context(*[text.warning(w) for w in proposal.warnings]))
     decision = proposal.decision
@@ -182,34 +277,62 @@ def proposal_card(
                     decision.approvers,
                     proposal.approvals(),
                     decision.min_approvals,
+                    handles=handles,
                 )
             )
         )
     else:
         parts.append(b.section(text.why_allowed(decision.reason)))
-    parts += _outcome(proposal, incident, undo)
+    parts += _outcome(proposal, incident, undo, ran_at)
     parts += _buttons(proposal, incident)
     parts.append(b.context(text.card_context(proposal.id, proposal.requester, proposal.expires_at)))
     return parts
 
 
-def _outcome(proposal: Proposal, incident: Incident | None, undo: Proposal | None) -> list[Block]:
+def _risk_blocks(proposal: Proposal) -> list[Block]:
+    """The risk's reason, and the flag of an undo that puts the diagnosed cause back — both
+    decided below (``proposals.risk``); a proposal stored before them shows neither."""
+    parts: list[Block] = []
+    if proposal.puts_back:
+        parts.append(b.section(text.puts_back_cause(proposal.puts_back)))
+    if proposal.risk_reason:
+        parts.append(b.context(text.risk_reason(proposal.risk, proposal.risk_reason)))
+    return parts
+
+
+def _undo_note(proposal: Proposal) -> str | None:
+    """The card's Undo field where its default ("exact undo available") would not be true: an
+    undo has no Undo button of its own, and an undone write has none any more."""
+    namespace = proposal.target.namespace
+    if proposal.undo_entry is not None:
+        return text.undo_field_of_undo(namespace)
+    if proposal.state == P.UNDONE:
+        return text.undo_field_undone(namespace)
+    return None
+
+
+def _outcome(
+    proposal: Proposal,
+    incident: Incident | None,
+    undo: Proposal | None,
+    ran_at: datetime | None = None,
+) -> list[Block]:
     state = proposal.state
     lines: list[str] = []
     if state in (P.APPROVED, P.EXECUTING, P.EXECUTED, P.UNDONE):
         approvals = proposal.approvals()
         last_vote = proposal.votes[-1].at if proposal.votes else None
-        lines.append(
-            text.approved_by(approvals, last_vote)
-            if approvals
-            else text.allowed_by_policy(proposal.decision.reason)
-        )
+        lines.append(_approved_line(proposal, approvals, last_vote))
     if state in (P.EXECUTED, P.UNDONE):
-        lines.append(text.ran(_ran_at(proposal)))
+        lines.append(text.ran(ran_at or _ran_at(proposal)))
         found = verdict_for(proposal, incident)
         if found is not None:
-            verdict, before, after = found
-            lines.append(text.verification(verdict, before, after) if verdict else text.VERIFYING)
+            verdict = found[0]
+            lines.append(
+                text.verification_health(verdict, health_line(*_attempt_health(proposal, incident)))
+                if verdict
+                else text.VERIFYING
+            )
     if state == P.UNDONE:
         lines.append(
             text.undone_line(
@@ -219,11 +342,50 @@ def _outcome(proposal: Proposal, incident: Incident | None, undo: Proposal | Non
             )
         )
     if state in (P.REJECTED, P.EXPIRED, P.SUPERSEDED, P.FAILED, P.CANCELLED, P.DENIED):
-        lines.append(text.ended(state.value, proposal.reason))
+        lines.append(_impersonation_line(proposal) or text.ended(state.value, proposal.reason))
     return [b.section("\n".join(lines))] if lines else []
 
 
+def _impersonation_line(proposal: Proposal) -> str | None:
+    """A write made as its approver that failed for that reason: the cluster refused it for
+    them, or they have no Kubernetes identity (``policies.impersonation``)."""
+    error = proposal.error if proposal.state == P.FAILED else None
+    details = (error or {}).get("details") or {}
+    if not isinstance(details, dict):
+        return None
+    code = (error or {}).get("code")
+    if code == "cluster_refused":
+        return text.cluster_refused(str(details.get("person") or ""), str(details.get("cluster")))
+    if code == "not_mapped":
+        return text.not_mapped(str(details.get("person") or ""), str(details.get("file") or ""))
+    return None
+
+
+def _approved_line(proposal: Proposal, approvals: list[str], at: datetime | None) -> str:
+    """Who approved: people, a plan approval (given on this card, or on the plan's first
+    step for this one), or the policy."""
+    if not approvals:
+        return text.allowed_by_policy(proposal.decision.reason)
+    carried = next((v for v in proposal.votes if v.with_plan), None)
+    if carried is not None and len(approvals) == 1:
+        return text.approved_with_plan(carried.user, carried.at)
+    planned = next((v for v in proposal.votes if v.choice == "plan"), None)
+    if planned is not None and len(approvals) == 1:
+        return text.plan_approved(planned.user, planned.at, len(planned.plan))
+    return text.approved_by(approvals, at)
+
+
+def _attempt_health(
+    proposal: Proposal, incident: Incident | None
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    for attempt in incident.attempts if incident else []:
+        if proposal.id in attempt.proposals:
+            return attempt.health_before, attempt.health_after
+    return None, None
+
+
 def _ran_at(proposal: Proposal) -> datetime | None:
+    # An undone proposal was saved again when undone: its updated_at is the undo's time.
     return proposal.updated_at if proposal.state == P.EXECUTED else None
 
 
@@ -238,6 +400,12 @@ def untried(incident: Incident | None, proposal: Proposal) -> list[Candidate]:
     return [c for c in incident.candidates if c.key() not in done]
 
 
+def answer_row(proposal: Proposal) -> list[Block]:
+    """The answer buttons of a proposal that has no card (one made at a terminal), for the
+    App Home and ``/stratus status``, which list it: the same buttons a card has."""
+    return _buttons(proposal, None) if proposal.state == P.AWAITING_APPROVAL else []
+
+
 def _buttons(proposal: Proposal, incident: Incident | None) -> list[Block]:
     if proposal.state == P.AWAITING_APPROVAL:
         decision = proposal.decision
@@ -245,7 +413,9 @@ def _buttons(proposal: Proposal, incident: Incident | None) -> list[Block]:
         ask = (
             b.confirm(
                 text.CONFIRM_TITLE,
-                text.high_risk_confirm(proposal.intent, str(proposal.target)),
+                text.high_risk_confirm(
+                    title(proposal), str(proposal.target), puts_back=proposal.puts_back
+                ),
                 text.CONFIRM_YES,
                 text.CONFIRM_NO,
             )
@@ -255,6 +425,21 @@ def _buttons(proposal: Proposal, incident: Incident | None) -> list[Block]:
         elements: list[Any] = [
             b.button(text.APPROVE, APPROVE, proposal.id, style="primary", ask=ask)
         ]
+        if plans.plan_offered(incident, proposal):
+            total = len(incident.current.candidate.steps) if incident and incident.current else 0
+            elements.append(
+                b.button(
+                    text.APPROVE_PLAN,
+                    PLAN,
+                    proposal.id,
+                    ask=b.confirm(
+                        text.PLAN_CONFIRM_TITLE,
+                        text.plan_confirm(total),
+                        text.PLAN_CONFIRM_YES,
+                        text.CONFIRM_NO,
+                    ),
+                )
+            )
         if decision.remember and decision.min_approvals <= 1:
             elements.append(
                 b.button(
@@ -292,7 +477,7 @@ def _buttons(proposal: Proposal, incident: Incident | None) -> list[Block]:
                     proposal.id,
                     ask=b.confirm(
                         text.UNDO_CONFIRM_TITLE,
-                        text.undo_confirm(proposal.intent),
+                        text.undo_confirm(undo_effect(proposal)),
                         text.UNDO_CONFIRM_YES,
                         text.CONFIRM_NO,
                     ),
@@ -301,6 +486,55 @@ def _buttons(proposal: Proposal, incident: Incident | None) -> list[Block]:
             )
         ]
     return []
+
+
+def telemetry_blocks(telemetry: Telemetry, proposal_id: str) -> list[Block]:
+    """The card's telemetry section, with a button that shows the error lines whole when the
+    card shows them cut or not all of them."""
+    more = error_lines_cut(telemetry.errors)
+    return [
+        b.section(
+            telemetry_text(telemetry),
+            accessory=b.button(text.SEE_ERROR_LINES, LOGS, proposal_id) if more else None,
+        )
+    ]
+
+
+def error_lines_view(proposal: Proposal, lines: list[str]) -> dict[str, Any]:
+    """A modal with the target's error lines whole, as read when the button was clicked."""
+    intro = b.section(text.error_lines_intro(str(proposal.target), len(lines)))
+    body = [b.section(b.code(piece)) for piece in b.chunks("\n".join(lines), b.SECTION_TEXT - 10)]
+    return {
+        "type": "modal",
+        "title": {"type": "plain_text", "text": b.cut(text.ERROR_LINES_TITLE, 24)},
+        "close": {"type": "plain_text", "text": text.CLOSE},
+        "blocks": b.render([intro, *body][: b.VIEW_BLOCKS], limit=b.VIEW_BLOCKS),
+    }
+
+
+def force_offer(entry_id: str, conflict: UndoConflict) -> list[Block]:
+    """An undo that met a later change, offered forced (to someone who may undo it, in a
+    message only they see): what moved, the diff, and Force — its dialog shows the diff again.
+    The button's value binds the click to this conflict (``UndoConflict.digest``)."""
+    preview, _ = diff_preview(conflict.diff)
+    return [
+        b.section(text.force_offer(conflict.message, preview)),
+        b.actions(
+            b.button(
+                text.FORCE,
+                FORCE_UNDO,
+                f"{entry_id}:{conflict.digest}",
+                style="danger",
+                ask=b.confirm(
+                    text.FORCE_TITLE,
+                    text.force_confirm(conflict.diff),
+                    text.FORCE_YES,
+                    text.CONFIRM_NO,
+                ),
+            ),
+            block_id=f"force:{entry_id}",
+        ),
+    ]
 
 
 def diff_view(proposal: Proposal) -> dict[str, Any]:

@@ -12,23 +12,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
-from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.models.blocks import Block
 
 from bot import blocks as b
-from bot import text
-from bot.authz import Gate
-from bot.driver import Driver
-from bot.follower import Follower
+from bot import cards, text
 from bot.links import MessageRef
+from bot.listener import Listener, Parts
 from bot.parking import Threads
 from bot.policy_view import policy_blocks
-from bot.runtime import Runtime
+from incidents.workflow import closed
+from proposals.model import Proposal
 from proposals.service import UndoRequest
 from store.errors import StratusError
+from undo.conflicts import UndoConflict
 
 Ack = Callable[..., Awaitable[None]]
 NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 INCIDENT_ID = re.compile(r"^inc-[0-9a-f]{10}$")
+# A first word that can only have been meant to name an incident (a path, a dotted name, an
+# id of another spelling), which is answered as a bad id rather than read as a reason.
+MEANT_AS_ID = re.compile(r"^(?:\.|inc\b|inc[-_])|[/\\]", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -43,21 +46,25 @@ class Invocation:
         return self.raw.split(None, 1)[1] if len(self.raw.split(None, 1)) > 1 else ""
 
 
-class Commands:
-    def __init__(
-        self,
-        runtime: Runtime,
-        client: AsyncWebClient,
-        follower: Follower,
-        driver: Driver,
-        gate: Gate,
-        threads: Threads,
-    ) -> None:
-        self.rt = runtime
-        self.client = client
-        self.follower = follower
-        self.driver = driver
-        self.gate = gate
+def cluster_option(rest: str) -> tuple[str | None, str]:
+    """``--cluster NAME`` (or ``--cluster=NAME``) leading the words after the namespace, and
+    the question that follows: ('', rest) when it is not there, (None, …) when it names
+    nothing. Only a leading option is read, so a question may mention --cluster freely."""
+    words = rest.split(None, 2)
+    if not words or not (words[0] == "--cluster" or words[0].startswith("--cluster=")):
+        return "", rest
+    if words[0] == "--cluster":
+        if len(words) < 2:
+            return None, ""
+        return words[1], words[2] if len(words) > 2 else ""
+    name = words[0].removeprefix("--cluster=")
+    remaining = rest.split(None, 1)
+    return (name or None), remaining[1] if len(remaining) > 1 else ""
+
+
+class Commands(Listener):
+    def __init__(self, parts: Parts, threads: Threads) -> None:
+        super().__init__(parts)
         self.threads = threads
         self.table: dict[str, Callable[[Invocation, Ack], Awaitable[None]]] = {
             "investigate": self.investigate,
@@ -105,10 +112,25 @@ class Commands:
             )
             return
         question = call.rest.split(None, 1)[1] if len(call.rest.split(None, 1)) > 1 else ""
+        cluster, question = cluster_option(question)
+        if cluster is None:
+            await ack(text=text.missing_cluster())
+            return
+        try:
+            # A name the fleet does not hold is answered now, before anything opens (a lookup
+            # in memory: the acknowledgement stays quick).
+            self.rt.workflow.cluster_named(cluster)
+        except StratusError as error:
+            await ack(text=text.failed_error(text.incident_title(namespace), error))
+            return
         await ack(text=text.investigating(namespace))
-        self.rt.spawn(self._investigate(call, namespace, question), name=f"investigate {namespace}")
+        self.rt.spawn(
+            self._investigate(call, namespace, question, cluster), name=f"investigate {namespace}"
+        )
 
-    async def _investigate(self, call: Invocation, namespace: str, question: str) -> None:
+    async def _investigate(
+        self, call: Invocation, namespace: str, question: str, cluster: str = ""
+    ) -> None:
         try:
             incident, joined = await self.rt.work(
                 self.rt.workflow.start,
@@ -116,12 +138,22 @@ class Commands:
                 requester=call.user,
                 question=question,
                 source="slack",
+                cluster=cluster,
             )
         except StratusError as error:
-            await self._ephemeral(call, text.failed(text.incident_title(namespace), error.message))
+            await self._ephemeral(call, text.failed_error(text.incident_title(namespace), error))
             return
         if joined and not incident.parked:
+            if incident.reopened and incident.state.value == "diagnosing":
+                # The namespace's escalated incident was re-opened: it carries on in its
+                # thread (posted anew first if Slack lost it), and nobody else advances it.
+                await self.follower.refresh_parent(incident.id)
+                await self._ephemeral(call, text.looking_again(incident.id, namespace))
+                await self.driver.advance(incident.id)
+                self.follower.wake()
+                return
             await self._ephemeral(call, text.joined(incident.id, namespace))
+            await self.driver.carry_on_joined(incident.id)
             return
         # A new incident, or one parked because its thread could not be posted: post the
         # thread here (a retry, for the parked one), or park it and say why.
@@ -149,27 +181,38 @@ class Commands:
                 else None
             )
         except StratusError as error:
-            await ack(text=text.failed(text.UNDO, error.message))
+            await ack(text=text.failed_error(text.UNDO, error))
             return
         why = await self.gate.undo_of(call.user, original)
         if why:
             await ack(text=why)
             return
-        await ack()
+        await ack(text=text.undo_asked(entry.id))
         self.rt.spawn(
             self._undo(
-                call, UndoRequest(entry_id=entry.id, incident_id=entry.execution.incident_id)
+                call,
+                UndoRequest(entry_id=entry.id, incident_id=entry.execution.incident_id),
+                original,
             ),
             name="undo",
         )
 
-    async def _undo(self, call: Invocation, request: UndoRequest) -> None:
+    async def _undo(
+        self, call: Invocation, request: UndoRequest, original: Proposal | None
+    ) -> None:
         try:
             proposal = await self.rt.write(
                 self.rt.service.propose_undo, request, requester=call.user
             )
+        except UndoConflict as conflict:
+            assert request.entry_id is not None
+            body = {"user": {"id": call.user}, "channel": {"id": call.channel}}
+            await self.offer_force(
+                body, entry_id=request.entry_id, original=original, conflict=conflict
+            )
+            return
         except StratusError as error:
-            await self._ephemeral(call, text.failed(text.UNDO, error.message))
+            await self._ephemeral(call, text.failed_error(text.UNDO, error))
             return
         await self.follower.ensure_card(proposal.id, MessageRef(call.channel, ""))
         await self._ephemeral(call, text.undo_proposed(proposal.id, proposal.state.value))
@@ -181,7 +224,7 @@ class Commands:
             await ack(text=text.USAGE["status"])
             return
 
-        def gather() -> str:
+        def gather() -> tuple[str, list[Proposal]]:
             switch = self.rt.switch.state()
             now = self.rt.store.clock.now()
             lines = [
@@ -194,6 +237,7 @@ class Commands:
                 text.status_incident(
                     i.id, i.namespace, i.state.value, text.duration(now - i.created_at)
                 )
+                + (text.in_cluster(i.cluster) if i.cluster else "")
                 for i in open_incidents
             ] or [text.NO_OPEN_INCIDENTS]
             pending = [p for p in self.rt.service.pending() if p.state.value == "awaiting_approval"]
@@ -201,13 +245,33 @@ class Commands:
                 text.tampered_line(p.id)
                 if p.tampered
                 else text.status_pending(
-                    p.id, p.intent, len(p.approvals()), p.decision.min_approvals
+                    p.id, cards.title(p), len(p.approvals()), p.decision.min_approvals
                 )
                 for p in pending[:20]
             ] or [text.NO_PENDING]
-            return "\n".join(lines)
+            # A proposal with no card to click (made at a terminal, or its card never posted)
+            # gets its buttons here; its line says who asked, from its requester.
+            cardless = [
+                p for p in pending[:20] if not p.tampered and self.rt.links.card(p.id) is None
+            ]
+            return "\n".join(lines), cardless
 
-        await ack(text=b.cut(await self.rt.call(gather), b.SECTION_TEXT))
+        said, cardless = await self.rt.call(gather)
+        reply = b.cut(said, b.SECTION_TEXT)
+        if not cardless:
+            await ack(text=reply)
+            return
+        rows: list[Block] = [b.section(reply)]
+        for proposal in cardless:
+            rows += [
+                b.section(
+                    text.status_terminal_pending(
+                        proposal.id, cards.title(proposal), proposal.requester
+                    )
+                ),
+                *cards.answer_row(proposal),
+            ]
+        await ack(text=reply, blocks=b.render(rows))
 
     def _incident_of(self, call: Invocation, *, open_only: bool) -> tuple[str | None, str]:
         """The incident a command names (``inc-…``, which must exist), or the one of this
@@ -220,10 +284,14 @@ class Commands:
             if not INCIDENT_ID.fullmatch(wanted):
                 return None, text.no_such_incident(wanted)
             try:
-                self.rt.incidents.get(wanted)
+                found = self.rt.incidents.get(wanted)
             except StratusError:
                 return None, text.no_such_incident(wanted)
+            if open_only and not found.is_open:
+                return None, text.refused_error(closed(found))
             return wanted, ""
+        if len(call.words) > 1 and MEANT_AS_ID.search(call.words[1]):
+            return None, text.not_an_incident_id(call.words[1])
         here = self.rt.links.incident_in(call.channel)
         if not open_only:
             return (here[0], "") if here else (None, text.NO_INCIDENT_HERE)
@@ -259,7 +327,7 @@ class Commands:
         if refusal:
             await ack(text=refusal)
             return
-        await ack()
+        await ack(text=text.cancelling(incident_id))
         reason = " ".join(w for w in call.words[1:] if w != incident_id)
         self.rt.spawn(self._cancel(call, incident_id, reason), name="cancel")
 
@@ -269,7 +337,7 @@ class Commands:
                 self.rt.workflow.cancel, incident_id, actor=call.user, reason=reason
             )
         except StratusError as error:
-            await self._ephemeral(call, text.failed(incident_id, error.message))
+            await self._ephemeral(call, text.failed_error(incident_id, error))
         self.follower.wake()
 
     async def pause(self, call: Invocation, ack: Ack) -> None:
@@ -279,8 +347,9 @@ class Commands:
         await self._switch(call, ack, paused=False)
 
     async def _switch(self, call: Invocation, ack: Ack, *, paused: bool) -> None:
-        if not await self.gate.admin(call.user):
-            await ack(text=text.PAUSE_REFUSED)
+        refused = await self.gate.pause(call.user)
+        if refused:
+            await ack(text=refused)
             return
         reason = call.rest
         before = await self.rt.call(self.rt.switch.state)

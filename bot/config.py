@@ -23,6 +23,8 @@ Mode = Literal["socket", "http"]
 MIN_ALERTS_TOKEN = 16
 MAX_RECONCILE_SECONDS = 300.0  # a late-landing write waits at most this long to be recorded
 MIN_RECONCILE_SECONDS = 0.1  # below this recovery would spin on the database
+MIN_SHUTDOWN_SECONDS = 1.0  # a stop needs a moment to close its listeners
+MAX_SHUTDOWN_SECONDS = 3600.0
 MIN_FOLLOW_SECONDS, MAX_FOLLOW_SECONDS = 0.05, 60.0  # the event stream: not a spin, not stale
 
 
@@ -113,7 +115,12 @@ class BotConfig(BaseModel):
     reconcile_interval: float = Field(
         default=10.0, ge=MIN_RECONCILE_SECONDS, le=MAX_RECONCILE_SECONDS
     )
+    # How long answered work stands still before the leader carries it on itself
+    # (``incidents.continuation.PARKED_GRACE_SECONDS``; tests shorten it).
+    parked_grace: float = Field(default=30.0, ge=0.0, le=3600.0)
     alerts: AlertsConfig = Field(default_factory=AlertsConfig)  # Alertmanager's webhook
+    # How long a stop (SIGTERM) may take: below a pod's 30 s termination grace period.
+    shutdown_seconds: float = Field(default=25.0, ge=MIN_SHUTDOWN_SECONDS, le=MAX_SHUTDOWN_SECONDS)
 
     @classmethod
     def from_env(
@@ -169,4 +176,11 @@ class BotConfig(BaseModel):
                 env=values,
             ),
             alerts=AlertsConfig.from_env(values),
+            shutdown_seconds=number(
+                "STRATUS_SHUTDOWN_SECONDS",
+                default=25.0,
+                low=MIN_SHUTDOWN_SECONDS,
+                high=MAX_SHUTDOWN_SECONDS,
+                env=values,
+            ),
         )

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol
 
 import aiohttp
@@ -21,18 +23,20 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.models.blocks import Block
 from slack_sdk.web.async_client import AsyncWebClient
 
-from agents.incident import Incident
-from agents.incident_store import STREAM as INCIDENTS
-from agents.incident_store import IncidentEvent, IncidentEventType
 from agents.telemetry import Telemetry, settled_at, summarize
 from bot import alert_blocks, cards, text
 from bot import blocks as b
 from bot.links import MessageRef
+from bot.names import Names
 from bot.runtime import Runtime
 from bot.summary import summary_blocks
+from incidents.model import Incident
+from incidents.repository import STREAM as INCIDENTS
+from incidents.repository import IncidentEnvelope, IncidentEvent, IncidentEventType
 from proposals.events import STREAM as PROPOSALS
 from proposals.events import EventType, ProposalEvent
 from proposals.model import Proposal, ProposalState
+from store import handles
 from store.events import EventRow, EventStore
 
 log = logging.getLogger("stratus.bot")
@@ -40,6 +44,10 @@ P = ProposalState
 TERMINAL = {"resolved", "escalated", "cancelled"}
 ALERT_EVENTS = (IncidentEventType.ALERT_FIRED, IncidentEventType.ALERT_RESOLVED)
 PARENT_REFRESH_SECONDS = 20.0
+# What Slack answers for a message or thread that is no longer there (its parent deleted, a
+# playground restarted empty, the channel deleted): the link is forgotten and the thing posted
+# again, never edited into nothing.
+GONE = frozenset({"thread_not_found", "message_not_found", "channel_not_found"})
 
 
 class AlertThreadOpener(Protocol):
@@ -51,6 +59,7 @@ class CardData:
     proposal: Proposal
     incident: Incident | None
     undo: Proposal | None
+    ran_at: datetime | None = None  # when its write was applied (its undo entry's time)
 
 
 class Follower:
@@ -64,9 +73,14 @@ class Follower:
         # (before → after execution → after a rate window, once the figures show the write).
         self.telemetry: dict[str, tuple[str, Telemetry]] = {}
         # Executed proposals whose card shows "after" figures read too soon: when (Unix
-        # seconds) to read them again.
+        # seconds) to read them again. Written through to the store (``Links.refresh_card_at``)
+        # and loaded at start, so a restarted bot reads them again too.
         self.settling: dict[str, float] = {}
         self._posting: dict[str, asyncio.Lock] = {}
+        # One pass over the stream at a time: the loop's and one asked for (a stop, a caller
+        # waiting for the work to show) would both read from the same cursor and post the same
+        # events twice, and the second could return while the first still draws its cards.
+        self._polling = asyncio.Lock()
         # Alert events (their sequence numbers) already shown in a thread: a parked incident's
         # retry replays the alerts the follower passed by, and the follower must not post the
         # one that led to the retry a second time when it reaches it.
@@ -76,6 +90,8 @@ class Follower:
         self._since_refresh = 0.0
         # Set when alerts are on: an alert's incident gets its thread on its first alert.
         self.alert_threads: AlertThreadOpener | None = None
+        self.names = Names(client)
+        self._kept: dict[str, str] = {}  # the handles written to the database (store.handles)
 
     # ------------------------------------------------------------------ the loop
 
@@ -83,7 +99,12 @@ class Follower:
         cursor = await self.rt.call(self.rt.links.cursor)
         if cursor is None:  # first start: the past is not news
             await self.rt.call(self.rt.links.set_cursor, self.rows.last_seq())
+        self.settling.update(await self.rt.call(self.rt.links.refreshes))
         self._task = asyncio.get_running_loop().create_task(self._run(), name="stratus-follower")
+        # The threads of open incidents may be gone (a restart against an emptied Slack): the
+        # parents are drawn again now, and a lost thread is posted anew with its cards, so a
+        # card still waiting for an answer can be answered.
+        self.rt.spawn(self._refresh_open_parents(), name="check the threads of open incidents")
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -115,7 +136,13 @@ class Follower:
             self._wake.clear()
 
     async def poll(self) -> int:
-        """Render every event after the cursor; returns how many were read."""
+        """Render every event after the cursor, and the cards and parent messages they touch;
+        returns how many were read. A call while another pass runs waits for it, then renders
+        what is left: when it returns, everything stored before the call is shown."""
+        async with self._polling:
+            return await self._poll()
+
+    async def _poll(self) -> int:
         cursor = await self.rt.call(self.rt.links.cursor) or 0
         rows = await self.rt.call(self.rows.since, cursor, limit=500)
         parents: set[str] = set()
@@ -164,14 +191,29 @@ class Follower:
             incident = await self.rt.call(self.rt.incidents.get, event.incident_id)
             source = text.planner_source(incident.planner)
             body = [b.section(text.attempt_started(int(number), str(intent), source))]
+            steps = event.data.get("plan") or []
+            if len(steps) > 1:  # a plan of several steps is shown whole, once
+                body.append(
+                    b.section(
+                        text.plan_lines(
+                            [
+                                (
+                                    int(s.get("number", 0)),
+                                    str(s.get("intent", "")),
+                                    str(s.get("note", "")),
+                                )
+                                for s in steps
+                            ]
+                        )
+                    )
+                )
         elif event.type == IncidentEventType.VERIFIED:
             body = [
                 b.section(
-                    text.verified(
+                    text.verified_health(
                         int(event.data.get("attempt", 0)),
                         str(event.data.get("verdict", "")),
-                        (event.data.get("before") or {}).get("total"),
-                        (event.data.get("after") or {}).get("total"),
+                        cards.health_line(event.data.get("before"), event.data.get("after")),
                     )
                 )
             ]
@@ -182,46 +224,130 @@ class Follower:
             body = alert_blocks.fired(event.data)
         elif event.type == IncidentEventType.ALERT_RESOLVED:
             body = alert_blocks.resolved(event.data)
-            if event.data.get("incident_clear") and event.state in TERMINAL:
+            if event.data.get("incident_clear"):
                 await self.post(thread, body, text.inert(event.message))
-                await self.post_summary(event.incident_id)  # now saying the alerts cleared
+                # A summary already posted now says the alerts cleared, whatever state the
+                # incident was read in when the clear was noted (it may have ended meanwhile).
+                await self.show_summary(event.incident_id, only_shown=event.state not in TERMINAL)
                 return
         elif event.type == IncidentEventType.NOTE and event.message:
-            body = [b.context(text.state_note(event.message))]
+            body = [b.context(text.state_note(event.message, await self._named(event.message)))]
         elif event.type == IncidentEventType.STATE_CHANGED and event.state in TERMINAL:
             if event.message:
-                await self.post(
-                    thread, [b.context(text.state_note(event.message))], text.inert(event.message)
-                )
-            await self.post_summary(event.incident_id)
+                note = text.state_note(event.message, await self._named(event.message))
+                await self.post(thread, [b.context(note)], text.inert(event.message))
+            await self.show_summary(event.incident_id)
             return
         if body:
             await self.post(thread, body, text.inert(event.message or event.type.value))
 
+    async def show_summary(self, incident_id: str, *, only_shown: bool = False) -> None:
+        """The incident's one summary: posted in its thread when the incident ends, and from
+        then on edited in place (alerts clearing later) — a thread never holds two that
+        disagree. Built from the store when it is drawn, so it says what has been saved.
+        ``only_shown``: edit it if it was posted, post nothing otherwise (an undo while the
+        incident is still open: its summary comes when it ends)."""
+        lock = self._posting.setdefault("summary:" + incident_id, asyncio.Lock())
+        async with lock:
+            thread = await self.rt.call(self.rt.links.thread, incident_id)
+            if thread is None:
+                return
+            body = await self._summary_body(incident_id)
+            shown = await self.rt.call(self.rt.links.summary, incident_id)
+            if shown is not None:
+                why = await self._update(shown, body, text.SUMMARY_TITLE)
+                if why not in GONE:
+                    return
+                await self.rt.call(self.rt.links.forget_summary, incident_id)
+                thread = await self.rt.call(self.rt.links.thread, incident_id) or thread
+            elif only_shown:
+                return
+            posted = await self.post(thread, body, text.SUMMARY_TITLE)
+            if posted is not None:
+                await self.rt.call(self.rt.links.link_summary, incident_id, posted)
+
     async def post_summary(self, incident_id: str, where: MessageRef | None = None) -> None:
+        """A summary someone asked for (``/stratus summary``, "summarize" in the thread): a
+        reply where they asked, as it stands now."""
         thread = where or await self.rt.call(self.rt.links.thread, incident_id)
         if thread is None:
             return
+        body = await self._summary_body(incident_id)
+        await self.post(thread, body, text.SUMMARY_TITLE)
 
-        def gather() -> list[Block]:
-            incident = self.rt.incidents.get(incident_id)
-            proposals = self.rt.service.by_incident(incident_id)
-            events = self.rt.incidents.events(incident_id=incident_id, limit=2000)
-            return summary_blocks(incident, sorted(proposals, key=lambda p: p.created_at), events)
+    async def _summary_body(self, incident_id: str) -> list[Block]:
+        """The summary with the ids its words name ("requires 1 approval from S0SRE", "fix
+        undone by U0BOB") as handles: drawn once to find them, looked up (cached by
+        ``bot.names``; a failed lookup leaves the id), drawn again when one is known."""
+        incident, proposals, events = await self.rt.call(self._summary_parts, incident_id)
+        body = summary_blocks(incident, proposals, events)
+        ids = text.slack_ids(json.dumps(b.render(body)))
+        known = await self.names.warm(ids) if ids else {}
+        handles = {i: known[i] for i in ids if i in known}
+        return summary_blocks(incident, proposals, events, handles) if handles else body
 
-        await self.post(thread, await self.rt.call(gather), text.SUMMARY_TITLE)
+    def _summary_parts(
+        self, incident_id: str
+    ) -> tuple[Incident, list[Proposal], list[IncidentEnvelope]]:
+        incident = self.rt.incidents.get(incident_id)
+        proposals = self.rt.service.by_incident(incident_id)
+        events = self.rt.incidents.events(incident_id=incident_id, limit=2000)
+        return incident, sorted(proposals, key=lambda p: p.created_at), events
 
     async def refresh_parent(self, incident_id: str) -> None:
         thread = await self.rt.call(self.rt.links.thread, incident_id)
         if thread is None:
             return
         incident = await self.rt.call(self.rt.incidents.get, incident_id)
-        now = self.rt.store.clock.now()
-        await self._update(
+        why = await self._update(
             thread,
-            cards.incident_parent(incident, now),
+            await self._parent_blocks(incident),
             text.incident_fallback(incident.namespace, incident.state.value),
         )
+        if why in GONE:
+            await self.relink(incident_id, thread)
+
+    async def _parent_blocks(self, incident: Incident, *, continued: bool = False) -> list[Block]:
+        """The parent message; one that replaced a lost thread says which incident it
+        continues, every time it is drawn."""
+        now = self.rt.store.clock.now()
+        body = cards.incident_parent(incident, now)
+        if continued or await self.rt.call(self.rt.links.continued, incident.id):
+            body.append(b.context(text.thread_continued(incident.id)))
+        return body
+
+    async def relink(self, incident_id: str, gone: MessageRef) -> MessageRef | None:
+        """Slack says the incident's thread ``gone`` is no longer there: post a new parent
+        (saying which incident it continues), link it, and post again the cards that were in
+        the old thread. The new thread, or None when not even that could be posted (the link
+        is forgotten then, so nothing is aimed at a dead thread again)."""
+        async with self._posting.setdefault("thread:" + incident_id, asyncio.Lock()):
+            current = await self.rt.call(self.rt.links.thread, incident_id)
+            if current != gone:
+                return current  # moved already (another post found it gone first), or unlinked
+            incident = await self.rt.call(self.rt.incidents.get, incident_id)
+            posted, why = await self._post(
+                MessageRef(gone.channel, ""),
+                await self._parent_blocks(incident, continued=True),
+                text.incident_fallback(incident.namespace, incident.state.value),
+            )
+            if posted is None:
+                log.error("incident %s lost its thread and a new one failed: %s", incident_id, why)
+                await self.rt.call(self.rt.links.forget_thread, incident_id, gone)
+                return None
+            log.warning(
+                "incident %s lost its thread %s; it carries on in %s",
+                incident_id,
+                gone.ts,
+                posted.ts,
+            )
+            await self.rt.call(self.rt.links.relink_thread, incident_id, gone, posted)
+            moved = await self.rt.call(self.rt.links.cards_in, gone)
+        for proposal_id in moved:
+            await self.rt.call(self.rt.links.forget_card, proposal_id)
+        for proposal_id in moved:
+            await self.ensure_card(proposal_id)
+        return posted
 
     async def _refresh_open_parents(self) -> None:
         for incident in await self.rt.call(self.rt.incidents.recent, limit=50, open_only=True):
@@ -253,6 +379,8 @@ class Follower:
                 proposal.intent, undo.requester if undo else event.actor, proposal.undone_by or ""
             )
             await self.post(thread, [b.section(message)], message)
+            if proposal.incident_id:  # its summary, if posted, says so too
+                await self.show_summary(proposal.incident_id, only_shown=True)
         elif event.state == P.SUPERSEDED:
             proposal = await self.rt.call(self.rt.service.get, event.proposal_id)
             message = text.superseded_notice(
@@ -277,10 +405,17 @@ class Follower:
                 return None
             telemetry = await self._summary(proposal_id, data)
             blocks = cards.proposal_card(
-                data.proposal, incident=data.incident, telemetry=telemetry, undo=data.undo
+                data.proposal,
+                incident=data.incident,
+                telemetry=telemetry,
+                undo=data.undo,
+                ran_at=data.ran_at,
+                handles=await self._handles(data.proposal),
             )
             posted = await self.post(
-                where, blocks, text.card_fallback(data.proposal.intent, data.proposal.state.value)
+                where,
+                blocks,
+                text.card_fallback(cards.title(data.proposal), data.proposal.state.value),
             )
             if posted is None:
                 return None
@@ -296,11 +431,35 @@ class Follower:
         data = await self.rt.call(self._card_data, proposal_id)
         telemetry = await self._summary(proposal_id, data)
         blocks = cards.proposal_card(
-            data.proposal, incident=data.incident, telemetry=telemetry, undo=data.undo
+            data.proposal,
+            incident=data.incident,
+            telemetry=telemetry,
+            undo=data.undo,
+            ran_at=data.ran_at,
+            handles=await self._handles(data.proposal),
         )
-        await self._update(
-            card, blocks, text.card_fallback(data.proposal.intent, data.proposal.state.value)
+        why = await self._update(
+            card, blocks, text.card_fallback(cards.title(data.proposal), data.proposal.state.value)
         )
+        if why in GONE:  # its message is gone: posted again where it belongs
+            await self.rt.call(self.rt.links.forget_card, proposal_id)
+            await self.ensure_card(proposal_id)
+
+    async def _named(self, sentence: str) -> dict[str, str]:
+        """Handles for the ids a note names ("U0DAVE asked to look again")."""
+        ids = text.slack_ids(sentence)
+        return await self.names.warm(ids) if ids else {}
+
+    async def _handles(self, proposal: Proposal) -> dict[str, str]:
+        """Handles for the ids the card's policy reason names (cached by ``bot.names``), kept
+        in the database too when new (``store.handles``: a terminal's dry run names them)."""
+        named = [i for names in proposal.decision.approvers for i in names]
+        known = await self.names.warm(named)
+        fresh = {i: known[i] for i in named if i in known and self._kept.get(i) != known[i]}
+        if fresh:
+            await self.rt.call(handles.remember, self.rt.store, fresh)
+            self._kept.update(fresh)
+        return known
 
     async def _refresh_settled(self) -> None:
         """Render once more the cards whose "after" figures were read before the write could
@@ -308,13 +467,18 @@ class Follower:
         now = time.time()
         for proposal_id in [p for p, due in self.settling.items() if due <= now]:
             self.settling.pop(proposal_id, None)
+            self.telemetry.pop(proposal_id, None)  # read again, whatever was cached
             await self.refresh_card(proposal_id)
+            if proposal_id not in self.settling:
+                await self.rt.call(self.rt.links.refreshed, proposal_id)
 
     def _card_data(self, proposal_id: str) -> CardData:
         proposal = self.rt.service.get(proposal_id)
         incident = self.rt.incidents.get(proposal.incident_id) if proposal.incident_id else None
         undo = self.rt.service.get(proposal.undone_by) if proposal.undone_by else None
-        return CardData(proposal, incident, undo)
+        entry = self.rt.service.stack.entries.get(proposal.undo_id) if proposal.undo_id else None
+        ran_at = datetime.fromisoformat(entry.created_at) if entry else None
+        return CardData(proposal, incident, undo, ran_at)
 
     def _card_place(self, proposal: Proposal) -> MessageRef | None:
         if proposal.undo_entry is not None:
@@ -330,27 +494,31 @@ class Follower:
 
     async def _summary(self, proposal_id: str, data: CardData) -> Telemetry:
         found = cards.verdict_for(data.proposal, data.incident)
-        settles = settled_at(data.proposal) if self.rt.workflow.prometheus else None
+        verified = cards.verified_at(data.proposal, data.incident)
+        settles = (
+            settled_at(data.proposal, verified_at=verified) if self.rt.workflow.prometheus else None
+        )
         settled = settles is not None and time.time() >= settles
         moment = f"{data.proposal.state.value}:{bool(found and found[0])}:{settled}"
         cached = self.telemetry.get(proposal_id)
         if cached is not None and cached[0] == moment:
             return cached[1]
-        telemetry = await self.rt.work(self._telemetry, data)
+        telemetry = await self.rt.work(self._telemetry, data, verified)
         self.telemetry[proposal_id] = (moment, telemetry)
-        if settles is not None and not settled:
+        metrics = telemetry.metrics
+        if settles is not None and metrics is not None and metrics.pending:
             self.settling[proposal_id] = settles
-        else:
-            self.settling.pop(proposal_id, None)
+            await self.rt.call(self.rt.links.refresh_card_at, proposal_id, settles)
+        elif self.settling.pop(proposal_id, None) is not None:
+            await self.rt.call(self.rt.links.refreshed, proposal_id)
         return telemetry
 
-    def _telemetry(self, data: CardData) -> Telemetry:
-        details = data.incident.health_now.get("details") if data.incident else None
+    def _telemetry(self, data: CardData, verified: datetime | None) -> Telemetry:
         return summarize(
-            self.rt.reader,
+            self.rt.reader_for(data.proposal.cluster),
             data.proposal,
             prometheus=self.rt.workflow.prometheus,
-            health_details=details,
+            verified_at=verified,
         )
 
     # ------------------------------------------------------------------ Web API
@@ -364,7 +532,27 @@ class Follower:
         self, where: MessageRef, body: list[Block], fallback: str
     ) -> tuple[MessageRef | None, str]:
         """``post``, and Slack's error when it failed (``not_in_channel``, ``ratelimited`` once
-        the retries are spent, or the network's)."""
+        the retries are spent, or the network's). A post into an incident's thread that Slack
+        says is gone goes to the incident's new thread (``relink``)."""
+        posted, why = await self._post(where, body, fallback)
+        if posted is None and where.ts and why in GONE:
+            moved = await self._moved(where)
+            if moved is not None:
+                posted, why = await self._post(moved, body, fallback)
+        return posted, why
+
+    async def _moved(self, gone: MessageRef) -> MessageRef | None:
+        """Where an incident's thread ``gone`` carries on (posted now if need be)."""
+        incident_id = await self.rt.call(
+            self.rt.links.incident_at, gone.channel, gone.ts
+        ) or await self.rt.call(self.rt.links.gone_thread, gone)
+        if incident_id is None:
+            return None  # not an incident's thread (a reply where someone asked)
+        return await self.relink(incident_id, gone)
+
+    async def _post(
+        self, where: MessageRef, body: list[Block], fallback: str
+    ) -> tuple[MessageRef | None, str]:
         kwargs: dict[str, Any] = {"thread_ts": where.ts} if where.ts else {}
         try:
             response = await self.client.chat_postMessage(
@@ -380,10 +568,14 @@ class Follower:
             return None, why
         return MessageRef(str(response["channel"]), str(response["ts"])), ""
 
-    async def _update(self, where: MessageRef, body: list[Block], fallback: str) -> None:
+    async def _update(self, where: MessageRef, body: list[Block], fallback: str) -> str:
+        """Edit a message in place; Slack's error when it failed ("" when it did not)."""
         try:
             await self.client.chat_update(
                 channel=where.channel, ts=where.ts, text=b.fallback(fallback), blocks=b.render(body)
             )
         except SlackApiError as error:
-            log.error("chat.update failed: %s", error.response.get("error"))
+            why = str(error.response.get("error") or "error")
+            log.error("chat.update failed: %s", why)
+            return why
+        return ""

@@ -9,7 +9,7 @@ from slack_sdk.models.blocks import Block
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import blocks as b
-from bot import parking, text
+from bot import cards, parking, text
 from bot.authz import Gate
 from bot.policy_view import grant_blocks, listed_grants
 from bot.runtime import Runtime
@@ -23,6 +23,7 @@ async def publish(runtime: Runtime, gate: Gate, client: AsyncWebClient, user: st
         if why is None:
             mine.append(proposal)
     lines = []
+    answerable: list[Block] = []  # proposals with no card (made at a terminal): buttons here
     for proposal in mine[:30]:
         card = await runtime.call(runtime.links.card, proposal.id)
         link = None
@@ -34,8 +35,17 @@ async def publish(runtime: Runtime, gate: Gate, client: AsyncWebClient, user: st
                 link = None
         if proposal.tampered:
             lines.append(text.tampered_line(proposal.id))
+        elif card is None:
+            answerable += [
+                b.section(
+                    text.home_terminal_pending(
+                        proposal.id, cards.title(proposal), proposal.requester
+                    )
+                ),
+                *cards.answer_row(proposal),
+            ]
         else:
-            lines.append(text.home_pending(proposal.id, proposal.intent, link))
+            lines.append(text.home_pending(proposal.id, cards.title(proposal), link))
     now = runtime.store.clock.now()
     grants = [
         g for g in await runtime.call(listed_grants, runtime, now) if g.grant.created_by == user
@@ -44,7 +54,9 @@ async def publish(runtime: Runtime, gate: Gate, client: AsyncWebClient, user: st
         b.header(text.HOME_TITLE),
         *await _parked(runtime, gate, user),
         b.section(text.HOME_PENDING),
-        *(b.sections("\n".join(lines)) if lines else [b.context(text.HOME_NONE_PENDING)]),
+        *(b.sections("\n".join(lines)) if lines else []),
+        *answerable,
+        *([] if lines or answerable else [b.context(text.HOME_NONE_PENDING)]),
         b.divider(),
         b.section(text.HOME_GRANTS),
         *(grant_blocks(grants[:30]) or [b.context(text.HOME_NO_GRANTS)]),

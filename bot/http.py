@@ -46,8 +46,16 @@ FirstTime = Callable[[str, int], Awaitable[bool]]
 
 
 def web_app(
-    app: AsyncApp, path: str, signing_secret: str, *, first_time: FirstTime
+    app: AsyncApp,
+    path: str,
+    signing_secret: str,
+    *,
+    first_time: FirstTime,
+    acting: Callable[[], bool] = lambda: True,
 ) -> web.Application:
+    """``acting``: whether this process leads; one that does not records nothing (not even
+    that it saw a request) and leaves the answer to the door (``bot.handover``)."""
+
     async def handle(request: web.Request) -> web.Response:
         raw = await request.read()
         if len(raw) > MAX_BODY:
@@ -85,7 +93,7 @@ def web_app(
             log.warning("a signed request of a shape Slack does not send; answered 400")
             return web.Response(status=400, text="malformed request")
         stamp = int(headers["x-slack-request-timestamp"])
-        if not await first_time(headers["x-slack-signature"], stamp):
+        if acting() and not await first_time(headers["x-slack-signature"], stamp):
             # Acknowledged like the first delivery, so a replay learns nothing; it does nothing.
             log.warning("a signed request was sent again (timestamp %d); ignored", stamp)
             return web.Response(status=200)

@@ -17,14 +17,14 @@ from typing import Any
 
 from slack_sdk.errors import SlackApiError
 
-from agents.incident import Incident
-from agents.incident_store import IncidentEventType, IncidentNotFound
 from bot import alert_blocks, cards, text
 from bot.authz import Gate
 from bot.driver import Driver
 from bot.follower import Follower
 from bot.links import MessageRef
 from bot.runtime import Runtime
+from incidents.model import Incident
+from incidents.repository import IncidentEventType, IncidentNotFound
 
 log = logging.getLogger("stratus.bot")
 RETRY = "stratus.retry_thread"

@@ -85,6 +85,12 @@ VIEW = {
     "team_id": TEXT,
     "app_installed_team_id": TEXT,
     "state": _obj({"values": Part(types=(dict,), values=2)}),
+    # The gate reads the buttons an App Home view shows (``authz.from_card``).
+    "blocks": Part(
+        types=(list, NONE),
+        items=dict,
+        shape={"elements": Part(types=(list, NONE), items=dict, shape={"value": TEXT})},
+    ),
 }
 ACTION = {
     "action_id": _s(str, required=True),

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import threading
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -28,9 +29,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from slack_sdk.errors import SlackApiError
 
-from agents.incident_store import IncidentRepository
-from agents.workflow import IncidentWorkflow
 from bot.links import Links
+from incidents.repository import IncidentRepository
+from incidents.workflow import IncidentWorkflow
+from policies import authority
 from policies.evaluate import CompiledPolicy
 from policies.grants import GrantBook
 from proposals.killswitch import KillSwitch
@@ -57,6 +59,9 @@ class Runtime:
     # Answers thread questions with the model when one is configured (rule-based otherwise).
     answerer: QuestionAnswerer | None = None
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+    # Whether this process may act now: with leader election, that it holds the Lease and
+    # renewed it within the renew deadline (``tools.leader.Elector.acting``); always without.
+    acting: Callable[[], bool] = field(default=lambda: True)
 
     def __post_init__(self) -> None:
         self.links = Links(self.store)
@@ -67,6 +72,10 @@ class Runtime:
         self._quick = ThreadPoolExecutor(QUICK_THREADS, thread_name_prefix="stratus-quick")
         self._work = ThreadPoolExecutor(WORK_THREADS, thread_name_prefix="stratus-work")
         self._write = ThreadPoolExecutor(WRITE_THREADS, thread_name_prefix="stratus-write")
+        # Calls running in the worker threads now (any pool: an investigation may carry out
+        # an allowed write too): a stop waits for them (``calls_finished``).
+        self.running = 0
+        self._counting = threading.Lock()
 
     @property
     def store(self) -> Store:
@@ -76,21 +85,53 @@ class Runtime:
     def kube(self) -> KubeClient:
         return self.workflow.kube
 
+    def reader_for(self, cluster: str) -> ClusterReader:
+        """The reader of the cluster a proposal names (its telemetry, its error lines): the
+        default one's for '' — never another cluster's for a named one (``UnknownCluster``)."""
+        kube = self.workflow.deps.on(cluster).kube
+        return self.reader if kube is self.kube else ClusterReader(kube)
+
     async def call(self, func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """A short call (milliseconds) in a worker thread of its own pool."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._quick, functools.partial(func, *args, **kwargs))
+        return await loop.run_in_executor(
+            self._quick, functools.partial(self._counted, func, *args, **kwargs)
+        )
 
     async def work(self, func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """A long call (seconds: reading the cluster, verifying, executing) in the other pool."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._work, functools.partial(func, *args, **kwargs))
+        return await loop.run_in_executor(
+            self._work, functools.partial(self._counted, func, *args, **kwargs)
+        )
 
     async def write(self, func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         """What a human asked for (an approved write, the incident's next move after an
         answer, an undo, a cancel) in a pool of its own: never queued behind model calls."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._write, functools.partial(func, *args, **kwargs))
+        return await loop.run_in_executor(
+            self._write, functools.partial(self._counted, func, *args, **kwargs)
+        )
+
+    def _counted(self, func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        with self._counting:
+            self.running += 1
+        try:
+            return func(*args, **kwargs)
+        finally:
+            with self._counting:
+                self.running -= 1
+
+    async def calls_finished(self, timeout: float) -> int:
+        """Wait (up to ``timeout``) for the calls still running in worker threads — a task
+        cancelled by ``drain`` leaves its thread running —; how many still run then. A thread
+        cannot be stopped mid-call: a write among them is covered by its write-ahead record,
+        which recovery settles, and everything else by the store's transactions."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self.running and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        return self.running
 
     def spawn(self, work: Coroutine[Any, Any, Any], *, name: str = "") -> asyncio.Task[Any]:
         task = asyncio.get_running_loop().create_task(work, name=name or None)
@@ -136,6 +177,13 @@ class Runtime:
             named.extend(sourced.rule.approvers or [])
         return named
 
+    def mapped_groups(self) -> list[str]:
+        """The Slack user groups the impersonation mapping adds Kubernetes groups for. A voter's
+        membership of each is looked up whatever the policy names (a policy of ``"*"`` names no
+        group), so that the write made as them carries those groups."""
+        mapping = self.service.impersonation
+        return sorted(mapping.groups) if mapping is not None else []
+
     def admins(self) -> list[str]:
-        """Who may pause and resume Stratus: the policy's default approvers."""
-        return list(self.policy().policy.defaults.approvers)
+        """The admins of the policy in force (``policies.authority.admins``)."""
+        return list(authority.admins(self.policy()))

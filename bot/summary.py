@@ -4,13 +4,17 @@ its proposals and its events, never from what the bot happened to see."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
+
 from slack_sdk.models.blocks import Block
 
-from agents.alerts import outcome as alert_outcome
-from agents.incident import Incident
-from agents.incident_store import IncidentEnvelope, IncidentEventType
 from bot import blocks as b
 from bot import text
+from bot.effects import title
+from incidents.alerts import outcome as alert_outcome
+from incidents.model import Incident
+from incidents.repository import IncidentEnvelope, IncidentEventType
 from proposals.model import Proposal, ProposalState
 
 P = ProposalState
@@ -18,15 +22,85 @@ TIMELINE_LINES = 25
 
 
 TIMELINE_ENTRY = 300  # one long reason must not fill the summary
+# The same line again within this many seconds of its last time is a repeat (an alert group
+# sent twice, a state noted twice), counted on the first line; later it is news of its own.
+REPEAT_WINDOW = 60.0
+TIMELINE_EVENTS = (
+    IncidentEventType.OPENED,
+    IncidentEventType.STATE_CHANGED,
+    IncidentEventType.VERIFIED,
+    IncidentEventType.ATTEMPT,
+    IncidentEventType.ALERT_FIRED,
+    IncidentEventType.ALERT_RESOLVED,
+)
 
 
-def _approved(proposal: Proposal) -> str:
+@dataclass
+class _Step:
+    at: str
+    key: str
+    message: str
+    last: str
+    count: int = 1
+
+
+def _key(envelope: IncidentEnvelope) -> str:
+    """What makes two lines the same news: for an alert firing, which alerts (a second group
+    carrying the same alert words it differently); for anything else, its words."""
+    event = envelope.event
+    if event.type == IncidentEventType.ALERT_FIRED:
+        names = sorted({str(a.get("alertname", "")) for a in event.data.get("alerts") or []})
+        if names:
+            return f"{event.type.value}:{','.join(names)}"
+    return f"{event.type.value}:{event.message}"
+
+
+def _seconds(at: str) -> float:
+    try:
+        return datetime.fromisoformat(at).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def timeline(events: list[IncidentEnvelope], handles: dict[str, str] | None = None) -> list[str]:
+    """The summary's timeline, one line per step, repeats folded into a count; ``handles``:
+    the ids its notes name ("fix undone by U0BOB") written as handles."""
+    steps: list[_Step] = []
+    for envelope in events:
+        event = envelope.event
+        if not event.message or event.type not in TIMELINE_EVENTS:
+            continue
+        key = _key(envelope)
+        same = next(
+            (
+                s
+                for s in reversed(steps)
+                if s.key == key and _seconds(envelope.at) - _seconds(s.last) <= REPEAT_WINDOW
+            ),
+            None,
+        )
+        if same is not None:
+            same.count += 1
+            same.last = envelope.at
+            continue
+        steps.append(_Step(envelope.at, key, event.message, envelope.at))
+    return [
+        text.timeline_line(s.at[11:19], b.cut(s.message, TIMELINE_ENTRY), handles)
+        + (text.timeline_repeats(s.count, s.last[11:19]) if s.count > 1 else "")
+        for s in steps
+    ]
+
+
+def _approved(proposal: Proposal, handles: dict[str, str] | None = None) -> str:
     approvals = proposal.approvals()
+    if approvals and any(vote.with_plan for vote in proposal.votes):
+        return "approved with the plan by " + ", ".join(text.who(u) for u in approvals)
     if approvals:
         return "approved by " + ", ".join(text.who(u) for u in approvals)
     if proposal.decision.outcome == "allow":
-        return f"allowed by policy ({proposal.decision.reason})"
-    return proposal.decision.reason
+        return f"allowed by policy ({text.named(proposal.decision.reason, handles)})"
+    # A rejected or unanswered step: the policy's reason ("requires 1 approval from @sre").
+    return text.named(proposal.decision.reason, handles)
 
 
 def _verdict(incident: Incident, proposal: Proposal) -> str:
@@ -37,14 +111,19 @@ def _verdict(incident: Incident, proposal: Proposal) -> str:
 
 
 def summary_blocks(
-    incident: Incident, proposals: list[Proposal], events: list[IncidentEnvelope]
+    incident: Incident,
+    proposals: list[Proposal],
+    events: list[IncidentEnvelope],
+    handles: dict[str, str] | None = None,
 ) -> list[Block]:
+    """``handles``: Slack id → handle, for the ids the summary's words name (``bot.names``)."""
     detect = incident.detected_at - incident.created_at if incident.detected_at else None
     mitigate = incident.mitigated_at - incident.created_at if incident.mitigated_at else None
     before = incident.health_at_start.get("total", "—")
     after = incident.health_now.get("total", "—")
     parts: list[Block] = [
         b.header(text.SUMMARY_TITLE),
+        *([b.context(text.cluster_line(incident.cluster))] if incident.cluster else []),
         b.section(text.summary_head(incident.namespace, incident.state.value, incident.reason)),
         b.section(
             text.root_cause(
@@ -55,6 +134,20 @@ def summary_blocks(
             + text.summary_times(text.duration(detect), text.duration(mitigate), before, after)
         ),
     ]
+    note = incident.fix_undone
+    if note is not None:  # the same line as the parent message's (``cards.fix_undone``)
+        parts.append(
+            b.section(
+                text.fix_undone_line(
+                    note.by,
+                    note.at,
+                    reopened=note.reopened,
+                    why=note.why,
+                    namespace=incident.namespace,
+                    state=incident.state.value,
+                )
+            )
+        )
     alerted = alert_outcome(events)
     if alerted is not None:
         parts.append(
@@ -65,7 +158,7 @@ def summary_blocks(
     lines = [
         text.action_line(
             p.intent,
-            _approved(p),
+            _approved(p, handles),
             text.CARD_STATE.get(p.state.value, p.state.value),
             _verdict(incident, p),
         )
@@ -74,24 +167,14 @@ def summary_blocks(
     parts += b.sections(text.ACTIONS + "\n" + ("\n".join(lines) if lines else text.NO_ACTIONS))
     if undos:
         undo_lines = [
-            text.action_line(p.intent, _approved(p), text.CARD_STATE.get(p.state.value, ""), "")
+            # What the undo did (as its card's header says), not the intent it reversed.
+            text.action_line(
+                title(p), _approved(p, handles), text.CARD_STATE.get(p.state.value, ""), ""
+            )
             for p in undos
         ]
         parts += b.sections(text.UNDOS + "\n" + "\n".join(undo_lines))
-    steps = [
-        text.timeline_line(e.at[11:19], b.cut(e.event.message, TIMELINE_ENTRY))
-        for e in events
-        if e.event.message
-        and e.event.type
-        in (
-            IncidentEventType.OPENED,
-            IncidentEventType.STATE_CHANGED,
-            IncidentEventType.VERIFIED,
-            IncidentEventType.ATTEMPT,
-            IncidentEventType.ALERT_FIRED,
-            IncidentEventType.ALERT_RESOLVED,
-        )
-    ]
+    steps = timeline(events, handles)
     if len(steps) > TIMELINE_LINES:
         steps = [*steps[: TIMELINE_LINES // 2], b.ELLIPSIS, *steps[-TIMELINE_LINES // 2 :]]
     parts += b.sections(text.TIMELINE + "\n" + "\n".join(steps))

@@ -6,24 +6,51 @@ Words come from ``bot.text``.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from agents.telemetry import Telemetry
 from agents.telemetry_metrics import Figure, Metrics
 from bot import blocks as b
 from bot import text
 
+ERROR_LINES_SHOWN = 3
+ERROR_LINE_CHARS = 120
+
+
+def cut_at_word(line: str, limit: int = ERROR_LINE_CHARS) -> str:
+    """``line`` in at most ``limit`` characters, cut between words (a word longer than the
+    whole limit is cut where it must), an ellipsis marking the cut."""
+    if len(line) <= limit:
+        return line
+    head = line[: limit - 1]
+    space = head.rfind(" ")
+    if space > limit // 2:
+        head = head[:space]
+    return head.rstrip() + "…"
+
+
+def error_lines_cut(errors: list[str]) -> bool:
+    """Whether the card shows less than every error line whole (and offers to see them)."""
+    return len(errors) > ERROR_LINES_SHOWN or any(
+        len(line) > ERROR_LINE_CHARS for line in errors[-ERROR_LINES_SHOWN:]
+    )
+
 
 def telemetry_text(telemetry: Telemetry) -> str:
     """The card's telemetry section: the cluster's signals, then Prometheus' figures (or why
     there are none)."""
+    shown = telemetry.errors[-ERROR_LINES_SHOWN:]  # the newest
     lines = [
         text.telemetry(
             telemetry.pods,
             telemetry.restarts,
             telemetry.endpoints,
-            telemetry.errors,
+            [cut_at_word(line) for line in shown],
             telemetry.events,
         )
     ]
+    if error_lines_cut(telemetry.errors):
+        lines.append(text.error_lines_more(len(telemetry.errors) - len(shown)))
     metrics = telemetry.metrics
     if telemetry.metrics_source == "none":
         lines.append(text.NO_METRICS)
@@ -51,24 +78,41 @@ def _value(value: float | None, kind: str) -> str:
     return f"{value:.0f}"
 
 
-def _figure(label: str, figure: Figure, kind: str, ran: bool) -> str:
-    if ran:
-        return text.metric_before_after(
-            label, _value(figure.before, kind), _value(figure.now, kind)
-        )
+def _figure(label: str, figure: Figure, kind: str, metrics: Metrics) -> str:
+    if metrics.executed_at is not None:
+        # The target's own figures: none while it had no pods, none claimed before the change
+        # could show in them.
+        before = text.NO_PODS if metrics.no_pods_before() else _value(figure.before, kind)
+        if metrics.pending:
+            after = text.PENDING
+        elif metrics.no_pods_now():
+            after = text.NO_PODS
+        else:
+            after = _value(figure.now, kind)
+        return text.metric_before_after(label, before, after)
     return text.metric_now(
         label, _value(figure.now, kind), _value(figure.earlier, kind), _value(figure.peak, kind)
     )
 
 
-def _caller(caller: str, figure: Figure, ran: bool) -> str:
-    if ran:
-        return text.caller_figure(
-            caller, f"{_value(figure.before, 'pct')} → {_value(figure.now, 'pct')}"
-        )
+def _caller(caller: str, figure: Figure, metrics: Metrics) -> str:
+    if metrics.executed_at is not None:
+        # A caller's failed calls are its own figures (it had pods throughout), but they too
+        # average in the time before the change until it settled and the callers retried.
+        after = text.PENDING if metrics.pending else _reading(figure.now)
+        return text.caller_figure(caller, f"{_reading(figure.before)} → {after}")
     return text.caller_figure(
         caller, f"{_value(figure.now, 'pct')} (peak {_value(figure.peak, 'pct')})"
     )
+
+
+def _reading(value: float | None) -> str:
+    """A caller's share of failed calls at a moment, or that there was no reading then."""
+    return text.NO_READING if value is None else _value(value, "pct")
+
+
+def _moment(unix: float | None) -> datetime | None:
+    return datetime.fromtimestamp(unix, UTC) if unix is not None else None
 
 
 def _metrics_lines(metrics: Metrics) -> list[str]:
@@ -81,19 +125,26 @@ def _metrics_lines(metrics: Metrics) -> list[str]:
             if metrics.read_at is not None and metrics.executed_at is not None
             else None
         )
-        lines.append(text.before_after(since))
+        lines.append(
+            text.before_after_pending(_moment(metrics.settles_at))
+            if metrics.pending
+            else text.before_after(since)
+        )
     figures = {
         "error_rate": metrics.error_rate,
         "p95": metrics.p95,
         "restarts": metrics.restarts,
         "memory": metrics.memory,
     }
-    lines.append(
-        " · ".join(
-            _figure(text.METRIC_LABELS[name], figure, _FORMATS[name], ran)
-            for name, figure in figures.items()
+    if not ran and metrics.no_pods_now():
+        lines.append(text.METRICS_NO_PODS)
+    else:
+        lines.append(
+            " · ".join(
+                _figure(text.METRIC_LABELS[name], figure, _FORMATS[name], metrics)
+                for name, figure in figures.items()
+            )
         )
-    )
     if metrics.callers:
-        lines.append(text.callers([_caller(c.caller, c.figure, ran) for c in metrics.callers]))
+        lines.append(text.callers([_caller(c.caller, c.figure, metrics) for c in metrics.callers]))
     return lines

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from datetime import datetime, timedelta
+
+from store.errors import Remedy, StratusError
 
 _SLACK_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")
 
@@ -179,10 +182,10 @@ def unknown_command(word: str) -> str:
 
 
 USAGE = {
-    "investigate": "Usage: `/stratus investigate <namespace> [question]`, e.g. "
+    "investigate": "Usage: `/stratus investigate <namespace> [--cluster <name>] [question]`, e.g. "
     "`/stratus investigate shop why is checkout failing?`",
     "undo": "Usage: `/stratus undo` or `/stratus undo last` (the most recent write), or "
-    "`/stratus undo <undo-id>` (see `stratus undo --list`)",
+    "`/stratus undo <undo-id>`; the *Undo* button on an executed card undoes that write",
     "policy": "Usage: `/stratus policy [namespace]`",
     "cancel": "Usage: `/stratus cancel` in an incident thread, or `/stratus cancel <incident-id>`",
     "summary": "Usage: `/stratus summary` in an incident thread, or `/stratus summary "
@@ -226,12 +229,21 @@ def no_such_incident(word: str) -> str:
     return f"There is no incident `{esc(word[:40])}`; nothing changed."
 
 
+def not_an_incident_id(word: str) -> str:
+    return (
+        f"{data(word, 40)} is not a valid incident id (one looks like `inc-0123456789`); "
+        "nothing changed."
+    )
+
+
 def which_incident(ids: list[str]) -> str:
     named = ", ".join(f"`{i}`" for i in ids)
     return f"Several incidents are open here ({named}): name the one you mean; nothing changed."
 
 
 SUMMARY_POSTED = "Summary posted in the thread."
+# A request that reached a Stratus which no longer holds the leader lease (``bot.handover``).
+HANDING_OVER = "Stratus is handing over to another instance; try again in a few seconds."
 PAUSE_REFUSED = "Only Stratus admins (the policy's default approvers) may pause or resume Stratus."
 
 
@@ -277,6 +289,26 @@ def status_incident(incident_id: str, namespace: str, state: str, elapsed: str) 
 
 def status_pending(proposal_id: str, intent: str, approvals: int, needed: int) -> str:
     return f"• `{proposal_id}` {data(intent)} — {approvals} of {needed} approvals"
+
+
+def asked_by(requester: str) -> str:
+    """Who asked for a proposal, from its requester (never from whether it has a card):
+    Stratus's own step, a Slack user, a terminal user, an alert."""
+    if requester.startswith("cli:"):
+        return f"asked from a terminal by `{esc(requester.removeprefix('cli:'))}`"
+    if requester.startswith(("agent:", "stratus")):
+        return "proposed by Stratus"
+    return f"asked by {who(requester)}"
+
+
+def status_terminal_pending(proposal_id: str, intent: str, requester: str = "cli:") -> str:
+    """A proposal with no card to click, answered from ``/stratus status``."""
+    return f"`{proposal_id}` {data(intent)} — {asked_by(requester)}; answer it here:"
+
+
+def answered_here(proposal_id: str, intent: str, state: str) -> str:
+    """What came of an answer to a proposal that has no card (made at a terminal)."""
+    return f"`{proposal_id}` {data(intent)}: {state.replace('_', ' ')}."
 
 
 def undo_proposed(proposal_id: str, state: str) -> str:
@@ -384,6 +416,65 @@ def health(total: object, healthy: object, start: object = None) -> str:
     return now if start is None or start == total else f"{start} → {now}"
 
 
+# What each part of the health score counts (``agents.health.WEIGHTS``): singular, plural.
+HEALTH_PARTS = {
+    "crash_looping_containers": ("crash-looping container", "crash-looping containers"),
+    "services_without_endpoints": (
+        "service without ready endpoints",
+        "services without ready endpoints",
+    ),
+    "failing_requests": (
+        "failing request logged by a caller",
+        "failing requests logged by callers",
+    ),
+    "unavailable_replicas": ("unavailable replica", "unavailable replicas"),
+    "unready_pods": ("unready pod", "unready pods"),
+    "new_warning_events": ("new warning event", "new warning events"),
+    "erroring_services": ("service failing requests", "services failing requests"),
+    "slow_services": ("slow service", "slow services"),
+}
+HEALTH_SCALE = (
+    "_Health score: 0 means nothing wrong; it adds up points for what is wrong "
+    "(a crash loop or a service without endpoints 3, an unavailable replica or failing "
+    "requests 2, an unready pod or a warning 1)_"
+)
+HEALTHY_ANYWAY = (
+    "counts as healthy: warning events and request rates (which lag a fix by their window) "
+    "do not make a namespace unhealthy"
+)
+
+
+def health_part(name: str, count: int, points: int) -> str:
+    one, many = HEALTH_PARTS.get(name, (name.replace("_", " "), name.replace("_", " ")))
+    return f"{count} {one if count == 1 else many} ({points} point{'' if points == 1 else 's'})"
+
+
+def health_explained(
+    total: object, healthy: object, start: object, parts: list[str], *, was: bool
+) -> str:
+    """A score with its parts: what is wrong now, or what was wrong when nothing is any more
+    ("4 → 0 (healthy): was 2 unready pods (2 points), 1 unavailable replica (2 points)"), and
+    why a score above 0 counts as healthy when it does."""
+    line = health(total, healthy, start)
+    if parts:
+        moved = start is not None and start != total
+        line += (": was " if was else (": now " if moved else ": ")) + ", ".join(parts)
+    if healthy and total:
+        line += f" — {HEALTHY_ANYWAY}"
+    return line
+
+
+def verification_health(verdict: str, health_line: str) -> str:
+    return f"*Verification:* {VERDICTS.get(verdict, verdict)} (health score {health_line})"
+
+
+def verified_health(number: int, verdict: str, health_line: str) -> str:
+    return (
+        f":stethoscope: *Attempt {number} verified:* {VERDICTS.get(verdict, verdict)} "
+        f"(health score {health_line})"
+    )
+
+
 def incident_context(incident_id: str, question: str, planner: str) -> str:
     asked = f" · asked: {data(question, 200)}" if question else ""
     return f"`{incident_id}` · planner: {planner}{asked} · reply in the thread to ask me"
@@ -391,6 +482,24 @@ def incident_context(incident_id: str, question: str, planner: str) -> str:
 
 def diagnosis_line(summary: str, source: str = "offline") -> str:
     return f"*Diagnosis:* {quoted(summary, source)}"
+
+
+def fix_undone_line(
+    by: str, at: datetime, *, reopened: bool, why: str, namespace: str, state: str
+) -> str:
+    """A fix of the incident undone after it ended (``incidents.reopening``): by whom, when,
+    and what became of the incident — re-opened (and what carries it on), or left closed and
+    why."""
+    head = f":leftwards_arrow_with_hook: *Fix undone* by {who(by)} at {clock(at)}; "
+    if not reopened:
+        return head + f"incident left closed because {esc(why)}"
+    if state == "detecting":
+        return head + (
+            "*incident re-opened* — it waits here: the next alert for "
+            f"`{esc(namespace)}`, or `/stratus investigate {esc(namespace)}`, carries it on "
+            "in this thread"
+        )
+    return head + "*incident re-opened*"
 
 
 def incident_fallback(namespace: str, state: str) -> str:
@@ -436,8 +545,9 @@ def verified(number: int, verdict: str, before: object, after: object) -> str:
     )
 
 
-def state_note(message: str) -> str:
-    return data(message)
+def state_note(message: str, handles: dict[str, str] | None = None) -> str:
+    """A note of the incident's ("U0DAVE asked to look again"), its ids as handles."""
+    return data(named(message, handles))
 
 
 def undone_notice(intent: str, by: str, undo_id: str) -> str:
@@ -468,13 +578,29 @@ CARD_STATE = {
 }
 
 
-def card_fields(target: str, risk: str, reversible: bool, state: str) -> list[str]:
+def card_fields(
+    target: str, risk: str, reversible: bool, state: str, *, undo_note: str | None = None
+) -> list[str]:
+    """The card's four fields; ``undo_note`` says what the Undo field should where the card
+    offers no Undo button (``undo_field_of_undo``, ``undo_field_undone``)."""
+    undo = undo_note or ("exact undo available" if reversible else ":warning: cannot be undone")
     return [
         f"*Target*\n`{target}`",
         f"*Risk*\n{RISK.get(risk, risk)}",
-        f"*Undo*\n{'exact undo available' if reversible else ':warning: cannot be undone'}",
+        f"*Undo*\n{undo}",
         f"*State*\n{CARD_STATE.get(state, state)}",
     ]
+
+
+def undo_field_of_undo(namespace: str) -> str:
+    """An undo's card: it has no Undo button of its own; what a person can do instead."""
+    again = f"`/stratus investigate {esc(namespace)}`" if namespace else "`/stratus investigate`"
+    return f"this is an undo (no Undo button); to change it again, {again}"
+
+
+def undo_field_undone(namespace: str) -> str:
+    again = f"`/stratus investigate {esc(namespace)}`" if namespace else "`/stratus investigate`"
+    return f"already undone; to apply it again, {again}"
 
 
 RISK = {
@@ -500,10 +626,26 @@ def telemetry(
 ) -> str:
     lines = [f"*Telemetry* — pods ready {pods} · restarts {restarts} · endpoints {endpoints}"]
     if errors:
-        lines.append("Error lines: " + "; ".join(f"`{esc(e)}`" for e in errors))
+        lines.append("Error lines: " + "; ".join(data(e) for e in errors))
     if events:
-        lines.append("Recent events: " + "; ".join(esc(e) for e in events))
+        # An Event's reason and object are whatever its author wrote: quoted, like a log line.
+        lines.append("Recent events: " + "; ".join(data(e) for e in events))
     return "\n".join(lines)
+
+
+def error_lines_more(hidden: int) -> str:
+    more = f"{hidden} more; " if hidden else ""
+    return f"_({more}*{SEE_ERROR_LINES}* shows them whole)_"
+
+
+SEE_ERROR_LINES = "See the error lines"
+ERROR_LINES_TITLE = "Error lines"
+
+
+def error_lines_intro(target: str, count: int) -> str:
+    if not count:
+        return f"{data(target, 150)} logs no error lines now."
+    return f"The error lines {data(target, 150)}'s pods logged (newest last, {count}):"
 
 
 METRIC_LABELS = {
@@ -525,7 +667,7 @@ def metrics_partial(reason: str) -> str:
 
 
 def metrics_title(window: str, services: list[str]) -> str:
-    return f"*Metrics* (Prometheus, last {window}; {', '.join(esc(s) for s in services)})"
+    return f"*Metrics* (Prometheus, last {window}; {', '.join(inert(s) for s in services)})"
 
 
 def metric_now(label: str, now: str, earlier: str, peak: str) -> str:
@@ -543,7 +685,8 @@ def callers(lines: list[str]) -> str:
 
 
 def caller_figure(caller: str, figure: str) -> str:
-    return f"{esc(caller)} {figure}"
+    # A service name from a Prometheus label: whoever runs the workload wrote it.
+    return f"{inert(caller)} {figure}"
 
 
 BEFORE_AFTER = "_before → after the change_"
@@ -555,6 +698,22 @@ def before_after(read_after: float | None) -> str:
     if read_after is None:
         return BEFORE_AFTER
     return f"_before → after the change (after: read {duration(max(read_after, 0))} after it)_"
+
+
+# Figures that are not there to show (issue 18: a card's figures agree with the cluster).
+NO_PODS = "no pods"
+PENDING = "pending"
+# A caller's share of failed calls with no reading at that moment: it made no calls in the rate
+# window, or Prometheus has no scrape of it then (a dash read as a figure nobody could explain).
+NO_READING = "no reading"
+METRICS_NO_PODS = (
+    "_no pods — nothing to measure (figures from before its pods went away are not shown)_"
+)
+
+
+def before_after_pending(again: datetime | None) -> str:
+    """The before → after heading while the change cannot show in the figures yet."""
+    return f"_before → after the change (after: pending — read again at {clock(again)})_"
 
 
 def warning(text: str) -> str:
@@ -572,8 +731,35 @@ def approver_lists(lists: list[list[str]]) -> str:
     )
 
 
-def why_asked(reason: str, approver_names: list[list[str]], got: list[str], needed: int) -> str:
-    lines = [f"*Why I ask:* {esc(plain(reason))}", f"Approvers: {approver_lists(approver_names)}"]
+_ID_WORD = re.compile(r"\b[SUW][A-Z0-9]{2,}\b")
+
+
+def named(value: str, handles: dict[str, str] | None) -> str:
+    """A sentence of ours that names Slack ids (a policy's reason), with the ids whose handle
+    is known written as ``@handle``; an unknown id stays as it is."""
+    if not handles:
+        return value
+    return _ID_WORD.sub(lambda m: f"@{handles[m[0]]}" if m[0] in handles else m[0], value)
+
+
+def slack_ids(value: str) -> list[str]:
+    """The Slack ids a sentence of ours names, to look their handles up (``bot.names``): an id
+    holds a digit, which keeps words such as ``UTC`` out."""
+    return sorted({m for m in _ID_WORD.findall(value) if any(c.isdigit() for c in m)})
+
+
+def why_asked(
+    reason: str,
+    approver_names: list[list[str]],
+    got: list[str],
+    needed: int,
+    *,
+    handles: dict[str, str] | None = None,
+) -> str:
+    lines = [
+        f"*Why I ask:* {esc(plain(named(reason, handles)))}",
+        f"Approvers: {approver_lists(approver_names)}",
+    ]
     if needed > 1:
         lines.append(
             f"Approvals: {len(got)} of {needed}"
@@ -596,8 +782,16 @@ def always(action: str, resource: str, namespace: str, expiry: str) -> str:
     return f"Always allow {action} on {resource} in {namespace} for {expiry}"
 
 
-def high_risk_confirm(intent: str, target: str) -> str:
-    return f"This is a *high-risk* change: {data(intent, 150)} on {data(target, 80)}. Run it?"
+def high_risk_confirm(what: str, target: str, *, puts_back: str = "") -> str:
+    """The high-risk dialog: ``what`` approving does (a write's intent, an undo's effect, as the
+    card's header says it), and for an undo that re-introduces the diagnosed cause, that cause —
+    the one thing a person must not miss. Kept within Slack's 300 characters."""
+    if puts_back:
+        return (
+            f"This is a *high-risk* change: {data(what, 140)}. It *puts back the cause found:* "
+            f"{data(puts_back, 80)}. Run it?"
+        )
+    return f"This is a *high-risk* change: {data(what, 150)} on {data(target, 80)}. Run it?"
 
 
 CONFIRM_TITLE = "High-risk change"
@@ -606,8 +800,111 @@ CONFIRM_NO = "Not now"
 UNDO_CONFIRM_TITLE = "Undo this change?"
 
 
-def undo_confirm(intent: str) -> str:
-    return f"Put back what was there before: {data(intent, 200)}"
+def undo_confirm(effect: str) -> str:
+    """The Undo button's dialog: what undoing does (``undo_effect``), not what the write meant."""
+    return data(effect, 200)
+
+
+# ---------------------------------------------------------------------- forcing an undo
+
+FORCE = "Force undo"
+FORCE_TITLE = "Overwrite a later change?"
+FORCE_YES = "Force undo"
+FORCE_DIALOG = 300  # what Slack's confirm dialog holds
+
+
+def force_offer(conflict: str, diff_block: str) -> str:
+    """An undo that met a later change, offered forced to someone who may undo it: what moved
+    (the conflict's facts, escaped) and the diff of what Force would overwrite."""
+    return (
+        f":warning: *Undo stopped:* {esc(conflict)}.\n"
+        f"What changed since Stratus wrote it:\n{diff_block}\n"
+        f"*{FORCE}* proposes the undo anyway: it puts the object back as before Stratus "
+        "changed it and overwrites that change; the policy still decides who approves it."
+    )
+
+
+def force_confirm(diff: str) -> str:
+    """The Force dialog: the changed lines of the diff it would overwrite, escaped, then cut to
+    Slack's 300 characters (never inside an escape) with the code block still closed."""
+    changed = [
+        line
+        for line in diff.splitlines()
+        if line[:1] in ("+", "-") and not line.startswith(("+++", "---"))
+    ]
+    head = "Overwrite this change, made since Stratus wrote it?\n```"
+    body = esc("\n".join(changed) or "(no textual diff)").replace("`", LOOKALIKE_BACKTICK)
+    room = FORCE_DIALOG - len(head) - len("```")
+    if len(body) > room:
+        body = body[: room - 1]
+        if body.rfind("&") > body.rfind(";"):
+            body = body[: body.rfind("&")]
+        body += "…"
+    return f"{head}{body}```"
+
+
+FORCE_NOT_OFFERED = (
+    ":no_entry: Nothing changed: Force is offered only in the message that showed you the "
+    "conflict; ask again with `/stratus undo`."
+)
+FORCE_NOT_NEEDED = (
+    ":hourglass: Nothing changed: the object no longer conflicts with Stratus's write; press "
+    "*Undo* on its card (or `/stratus undo`) for a plain undo."
+)
+FORCE_STALE = (
+    ":hourglass: Nothing changed: the object changed again since the diff you were shown; ask "
+    "again with `/stratus undo` to see what Force would overwrite now."
+)
+
+
+def force_refused(why: str, handles: dict[str, str] | None = None) -> str:
+    return f":no_entry: Nothing changed: {esc(named(why, handles))}."
+
+
+# ---------------------------------------------------------------------- what an undo does
+
+
+def undo_effect(
+    operation: str, label: str, changes: list[tuple[str, str | None]], *, forced: bool = False
+) -> str:
+    """An undo's effect in one plain sentence (a card's header, a dialog): ``changes`` are the
+    fields undo sets as (field, value it goes back to; None: unset). Names and values come from
+    the cluster: each is put on one line, its control and format characters made visible."""
+    label = _one_line(label)
+    changes = [(_one_line(f), None if v is None else _one_line(v)) for f, v in changes]
+    if operation == "create":
+        said = f"Re-create {label}, which Stratus deleted"
+    elif operation == "delete":
+        said = f"Delete {label}, which Stratus created"
+    elif not changes:
+        said = f"Nothing to put back: {label} already is as before Stratus changed it"
+    elif len(changes) == 1:
+        field, value = changes[0]
+        said = (
+            f"Remove {field} from {label}, as before Stratus added it"
+            if value is None
+            else f"Set {field} of {label} back to {value}, as before Stratus changed it"
+        )
+    elif len(changes) == 2:
+        parts = " and ".join(f"{f} back to {_unset(v)}" for f, v in changes)
+        said = f"Set {parts} on {label}, as before Stratus changed them"
+    else:
+        shown = ", ".join(f"{f} → {_unset(v)}" for f, v in changes[:3])
+        more = ", …" if len(changes) > 3 else ""
+        said = f"Put back {len(changes)} fields of {label} as before Stratus changed them: "
+        said += shown + more
+    return said + (FORCED_SUFFIX if forced else "")
+
+
+FORCED_SUFFIX = " — overwriting the change made since"
+
+
+def _one_line(value: str) -> str:
+    return " ".join(plain(value).split())
+
+
+def _unset(value: str | None) -> str:
+    return "unset" if value is None else value
 
 
 UNDO_CONFIRM_YES = "Undo"
@@ -675,6 +972,94 @@ def refused(why: str) -> str:
     return f":no_entry: Nothing changed: {esc(why)}"
 
 
+# ---------------------------------------------------------------------- errors
+# What to do next, in Slack's words, by the error's remedy (``store.errors``): the lower layers
+# say only the facts; the CLI words the same remedies for a terminal (``cli.text``).
+
+ErrorHint = Callable[[StratusError], str]
+
+ERROR_REMEDY: dict[Remedy, ErrorHint] = {
+    Remedy.FORCE: lambda e: (
+        "it was left as it is: undoing over someone else's change needs an explicit force; "
+        f"`/stratus undo` offers *{FORCE}* to whoever may undo it"
+    ),
+    Remedy.RETRY: lambda e: "try again in a moment",
+    Remedy.FIX_POLICY: lambda e: "`/stratus policy` shows the rules in force",
+    Remedy.ASK_APPROVER: lambda e: (
+        f"an approver can answer `{esc(e.subject)}` on its card, in the App Home or in "
+        "`/stratus status`"
+        if e.subject
+        else "an approver can answer it on its card"
+    ),
+    Remedy.PROPOSE_AGAIN: lambda e: "look at the new plan on its card and ask again",
+    Remedy.RECONCILE: lambda e: (
+        "recovery reads the object and records the outcome; look at the card again in a moment"
+    ),
+    Remedy.VERIFY_AUDIT: lambda e: "the audit check names what was changed",
+    Remedy.CANCEL_OPEN: lambda e: (
+        f"cancel proposal `{esc(e.details.get('open', '?'))}` first (on its card)"
+    ),
+    Remedy.REVOKE_GRANT: lambda e: (
+        f"revoke grant `{esc(e.subject or '?')}` with its Revoke "
+        "button (`/stratus policy` or the App Home); the audit check names what was changed"
+    ),
+}
+# Where one remedy means different things by error.
+ERROR_CODE: dict[str, ErrorHint] = {
+    "policy": lambda e: "the policy files need fixing; the last good policy stays in force",
+    # Raised to terminals only (a database the bot serves, told another policy); worded here
+    # too so an error shows the same facts on every surface.
+    "policy_mismatch": lambda e: "run under the bot's policy, or use another database",
+    "served_policy_gone": lambda e: "restore the bot's policy files, or start the bot again",
+    "incident_closed": lambda e: (
+        f"press *{LOOK_AGAIN}* on the thread of {esc(e.subject or 'the incident')} for a fresh look"
+        if e.details.get("reopenable")
+        else f"`/stratus investigate {esc(str(e.details.get('namespace', '')))}` starts a new "
+        f"one beside {esc(e.subject or 'it')}"
+        if e.details.get("namespace")
+        else f"the thread of {esc(e.subject or 'the incident')} tells how it ended"
+    ),
+    "incident_open_elsewhere": lambda e: (
+        f"incident {esc(str(e.details.get('open', e.subject)))} is working on it; follow its thread"
+    ),
+    # Writes made as the approver (policies.impersonation).
+    "cluster_refused": lambda e: (
+        "ask for it again, to be approved by someone whose Kubernetes user may make this change"
+    ),
+    "not_mapped": lambda e: (
+        "ask for it again, to be approved by someone the impersonation mapping names"
+    ),
+    # Said to the person whose click it was.
+    "approver_not_mapped": lambda e: (
+        "you have no Kubernetes identity in the impersonation mapping; someone mapped must approve"
+    ),
+    "impersonation": lambda e: (
+        f"the impersonation mapping `{esc(e.subject or '?')}` needs fixing; Stratus does not "
+        "start on it"
+    ),
+    "health_listen": lambda e: (
+        "set STRATUS_HEALTH_PORT to a free port (0 picks one) or STRATUS_HEALTH_HOST to an "
+        "address of this machine"
+    ),
+    "unknown_cluster": lambda e: known_clusters(e.details.get("known") or []),
+}
+
+
+def error_line(error: StratusError) -> str:
+    """An error as the bot says it: its facts (escaped) and what to do next, in one line."""
+    words = ERROR_CODE.get(error.code) or ERROR_REMEDY.get(error.remedy)
+    return esc(error.message) + (f" — {words(error)}" if words else "")
+
+
+def refused_error(error: StratusError, handles: dict[str, str] | None = None) -> str:
+    """``handles``: the ids the error names as handles (a plan refusal names people and groups)."""
+    return f":no_entry: Nothing changed: {named(error_line(error), handles)}"
+
+
+def failed_error(what: str, error: StratusError) -> str:
+    return f":warning: {esc(what)}: {error_line(error)}"
+
+
 STALE = {
     "executed": "this change was already executed",
     "executing": "this change is being executed right now",
@@ -701,16 +1086,16 @@ NOT_UNDOABLE += "already undone, or cannot be undone)."
 OPTION_GONE = ":hourglass: Nothing changed: that option is no longer on the table."
 
 
-def not_approver(reason: str) -> str:
-    return f":no_entry: You can't answer this request: {esc(reason)}"
+def not_approver(reason: str, handles: dict[str, str] | None = None) -> str:
+    return f":no_entry: You can't answer this request: {esc(named(reason, handles))}"
 
 
-def not_rejecter(reason: str) -> str:
-    return f":no_entry: You can't reject this request: {esc(reason)}"
+def not_rejecter(reason: str, handles: dict[str, str] | None = None) -> str:
+    return f":no_entry: You can't reject this request: {esc(named(reason, handles))}"
 
 
-def undo_refused(why: str) -> str:
-    return f":no_entry: Nothing changed: {esc(why)}."
+def undo_refused(why: str, handles: dict[str, str] | None = None) -> str:
+    return f":no_entry: Nothing changed: {esc(named(why, handles))}."
 
 
 def cancel_refused(why: str) -> str:
@@ -759,6 +1144,29 @@ def answer_state(state: str, message: str) -> str:
 
 
 ANSWER_DATA_NOTE = "_(answered from the diagnosis and the incident's events)_"
+ANSWER_UNDONE_NOTE = "_(answered from the incident's proposals and their states)_"
+
+
+def answer_undone(
+    *, undone: list[str], waiting: list[str], refused: list[str], kept: list[str]
+) -> str:
+    """ "Was anything undone?", answered with yes or no first, then what."""
+    lines = [
+        f"Yes: {len(undone)} change(s) of this incident were undone."
+        if undone
+        else "No: nothing of this incident was undone."
+    ]
+    lines += [f"• undone: {data(i, 200)}" for i in undone[:10]]
+    lines += [f"• undo waiting for approval: {data(i, 200)}" for i in waiting[:10]]
+    lines += [f"• undo not carried out: {data(i, 200)}" for i in refused[:10]]
+    if kept:
+        lines.append("Still in place:")
+        lines += [f"• {data(i, 200)}" for i in kept[:10]]
+    elif not undone:
+        lines.append("Nothing was written either.")
+    return "\n".join(lines)
+
+
 ANSWER_MODEL_NOTE = (
     "_(answered by the model from the diagnosis and the incident's events; it can read, not act)_"
 )
@@ -804,8 +1212,12 @@ def action_line(intent: str, approved: str, outcome: str, verdict: str) -> str:
     return f"• {data(intent)} — {approved}; {outcome}{extra}"
 
 
-def timeline_line(at: str, text: str) -> str:
-    return f"`{at}` {data(text)}"
+def timeline_line(at: str, text: str, handles: dict[str, str] | None = None) -> str:
+    return f"`{at}` {data(named(text, handles))}"
+
+
+def timeline_repeats(count: int, last: str) -> str:
+    return f" ({count} times, the last at `{last}`)"
 
 
 # ---------------------------------------------------------------------- App Home
@@ -822,7 +1234,63 @@ def home_pending(proposal_id: str, intent: str, link: str | None) -> str:
     return f"• `{proposal_id}` {data(intent)}{where}"
 
 
+def home_terminal_pending(proposal_id: str, intent: str, requester: str = "cli:") -> str:
+    """A proposal with no card to click: it is answered here."""
+    return f"• `{proposal_id}` {data(intent)} — {asked_by(requester)}"
+
+
 # ---------------------------------------------------------------------- parked incidents
+
+# ---------------------------------------------------------------------- Look again (issue 18 §2)
+
+LOOK_AGAIN = "Look again"
+LOOK_AGAIN_GONE = "That incident is no longer escalated; nothing changed."
+ESCALATION_REASONS = {
+    "no diagnosis": "no analyzer could name a cause",
+    "no candidates left": "nothing Stratus may do would fix what it found",
+    "attempts exhausted": "its attempts did not resolve it",
+    "undo refused": "an undo it needed was refused",
+    # Issue 18 F1: TNR judged the attempt worse, but undoing its fix would re-break the cause.
+    "fix of the cause kept": "its fix of the cause was kept although the look after it was "
+    "not better (undoing it would put the cause back); judge it and Undo it from its card if "
+    "it is wrong",
+    "unreachable": "its thread could not be posted in time",
+}
+
+
+def escalated_why(reason: str) -> str:
+    why = ESCALATION_REASONS.get(reason, esc(reason) or "it stopped")
+    return (
+        f"*Escalated:* {why}. The findings and evidence are in the thread. If the namespace "
+        f"has changed since, or the fault was still unfolding, press *{LOOK_AGAIN}* for a "
+        "fresh diagnosis in this thread."
+    )
+
+
+def thread_continued(incident_id: str) -> str:
+    """The parent of a new thread for an incident whose earlier thread Slack no longer has."""
+    return (
+        f":link: Continues incident `{incident_id}`: its earlier thread is gone (deleted, or "
+        "Slack no longer has it), so it carries on here."
+    )
+
+
+def cancelling(incident_id: str) -> str:
+    """The reply to ``/stratus cancel``: the cancel itself is shown in the incident's thread."""
+    return f"Cancelling incident `{incident_id}`; its thread will say when it is done."
+
+
+def undo_asked(entry_id: str) -> str:
+    """The reply to ``/stratus undo``: the undo's card follows, as the policy decides."""
+    return f"Undoing `{entry_id}`: its card follows here."
+
+
+def looking_again(incident_id: str, namespace: str) -> str:
+    return (
+        f"`{esc(namespace)}` had an escalated incident ({incident_id}); I am looking again "
+        "in its thread."
+    )
+
 
 HOME_PARKED = "*Incidents waiting for their thread*"
 RETRY = "Retry"
@@ -937,3 +1405,123 @@ def tampered(problems: list[str]) -> str:
 
 def tampered_line(proposal_id: str) -> str:
     return f"• `{proposal_id}` :rotating_light: edited outside Stratus — refused"
+
+
+# ---------------------------------------------------------------------- plans (issue 18 §1)
+
+APPROVE_PLAN = "Approve plan"
+PLAN_CONFIRM_TITLE = "Approve the whole plan?"
+PLAN_CONFIRM_YES = "Approve plan"
+
+
+def step_of(number: int, total: int) -> str:
+    return f"*Step {number} of {total}*"
+
+
+def plan_lines(steps: list[tuple[int, str, str]]) -> str:
+    """The whole plan of an attempt, once in the thread: ``(number, intent, note)`` each — a
+    note saying why a step could not be planned yet (it is asked on its own then)."""
+    lines = [f"*Plan ({len(steps)} steps):*"]
+    for number, intent, note in steps:
+        later = f" — not planned yet ({data(note, 200)}); asked on its own" if note else ""
+        lines.append(f"{number}. {data(intent, 200)}{later}")
+    return "\n".join(lines)
+
+
+def plan_confirm(steps: int) -> str:
+    return (
+        f"This approves step 1 now and the {steps - 1} later step(s) of this plan that the "
+        "policy lets a plan approval cover, each only while it still makes exactly the change "
+        "listed in the thread. A step whose object moved is asked again."
+    )
+
+
+def approved_with_plan(user: str, at: datetime | None) -> str:
+    return f"*Approved with the plan by* {who(user)} at {clock(at)}"
+
+
+def plan_approved(user: str, at: datetime | None, later: int) -> str:
+    return (
+        f"*Plan approved by* {who(user)} at {clock(at)} "
+        f"(this step and {later} later step(s), while unchanged)"
+    )
+
+
+# ---------------------------------------------------------------- risk with its reason (issue 18)
+
+
+def risk_reason(level: str, reason: str) -> str:
+    """Why a proposal's risk is what it is (``proposals.risk``): our sentence, with the
+    cluster's names and values in it, so shown as data."""
+    return f"*Risk: {RISK.get(level, esc(level))}* — {data(reason, 300)}"
+
+
+def puts_back_cause(cause: str) -> str:
+    """An undo that re-introduces what the diagnosis found: said before anything else."""
+    return f":rotating_light: *This puts back the cause found:* {data(cause, 300)}"
+
+
+# ------------------------------------------------------------ writes made as the approver
+
+
+def cluster_refused(person: str, cluster: str) -> str:
+    """A write the cluster refused for the person it was sent as (impersonation): nothing
+    was written. ``cluster`` is the API server's own words, quoted as data."""
+    return f"{CARD_STATE['failed']}: the cluster refused this for {who(person or 'stratus')}: " + (
+        data(cluster)
+    )
+
+
+def not_mapped(person: str, file: str) -> str:
+    """A write refused before it was sent: its approver has no Kubernetes identity."""
+    if not person:
+        return (
+            f"{CARD_STATE['failed']}: nothing was sent — writes Stratus makes on its own have no "
+            f"Kubernetes identity (no `automatic` in {data(file)})"
+        )
+    return (
+        f"{CARD_STATE['failed']}: nothing was sent — {who(person)} has no Kubernetes identity "
+        f"to write as (add them to {data(file)})"
+    )
+
+
+# ---------------------------------------------------------------------- a fleet (docs/fleet.md)
+
+
+def cluster_line(cluster: str) -> str:
+    """The line naming the cluster on a card, a thread's parent and a summary (a fleet only:
+    a single unnamed cluster shows nothing)."""
+    return f":globe_with_meridians: Cluster *{esc(cluster)}*"
+
+
+def known_clusters(known: list[str]) -> str:
+    """What to do about a cluster name the bot does not serve: the ones it does."""
+    if not known:
+        return "this Stratus serves one cluster: name none"
+    names = ", ".join(f"`{esc(name)}`" for name in known)
+    return f"name one of {names}, or none for the default"
+
+
+def missing_cluster() -> str:
+    return ":warning: `--cluster` needs a name, e.g. `--cluster prod-eu`\n" + USAGE["investigate"]
+
+
+ALERT_CLUSTER_HINT = (
+    "The clusters are the ones this bot was started with; an alert names its cluster with the "
+    "`cluster` label (group alerts by it in Alertmanager)."
+)
+
+
+def alert_cluster_refused(reason: str, alertnames: list[str]) -> str:
+    shown = ", ".join(esc(name) for name in alertnames[:5])
+    more = f" and {len(alertnames) - 5} more" if len(alertnames) > 5 else ""
+    return f":no_entry: No incident opened for {shown}{more}: {esc(reason)}"
+
+
+def alert_cluster_refused_fallback() -> str:
+    return "An alert names a cluster Stratus does not serve; no incident opened"
+
+
+def in_cluster(cluster: str) -> str:
+    """What follows an incident's line in ``/stratus status`` when Stratus serves a fleet."""
+    return f" in cluster `{esc(cluster)}`"

@@ -17,6 +17,7 @@ import ctypes
 import os
 import queue
 import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -68,10 +69,13 @@ rules:
     decision: deny
 
   - name: demo-asks-for-everything
-    description: Every write waits for a human in the demo; Always allow lasts an hour.
+    description: >-
+      Every write waits for a human in the demo; Always allow lasts an hour, and an attempt
+      of several steps may be approved whole with Approve plan.
     decision: ask
     remember: true
     max_grant: 1h
+    approve_plan: true
 """
 
 
@@ -230,6 +234,9 @@ def _bot_env(playground: PlaygroundServer, kubeconfig: Path, directory: Path) ->
         STRATUS_DB=str(directory / "stratus.db"),
         STRATUS_POLICY_DIR=str(directory / "policy"),
     )
+    # Several demos (and tests) run side by side: the health endpoints take a free port
+    # unless one is asked for (the bot's log names it).
+    env.setdefault("STRATUS_HEALTH_PORT", "0")
     return env
 
 
@@ -267,7 +274,16 @@ def _bot_env(playground: PlaygroundServer, kubeconfig: Path, directory: Path) ->
     show_default=True,
     help="auto: the LLM planner when OPENAI_API_KEY (etc.) configure a model, else offline.",
 )
-def demo(port: int, bot_port: int, lab_port: int, directory: Path | None, planner: str) -> None:
+@click.option(
+    "--rbac/--no-rbac",
+    default=True,
+    show_default=True,
+    help="The lab cluster authorizes with RBAC over HTTPS, as kind and minikube do; "
+    "--no-rbac serves it open over plain HTTP.",
+)
+def demo(
+    port: int, bot_port: int, lab_port: int, directory: Path | None, planner: str, rbac: bool
+) -> None:
     """The lab cluster (hotel and shop), the Slack playground and the bot, wired together;
     prints the playground's URL and runs until Ctrl-C."""
     temporary = directory is None
@@ -301,6 +317,7 @@ def demo(port: int, bot_port: int, lab_port: int, directory: Path | None, planne
                     str(kubeconfig),
                     "--clock",
                     "realtime",
+                    *([] if rbac else ["--no-rbac"]),
                     *([] if no_prometheus else ["--prometheus", "--alert-webhook", webhook]),
                 ],
                 env=dict(os.environ) | {"STRATUS_ALERTS_TOKEN": alerts_token},
@@ -327,20 +344,31 @@ def demo(port: int, bot_port: int, lab_port: int, directory: Path | None, planne
             children.append(bot)
             bot_url = bot.wait_for(BOT_READY, START_TIMEOUT).split()[-1]
             PlaygroundClient(playground.url).configure(request_url=bot_url)
-            _announce(playground, kubeconfig, folder, bot_url, temporary)
-            click.echo(f"  prometheus: {prometheus}")
-            if not no_prometheus:
-                alertmanager = next(
-                    (
-                        f.split("=", 1)[1]
-                        for f in lab_ready.split()
-                        if f.startswith("alertmanager=")
+            env_file = write_env_file(folder, kubeconfig, no_prometheus, prometheus)
+            alertmanager = next(
+                (f.split("=", 1)[1] for f in lab_ready.split() if f.startswith("alertmanager=")),
+                "not started",
+            )
+            _announce(
+                playground,
+                kubeconfig,
+                folder,
+                bot_url,
+                temporary,
+                started=[
+                    f"  prometheus: {prometheus}",
+                    f"  terminal:   source {shlex.quote(str(env_file))}  (the cluster, database, "
+                    "policy and Prometheus of this demo, for stratus and kubectl)",
+                    *(
+                        []
+                        if no_prometheus
+                        else [
+                            f"  alerts:     {alertmanager} posts to {webhook} "
+                            "(thread in #incidents)"
+                        ]
                     ),
-                    "not started",
-                )
-                click.echo(
-                    f"  alerts:     {alertmanager} posts to {webhook} (thread in #incidents)"
-                )
+                ],
+            )
             sys.stdout.flush()
             while not stop.wait(0.5):
                 ended = next((c for c in children if not c.running), None)
@@ -364,9 +392,48 @@ def demo(port: int, bot_port: int, lab_port: int, directory: Path | None, planne
     click.echo("stratus demo stopped")
 
 
+ENV_FILE = "demo.env"
+
+
+def write_env_file(
+    folder: Path, kubeconfig: Path, prometheus_missing: str | None, prometheus: str
+) -> Path:
+    """``<dir>/demo.env``: every variable a terminal needs to act on what the bot acts on —
+    the cluster, the database, the policy and Prometheus — for ``source``. Without it a
+    terminal's command would open another database under no policy."""
+    values = {
+        "KUBECONFIG": kubeconfig,
+        "STRATUS_LAB_KUBECONFIG": kubeconfig,
+        "STRATUS_DB": folder / "stratus.db",
+        "STRATUS_POLICY_DIR": folder / "policy",
+    }
+    lines = [
+        "# Written by `stratus demo`: `source` this file in a terminal, and stratus, kubectl",
+        "# and `stratus lab` act on the demo's cluster, database, policy and Prometheus.",
+        *(f"export {name}={shlex.quote(str(value))}" for name, value in values.items()),
+    ]
+    if prometheus_missing is None:
+        lines.append(f"export STRATUS_PROMETHEUS_URL={shlex.quote(prometheus)}")
+    else:
+        lines.append(
+            f"unset STRATUS_PROMETHEUS_URL  # Prometheus did not start: {prometheus_missing}"
+        )
+    path = folder / ENV_FILE
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 def _announce(
-    playground: PlaygroundServer, kubeconfig: Path, folder: Path, bot_url: str, temporary: bool
+    playground: PlaygroundServer,
+    kubeconfig: Path,
+    folder: Path,
+    bot_url: str,
+    temporary: bool,
+    *,
+    started: list[str],
 ) -> None:
+    """Everything the demo started, then how to use it, and "Ctrl-C" last: a person reads the
+    bottom line as "ready", so nothing it started may be printed below it."""
     click.echo(f"stratus demo ready: {playground.url}/")
     click.echo(f"  kubeconfig: {kubeconfig}  (export KUBECONFIG={kubeconfig})")
     click.echo(
@@ -374,6 +441,8 @@ def _announce(
     )
     click.echo(f"  bot:        {bot_url}  (log: {folder / 'bot.log'})")
     click.echo(f"  policy:     {folder / 'policy' / 'demo.yaml'}")
+    for line in started:
+        click.echo(line)
     click.echo(
         "Open the page, pick a scenario under Lab and click 'Inject a fault', then type "
         "/stratus investigate hotel (or shop). Approve as alice, bob or carol (@sre); dave "

@@ -23,12 +23,12 @@ from typing import Any
 
 import click
 
-from agents.incident import Incident
 from agents.planner import Planner
 from agents.planner.offline import OfflinePlanner
-from agents.settings import WorkflowConfig
-from agents.workflow import IncidentWorkflow
 from cli.context import load_policy
+from incidents.model import Incident
+from incidents.settings import WorkflowConfig
+from incidents.workflow import IncidentWorkflow
 from lab import evaluation
 from lab.client import LabClient
 from lab.cluster.clock import INSTANT

@@ -16,19 +16,19 @@ from pathlib import Path
 import click
 
 from agents import telemetry_queries
-from agents.incident import Incident, IncidentState
-from agents.incident_store import STREAM as INCIDENT_STREAM
-from agents.incident_store import IncidentEnvelope, IncidentEvent, IncidentRepository
 from agents.llm import planner_from_env
 from agents.planner.offline import OfflinePlanner
-from agents.settings import WorkflowConfig
 from agents.telemetry import summarize
-from agents.workflow import IncidentWorkflow
 from cli import render
-from cli.context import Session, cluster_options, session
+from cli.context import Session, cluster_choice, cluster_options, session
+from incidents import continuation, plans
+from incidents.model import Incident, IncidentState
+from incidents.repository import STREAM as INCIDENT_STREAM
+from incidents.repository import IncidentEnvelope, IncidentEvent, IncidentRepository
+from incidents.settings import WorkflowConfig
+from incidents.workflow import IncidentWorkflow, closed
 from proposals.events import STREAM as PROPOSAL_STREAM
 from proposals.events import Envelope, ProposalEvent
-from proposals.model import ProposalState
 from store.events import EventStore
 from tools.reads import ClusterReader
 
@@ -57,6 +57,7 @@ def build_workflow(
         llm=llm,
         config=config,
         prometheus=s.prometheus,
+        kubes=s.fleet.clients if s.fleet is not None and s.fleet.named else None,
     )
 
 
@@ -84,31 +85,27 @@ class Printer:
 
 def _ask(s: Session, flow: IncidentWorkflow, incident: Incident, yes: bool) -> bool:
     """Answer the proposal the incident waits on. False: nobody here can answer now."""
-    attempt = incident.current
-    if attempt is None:
+    states = continuation.states_of(incident, s.service.get)
+    waiting = continuation.awaiting_answer(incident, states)
+    if waiting is None:
         return False
-    ids = [p for p in [*attempt.undo_proposals, *attempt.proposals] if p]
-    waiting = [
-        p for p in (s.service.get(i) for i in ids) if p.state == ProposalState.AWAITING_APPROVAL
-    ]
-    if not waiting:
-        return False
-    proposal = waiting[0]
+    proposal = s.service.get(waiting)
     render.echo("")
+    render.step_of(plans.position(incident, proposal.id))
     render.plan(proposal)
     render.telemetry(summarize(ClusterReader(s.kube), proposal, prometheus=flow.prometheus))
     render.decision(proposal)
     if not yes and not sys.stdin.isatty():
         render.echo(
             f"waiting for approval of {proposal.id}: stratus proposals approve {proposal.id}, "
-            f"then stratus incidents resume {incident.id}"
+            f"then stratus incidents resume {incident.id}" + render.in_slack(s.bot is not None)
         )
         return False
     if s.actor in proposal.approvals():
         render.echo(
             f"{len(proposal.approvals())} of {proposal.decision.min_approvals} approvals; "
             f"another approver runs: stratus proposals approve {proposal.id}, then "
-            f"stratus incidents resume {incident.id}"
+            f"stratus incidents resume {incident.id}" + render.in_slack(s.bot is not None)
         )
         return False
     if yes or click.confirm("Approve this change?", default=False):
@@ -147,6 +144,10 @@ def finish(incident: Incident) -> None:
     render.echo("")
     render.incident_summary(incident)
     if incident.state == St.ESCALATED:
+        render.echo(
+            f"when the namespace has changed (or the fault has unfolded): "
+            f"stratus incidents look-again {incident.id}"
+        )
         raise SystemExit(EXIT_ESCALATED)
 
 
@@ -184,6 +185,7 @@ _YES = click.option("--yes", is_flag=True, help="Approve what the policy asks a 
 @_PLANNER
 @_ATTEMPTS
 @_SETTLE
+@cluster_choice("to investigate")
 @cluster_options
 def investigate(
     namespace: str,
@@ -192,6 +194,7 @@ def investigate(
     planner: str,
     max_attempts: int,
     settle_seconds: float | None,
+    cluster: str,
     kubeconfig: Path | None,
     context: str | None,
 ) -> None:
@@ -204,10 +207,14 @@ def investigate(
         flow = build_workflow(
             s, planner=planner, max_attempts=max_attempts, settle_seconds=settle_seconds
         )
-        incident, joined = flow.start(namespace, requester=s.actor, question=question)
-        render.echo(
-            f"{'joined the open' if joined else 'opened'} incident {incident.id} on {namespace}"
+        incident, joined = flow.start(
+            namespace, requester=s.actor, question=question, cluster=cluster
         )
+        how = "opened"
+        if joined:
+            how = "looking again in the escalated" if _looked_again(incident) else "joined the open"
+        where = f" in cluster {incident.cluster}" if incident.cluster else ""
+        render.echo(f"{how} incident {incident.id} on {namespace}{where}")
         finish(drive(s, flow, incident.id, yes=yes))
 
 
@@ -261,7 +268,38 @@ def resume(
     """Pick up an incident where it stopped (after a click elsewhere, a restart, Ctrl-C)."""
     with session(kubeconfig, context) as s:
         flow = build_workflow(s, planner=planner, max_attempts=3, settle_seconds=settle_seconds)
+        incident = flow.incidents.get(incident_id)
+        if not incident.is_open:
+            raise closed(incident)
         finish(drive(s, flow, incident_id, yes=yes))
+
+
+@incidents.command("look-again")
+@click.argument("incident_id")
+@_YES
+@_PLANNER
+@_SETTLE
+@cluster_options
+def look_again(
+    incident_id: str,
+    yes: bool,
+    planner: str,
+    settle_seconds: float | None,
+    kubeconfig: Path | None,
+    context: str | None,
+) -> None:
+    """Look again at an escalated incident: a fresh diagnosis in the same incident, with what
+    it learned (the Look again button in Slack)."""
+    with session(kubeconfig, context) as s:
+        flow = build_workflow(s, planner=planner, max_attempts=3, settle_seconds=settle_seconds)
+        incident = flow.reopen(incident_id, actor=s.actor)
+        render.echo(f"looking again at incident {incident.id} on {incident.namespace}")
+        finish(drive(s, flow, incident_id, yes=yes))
+
+
+def _looked_again(incident: Incident) -> bool:
+    """A new investigation re-opened the namespace's escalated incident (not joined one open)."""
+    return incident.reopened > 0 and incident.state == St.DIAGNOSING
 
 
 @incidents.command("cancel")
@@ -272,6 +310,9 @@ def cancel(incident_id: str, reason: str, kubeconfig: Path | None, context: str 
     """Cancel an incident; a half-done attempt is undone first."""
     with session(kubeconfig, context) as s:
         flow = build_workflow(s, planner="offline", max_attempts=3, settle_seconds=None)
+        incident = flow.incidents.get(incident_id)
+        if not incident.is_open:
+            raise closed(incident)
         why = flow.cancel_refusal(incident_id, user=s.actor)
         if why is not None:
             raise click.ClickException(render.visible(f"{why}; nothing was cancelled"))

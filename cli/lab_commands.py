@@ -14,8 +14,9 @@ import click
 
 from cli import paths
 from lab import scenarios
-from lab.client import LabClient, LabRequestFailed
+from lab.client import LabClient, LabRequestFailed, is_lab_version, served_version
 from lab.cluster.clock import INSTANT, REALTIME
+from lab.cluster.tls import TlsUnavailable
 from lab.cluster_sim import available_apps
 from lab.runner import LAB_TOKEN, LabNotRunning, LabServer, server_url_from_kubeconfig
 from lab.slack.server import PlaygroundServer
@@ -28,17 +29,41 @@ _KUBECONFIG = click.option(
     "--kubeconfig",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="The lab's kubeconfig (default: $STRATUS_LAB_KUBECONFIG or "
-    "~/.local/share/stratus/lab/kubeconfig).",
+    help="The lab's kubeconfig (default: $STRATUS_LAB_KUBECONFIG, else $KUBECONFIG when it "
+    "points at a lab, else ~/.local/share/stratus/lab/kubeconfig).",
 )
 
 
+def _lab_kubeconfig(explicit: Path | None) -> tuple[Path, str]:
+    """The kubeconfig a lab command talks through, and how to name where it came from."""
+    if explicit is not None:
+        return explicit, "--kubeconfig"
+    if os.environ.get("STRATUS_LAB_KUBECONFIG") or not os.environ.get("KUBECONFIG"):
+        return paths.lab_kubeconfig(), "the lab's kubeconfig"
+    # A terminal set up for the demo (its env file) or for kubectl against the lab has only
+    # $KUBECONFIG; several files joined with ':' are read like kubectl reads the first.
+    named = [Path(p) for p in os.environ["KUBECONFIG"].split(os.pathsep) if p]
+    found = next((p for p in named if p.is_file()), named[0])
+    return found, "$KUBECONFIG"
+
+
 def _client(kubeconfig: Path | None) -> LabClient:
-    path = kubeconfig or paths.lab_kubeconfig()
+    """A client for the lab the kubeconfig points at; anything that is not a lab (by what it
+    answers on /version) is refused before a request that could change it is sent."""
+    path, source = _lab_kubeconfig(kubeconfig)
     try:
-        return LabClient(server_url_from_kubeconfig(path))
+        client = LabClient(server_url_from_kubeconfig(path))
+        version = served_version(client)
     except LabNotRunning as error:
         raise click.ClickException(str(error)) from error
+    if not is_lab_version(version):
+        said = f"its /version says {version}" if version else "it answers no /version"
+        raise click.ClickException(
+            f"{source} ({path}) points at {client.url}, which is not a Stratus lab ({said}); "
+            "stratus lab only talks to a lab: pass --kubeconfig with the lab's kubeconfig "
+            "(stratus lab up prints it)"
+        )
+    return client
 
 
 def _call(
@@ -81,10 +106,12 @@ def lab() -> None:
     "settles the cluster at once (for scripts and tests).",
 )
 @click.option(
-    "--rbac",
-    is_flag=True,
-    help="Authorize every request with RBAC (served over HTTPS); the kubeconfig written is "
-    "the cluster admin's, and `kubectl create token SA` makes identities to try.",
+    "--rbac/--no-rbac",
+    default=True,
+    show_default=True,
+    help="Authorize every request with RBAC over HTTPS, as kind and minikube do: the "
+    "kubeconfig written is the cluster admin's, and `kubectl create token SA` makes identities "
+    "to try. --no-rbac serves plain HTTP and allows every request.",
 )
 @click.option(
     "--prometheus",
@@ -118,8 +145,17 @@ def up(
         )
     if alert_webhook and not with_prometheus:
         raise click.ClickException("--alert-webhook needs --prometheus")
+    if with_prometheus:
+        from lab.prometheus import unavailable
+
+        reason = unavailable()
+        if reason is not None:
+            raise click.ClickException(f"--prometheus: {reason}")
     path = kubeconfig or paths.lab_kubeconfig()
-    server = LabServer(mode=clock, apps=chosen, port=port, rbac=rbac)
+    try:
+        server = LabServer(mode=clock, apps=chosen, port=port, rbac=rbac)
+    except TlsUnavailable as error:
+        raise click.ClickException(str(error)) from error
     namespace = "hotel" if "hotel" in chosen else (chosen[0] if chosen else "default")
 
     def ready_line(running: LabServer, extra: str = "") -> str:

@@ -66,7 +66,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "act": ("cli.write_commands", "act"),
     "audit": ("cli.audit_commands", "audit"),
     "demo": ("cli.demo_commands", "demo"),
+    "deploy": ("cli.deploy_commands", "deploy"),
     "eval": ("cli.eval_commands", "eval_command"),
+    "impersonation": ("cli.impersonation_commands", "impersonation_group"),
     "incidents": ("cli.incident_commands", "incidents"),
     "investigate": ("cli.incident_commands", "investigate"),
     "lab": ("cli.lab_commands", "lab"),
@@ -102,7 +104,12 @@ class StratusGroup(click.Group):
             return super().invoke(ctx)
         except click.UsageError as error:
             # click repeats what was typed (an option's name, a value): one line, inert.
-            raise click.UsageError(render.visible(error.format_message()), error.ctx) from error
+            said = error.format_message()
+            if isinstance(error, click.MissingParameter):
+                # Nothing typed, only our choices, which click lays out one a line
+                # ("Choose from:\n\tcordon,\n\t…"): said on one line, not as escapes.
+                said = " ".join(said.split())
+            raise click.UsageError(render.visible(said), error.ctx) from error
         except click.ClickException as error:
             kind = InternalError if error.exit_code == CRASH_EXIT else UserError
             raise kind(render.visible_lines(error.format_message())) from error

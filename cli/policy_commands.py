@@ -9,23 +9,29 @@ from pathlib import Path
 
 import click
 
-from agents.workflow import AGENT
+from cli import text
 from cli.context import load_policy, open_store, record_identity
 from cli.identity import PREFIX, current
 from cli.targets import parse_target
+from incidents.workflow import AGENT
+from policies import authority
 from policies.approvers import describe
 from policies.evaluate import CompiledPolicy, ProposalFacts, listed_standing, undo_facts
-from policies.grants import GrantBook
+from policies.grants import GrantBook, GrantError
 from policies.loader import PolicyError, load
 from policies.model import check_label_key, check_label_value, schema
 from policies.reload import ENV
+from proposals import risk as risk_of
 from proposals.core import decide
+from proposals.repository import ProposalRepository
+from proposals.undoing import cause_put_back
 from store.db import Store
-from store.records import UndoEntries
+from tools import fleet
 from tools.actions import CATALOG, POLICY_ACTIONS, UNDO
 from tools.errors import Invalid
 from tools.objects import CLUSTER_SCOPED, ObjectRef
 from tools.params import parse_labels
+from undo.entries import UndoEntries
 from undo.stack import check_record
 
 
@@ -140,10 +146,26 @@ def _undo_risk(store: Store, ref: ObjectRef, risk: str | None) -> tuple[str, str
         name=ref.name,
         requester="",
     )
-    return facts.risk, (
+    source = (
         f"of {execution.action}, the write undo entry {entries[0].id} reverses: the newest "
         f"active one for {ref}"
     )
+    # As the real undo: one that puts back the diagnosed cause is decided as high.
+    put_back = cause_put_back(ProposalRepository(store), execution.proposal_id)
+    if not put_back:
+        return facts.risk, source
+    assessed = risk_of.assess(
+        risk_of.RiskFacts(
+            action=UNDO,
+            floor=risk_of.level(facts.risk),
+            kind=ref.kind,
+            name=ref.name,
+            before=None,
+            after=None,
+            puts_back=put_back,
+        )
+    )
+    return assessed.level, f"{source}; it {assessed.reason}"
 
 
 @policy.command()
@@ -159,6 +181,11 @@ def _undo_risk(store: Store, ref: ObjectRef, risk: str | None) -> tuple[str, str
 @click.option("--requester", default=None, help="Who asks (default: you, cli:<user>).")
 @click.option("--label", "labels", multiple=True, help="Target label KEY=VALUE (repeatable).")
 @click.option(
+    "--cluster",
+    default="",
+    help="The fleet's cluster it would be written to (docs/fleet.md; default: none named).",
+)
+@click.option(
     "--risk",
     type=click.Choice(["low", "medium", "high"]),
     default=None,
@@ -172,10 +199,13 @@ def explain(
     resource: str,
     requester: str | None,
     labels: tuple[str, ...],
+    cluster: str,
     risk: str | None,
     policy_dir: Path | None,
 ) -> None:
     """Print the decision for an action and which rule (or grant) made it."""
+    if cluster:
+        fleet.check_name(cluster)
     ref = _target(action_name, resource, namespace)
     asker = _requester(requester)
     target_labels = _labels(labels)
@@ -201,16 +231,15 @@ def explain(
         reversible=reversible,
         requester=asker,
         labels=target_labels,
+        cluster=cluster,
     )
     try:
-        policy_in_force = load_policy(policy_dir)
+        policy_in_force = load_policy(policy_dir, store=store)
     except PolicyError as error:
         click.echo(error.message.partition("\n")[0], err=True)
         for problem in error.problems:
             click.echo(f"  {problem}", err=True)
-        click.echo(
-            "  hint: fix the files; `stratus policy check DIR` lists every problem", err=True
-        )
+        click.echo(f"  hint: {text.hint(error)}", err=True)
         raise SystemExit(1) from error
     decision = decide(facts, policy=policy_in_force, store=store, now=datetime.now(UTC))
     click.echo(f"{decision.outcome}: {decision.reason}")
@@ -238,7 +267,7 @@ def grants(show_all: bool, policy_dir: Path | None) -> None:
     now = datetime.now(UTC)
     book = _grants()
     try:
-        in_force: CompiledPolicy | None = load_policy(policy_dir)
+        in_force: CompiledPolicy | None = load_policy(policy_dir, store=book.store)
     except PolicyError as error:
         in_force = None
         click.echo(
@@ -285,6 +314,17 @@ def revoke(grant_id: str) -> None:
     identity = current()
     book = _grants()
     record_identity(book.store, identity)
+    grant = next((g for g in book.all() if g.id == grant_id), None)
+    if grant is not None:
+        try:
+            admins = authority.admins(load_policy())
+        except PolicyError:
+            admins = ()  # no policy names the admins: only the grant's creator may
+        why = authority.revoke_refusal(
+            authority.Asker(user=identity.actor), created_by=grant.created_by, admins=admins
+        )
+        if why is not None:
+            raise GrantError(f"{grant_id}: {why}; nothing was revoked", subject=grant_id)
     book.revoke(grant_id, by=identity.actor)
     click.echo(f"revoked {grant_id}")
 

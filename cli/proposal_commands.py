@@ -15,7 +15,9 @@ import click
 from agents.telemetry import summarize
 from cli import render
 from cli.context import Session, cluster_options, session
-from cli.write_commands import approve_and_execute, print_events
+from cli.write_commands import approve_and_execute, note_undone, print_events
+from incidents import plans
+from incidents.repository import IncidentRepository
 from proposals.model import Proposal, ProposalState
 from store.clock import parse_stamp
 from tools.reads import ClusterReader
@@ -68,9 +70,21 @@ def show(proposal_id: str, kubeconfig: Any, context: str | None) -> None:
 @click.argument("proposal_id")
 @click.option("--always", is_flag=True, help="Answer 'Always allow' where the policy allows.")
 @click.option("--no-execute", is_flag=True, help="Only vote; leave execution to someone else.")
+@click.option(
+    "--plan",
+    "whole_plan",
+    is_flag=True,
+    help="Approve plan: this first step of an incident's attempt and, while unchanged, the "
+    "later steps the policy lets a plan approval cover.",
+)
 @cluster_options
 def approve(
-    proposal_id: str, always: bool, no_execute: bool, kubeconfig: Any, context: str | None
+    proposal_id: str,
+    always: bool,
+    no_execute: bool,
+    whole_plan: bool,
+    kubeconfig: Any,
+    context: str | None,
 ) -> None:
     """Approve a proposal; once approved by enough people, execute it."""
     with session(kubeconfig, context) as s:
@@ -78,8 +92,24 @@ def approve(
         proposal = s.service.get(proposal_id)
         if proposal.state in (S.EXECUTED, S.UNDONE):
             raise click.ClickException(already_executed(s, proposal))
+        incident = (
+            IncidentRepository(s.service.store).get(proposal.incident_id)
+            if proposal.incident_id
+            else None
+        )
+        render.step_of(plans.position(incident, proposal.id))
         render.plan(proposal)
         render.decision(proposal)
+        if whole_plan:
+            if always:
+                raise click.UsageError("--plan and --always are two different answers; pick one")
+            proposal = plans.approve_plan(
+                s.service, incident, proposal, user=s.actor, groups=(), now=s.service.clock.now()
+            )
+        if no_execute and whole_plan:
+            print_events(s, cursor, {proposal_id})
+            render.echo(f"{render.visible(proposal.id)}: {proposal.state.value.replace('_', ' ')}")
+            return
         if no_execute:
             voted = s.service.answer(
                 proposal_id, user=s.actor, choice="always" if always else "approve"
@@ -98,6 +128,7 @@ def approve(
         if done is not None:
             undo = f" (undo: stratus undo {done.undo_id})" if done.undo_id else ""
             render.echo(f"applied: {render.visible(done.intent)}{undo}")
+            note_undone(s, done)
 
 
 def executed_here(proposal: Proposal) -> bool:

@@ -1,34 +1,28 @@
 """The CLI's words: how errors, proposals and events read on a terminal.
 
-Lower layers raise errors with fields (what, which object, a remedy); this module turns a
-remedy into what a terminal user types next. Slack has its own words in ``bot/``.
+An error's words are ``cli.text``'s (keyed on its code and remedy); this module prints them
+inert. Slack has its own words in ``bot/``.
 """
 
 from __future__ import annotations
 
 import unicodedata
+from datetime import UTC, datetime
 
 import click
 
-from agents.incident import Incident
-from agents.incident_store import IncidentEnvelope
+from agents.health import breakdown
 from agents.telemetry import Telemetry
-from agents.telemetry_metrics import Figure
+from agents.telemetry_metrics import Figure, Metrics
+from cli import text
+from incidents import reopening
+from incidents.model import Incident
+from incidents.repository import IncidentEnvelope
 from policies.approvers import describe
 from proposals.events import Envelope, EventType
-from proposals.model import Proposal, ProposalState
-from store.errors import Remedy, StratusError
-
-REMEDY_WORDS: dict[Remedy, str] = {
-    Remedy.FORCE: "to overwrite that change anyway, run the command again with --force",
-    Remedy.RETRY: "try again in a moment",
-    Remedy.FIX_POLICY: "see the policy with `stratus policy explain`",
-    Remedy.ASK_APPROVER: "ask an approver to run `stratus proposals approve ID`",
-    Remedy.PROPOSE_AGAIN: "look at the new plan and run the command again",
-    Remedy.RECONCILE: "run `stratus undo --list` in a moment: recovery reads the object and "
-    "records the outcome",
-}
-
+from proposals.model import Decision, Proposal, ProposalState
+from store.errors import StratusError
+from store.handles import named
 
 # Characters a terminal may act on instead of showing: controls (ESC starts a sequence that can
 # retitle the window or clear the screen, CR overwrites a line, LF forges one), format
@@ -62,24 +56,42 @@ def echo(message: object = "", *, err: bool = False) -> None:
     click.echo(visible_lines(message), err=err)
 
 
-# Where one remedy means different things by error: a policy that does not load is fixed in
-# its files (``policy explain`` cannot even read them), a denial is explained by the rules.
-CODE_WORDS: dict[str, str] = {
-    "policy": "fix the files; `stratus policy check DIR` lists every problem",
-}
-
-
 def error_line(error: StratusError) -> str:
-    hint = CODE_WORDS.get(error.code) or REMEDY_WORDS.get(error.remedy)
-    return visible(error.message) + (f"\n  hint: {hint}" if hint else "")
+    return text.error_line(error, visible)
+
+
+def waiting_hint(proposal_id: str, *, in_slack_too: bool) -> str:
+    """How a proposal that waits for someone else is answered: by an approver at a terminal,
+    and in Slack when a bot serves this database (its App Home and ``/stratus status`` list
+    the proposal with Approve / Reject buttons)."""
+    return (
+        f"proposal {visible(proposal_id)} waits for an approver: an approver runs "
+        f"`stratus proposals approve {visible(proposal_id)}`{in_slack(in_slack_too)}"
+    )
+
+
+def in_slack(served: bool) -> str:
+    """Where else a waiting proposal is answered, when a bot serves this database."""
+    return (
+        "; it also waits in Slack, where the bot serving this database lists it with Approve "
+        "and Reject buttons in its App Home and in `/stratus status`"
+        if served
+        else ""
+    )
 
 
 def plan(proposal: Proposal) -> None:
+    if proposal.cluster:
+        echo(f"cluster: {visible(proposal.cluster)}")
     echo(f"intent: {visible(proposal.intent)}")
     echo(
         f"risk: {proposal.risk}  reversible: {'yes' if proposal.reversible else 'no'}  "
         f"target: {visible(proposal.target)}"
     )
+    if proposal.risk_reason:
+        echo(f"why {proposal.risk}: {visible(proposal.risk_reason)}")
+    if proposal.puts_back:
+        echo(f"warning: this puts back the cause found: {visible(proposal.puts_back)}")
     for warning in proposal.warnings:
         echo(f"warning: {visible(warning)}")
     echo(visible_lines(proposal.plan.diff.rstrip()) or "(no change)")
@@ -95,9 +107,17 @@ def _value(value: float | None, unit: str) -> str:
     return f"{value:.0f}"
 
 
-def _figure(figure: Figure, unit: str, ran: bool) -> str:
-    if ran:
-        return f"{_value(figure.before, unit)} -> {_value(figure.now, unit)}"
+def _figure(figure: Figure, unit: str, m: Metrics, *, own: bool = True) -> str:
+    """One figure; ``own``: the target's (none while it has no pods), not a caller's."""
+    if m.executed_at is not None:
+        before = "no pods" if own and m.no_pods_before() else _value(figure.before, unit)
+        if m.pending:
+            after = "pending"
+        elif own and m.no_pods_now():
+            after = "no pods"
+        else:
+            after = _value(figure.now, unit)
+        return f"{before} -> {after}"
     return (
         f"{_value(figure.now, unit)} (start {_value(figure.earlier, unit)}, "
         f"peak {_value(figure.peak, unit)})"
@@ -130,21 +150,52 @@ def telemetry(summary: Telemetry) -> None:
         f"metrics:   Prometheus, last {m.window:g}s, services {', '.join(m.services)}"
         + ("; before -> after the change" if ran else "")
     )
-    for label, figure, unit in (
-        ("error rate", m.error_rate, "%"),
-        ("p95", m.p95, "s"),
-        ("restarts", m.restarts, ""),
-        ("memory/limit", m.memory, "%"),
-    ):
-        _line(f"  {label:<13}{_figure(figure, unit, ran)}")
+    if m.pending and m.settles_at is not None:
+        again = datetime.fromtimestamp(m.settles_at, UTC)
+        _line(f"  after:       pending until {again:%H:%M:%S} UTC, when the change can show")
+    if not ran and m.no_pods_now():
+        _line(
+            "  no pods:     nothing to measure"
+            " (figures from before its pods went away are not shown)"
+        )
+    else:
+        for label, figure, unit in (
+            ("error rate", m.error_rate, "%"),
+            ("p95", m.p95, "s"),
+            ("restarts", m.restarts, ""),
+            ("memory/limit", m.memory, "%"),
+        ):
+            _line(f"  {label:<13}{_figure(figure, unit, m)}")
     for caller in m.callers:
-        _line(f"  caller {caller.caller}: errors {_figure(caller.figure, '%', ran)}")
+        _line(f"  caller {caller.caller}: errors {_figure(caller.figure, '%', m, own=False)}")
     if m.failed:
         _line(f"  missing: {m.failed}")
 
 
 def decision(proposal: Proposal) -> None:
     echo(f"policy: {visible(proposal.decision.reason)}")
+
+
+def dry_run_line(
+    decision: Decision, *, done: str = "written", handles: dict[str, str] | None = None
+) -> str:
+    """What a dry run found, said from the policy's decision: what it *would* do and who it
+    would ask — never "accepted", which an ask reads as permission (issue 18 §6). ``handles``:
+    the Slack handles the bot serving this database read (``store.handles``): "asks @sre"."""
+    why = visible(decision.rule or decision.grant or decision.source)
+    if decision.outcome == "deny":
+        would = f"would deny it ({why})"
+    elif decision.outcome == "allow":
+        would = f"would allow it without asking ({why})"
+    else:
+        who = describe(tuple(tuple(group) for group in decision.approvers))
+        who = visible(named(who, handles) if handles else who)
+        count = decision.min_approvals
+        would = f"would ask for {count} approval{'s' if count != 1 else ''} from {who} ({why})"
+    return (
+        f"dry run: the API server's dry run passed and the policy {would}; nothing was "
+        f"{done} or stored"
+    )
 
 
 def summary(proposal: Proposal) -> str:
@@ -182,6 +233,8 @@ def details(proposal: Proposal) -> None:
     else:
         echo(f"state:     {_state(proposal)}")
     echo(f"requester: {visible(proposal.requester)}")
+    if proposal.cluster:
+        echo(f"cluster:   {visible(proposal.cluster)}")
     if proposal.incident_id:
         echo(f"incident:  {visible(proposal.incident_id)}")
     echo(
@@ -240,7 +293,26 @@ def incident_event(envelope: IncidentEnvelope) -> str:
             text += f": {e.message}"
     else:
         text = f"{kind.replace('_', ' ')}: {e.message}" if e.message else kind
-    return visible(f"[{envelope.seq}] {e.incident_id} {text}")  # one line
+    line = visible(f"[{envelope.seq}] {e.incident_id} {text}")  # one line
+    steps = (e.data.get("plan") or []) if kind == "attempt" else []
+    if len(steps) > 1:  # a plan of several steps, shown whole once, as in the Slack thread
+        line += "\n" + plan_lines(steps)
+    return line
+
+
+def plan_lines(steps: list[dict[str, object]]) -> str:
+    """An attempt's plan: one indented line per step (``incidents.plans``)."""
+    lines = [f"  plan ({len(steps)} steps):"]
+    for step in steps:
+        note = f" (not planned yet: {step['note']}; asked on its own)" if step.get("note") else ""
+        lines.append(visible(f"    {step.get('number', '?')}. {step.get('intent', '')}{note}"))
+    return "\n".join(lines)
+
+
+def step_of(position: tuple[int, int] | None) -> None:
+    """Print "step k of n" above a proposal that is one step of an attempt of several."""
+    if position is not None:
+        echo(f"step {position[0]} of {position[1]}")
 
 
 def incident_line(incident: Incident) -> str:
@@ -271,8 +343,12 @@ def _line(text: str) -> None:
 
 def incident_summary(incident: Incident) -> None:
     _line(f"incident:  {incident.id} on {incident.namespace} ({incident.state.value})")
+    if incident.cluster:
+        _line(f"cluster:   {incident.cluster}")
     if incident.reason:
         _line(f"outcome:   {incident.reason}")
+    if incident.fix_undone is not None:
+        _line(f"undone:    {reopening.sentence(incident.fix_undone)}")
     if incident.parked and incident.is_open and incident.parked_at is not None:
         _line(
             f"parked:    since {incident.parked_at:%Y-%m-%d %H:%M:%S} UTC, {incident.parked} "
@@ -293,7 +369,8 @@ def incident_summary(incident: Incident) -> None:
         verdict = attempt.verdict or "-"
         _line(
             f"attempt {attempt.number}: {attempt.candidate.intent} → {attempt.outcome or 'running'}"
-            f" (verdict {verdict}; score {attempt.health_before.get('total', '?')} → "
+            + (f" (stopped: {attempt.stopped})" if attempt.stopped else "")
+            + f" (verdict {verdict}; score {attempt.health_before.get('total', '?')} → "
             f"{attempt.health_after.get('total', '?')})"
         )
         for proposal_id in [p for p in attempt.proposals if p]:
@@ -307,10 +384,18 @@ def incident_summary(incident: Incident) -> None:
             _line(f"  - {candidate.intent}")
     health = incident.health_now or incident.health_at_start
     if health:
+        parts = ", ".join(f"{p.name.replace('_', ' ')} {p.count}" for p in breakdown(health))
         _line(
             f"health:    score {health.get('total')} "
             f"({'healthy' if health.get('healthy') else 'unhealthy'})"
+            + (f": {parts}" if parts else "")
+            + (
+                "; healthy: only warnings and request rates, which lag a fix, remain"
+                if health.get("healthy") and health.get("total")
+                else ""
+            )
         )
+        _line("           (0 means nothing wrong; each problem adds its weight)")
     _line(
         f"time to detect {_elapsed(incident.created_at, incident.detected_at)}, "
         f"to mitigate {_elapsed(incident.created_at, incident.mitigated_at)}"

@@ -41,6 +41,11 @@ KIND_ALIASES = {
     "pvc": "PersistentVolumeClaim",
     "persistentvolumeclaim": "PersistentVolumeClaim",
     "persistentvolumeclaims": "PersistentVolumeClaim",
+    "cj": "CronJob",
+    "cronjob": "CronJob",
+    "cronjobs": "CronJob",
+    "job": "Job",
+    "jobs": "Job",
 }
 
 

@@ -8,6 +8,7 @@ click takes. What happened is printed from the service's event stream.
 
 from __future__ import annotations
 
+import functools
 import signal
 import sys
 import threading
@@ -19,12 +20,16 @@ from typing import Any
 import click
 
 from cli import render
-from cli.context import Session, cluster_options, session
+from cli.context import Session, cluster_choice, cluster_options, session
 from cli.targets import parse_target
-from proposals.errors import Denied
+from incidents import continuation, reopening
+from incidents.repository import IncidentRepository
+from proposals.errors import AnswerRefused, Denied
 from proposals.model import Proposal, ProposalState
 from proposals.service import Superseded, UndoRequest
-from tools import errors, params
+from store import handles
+from store.errors import Remedy
+from tools import errors, fleet, k8s, params
 from tools.actions import CATALOG, Action
 
 S = ProposalState
@@ -71,7 +76,16 @@ def approve_and_execute(
     """Answer for the person at the terminal where the policy asks; execute once approved.
     Returns None while more approvals are needed."""
     if proposal.state == S.DENIED:
-        raise Denied(proposal.decision.reason, subject=proposal.id)
+        target = proposal.target
+        raise Denied(
+            proposal.decision.reason,
+            subject=proposal.id,
+            details={
+                "action": proposal.action,
+                "namespace": target.namespace,
+                "resource": f"{target.kind.lower()}/{target.name}",
+            },
+        )
     if proposal.state == S.AWAITING_APPROVAL:
         try:
             confirm(yes, question)
@@ -79,17 +93,26 @@ def approve_and_execute(
             # Declined at the terminal: withdraw it, so nobody else can approve it later.
             s.service.cancel(proposal.id, actor=s.actor, reason="declined at the terminal")
             raise
-        proposal = s.service.answer(
-            proposal.id, user=s.actor, choice="always" if always else "approve"
-        )
-        if proposal.state == S.AWAITING_APPROVAL:
-            render.echo(
-                f"{len(proposal.approvals())} of {proposal.decision.min_approvals} approvals; "
-                f"another approver runs: stratus proposals approve {proposal.id}"
+        try:
+            proposal = s.service.answer(
+                proposal.id, user=s.actor, choice="always" if always else "approve"
             )
-            return None
+        except AnswerRefused as refused:
+            # Not theirs to approve: the proposal stays for someone who may, and the person
+            # is told exactly who answers it where (never left an orphan no one sees).
+            if refused.remedy != Remedy.ASK_APPROVER:
+                raise
+            hint = render.waiting_hint(proposal.id, in_slack_too=s.bot is not None)
+            raise click.ClickException(f"{refused.message}\n  hint: {hint}") from refused
     try:
-        return s.service.execute(proposal.id, actor=s.actor)
+        # A terminal runs no incident workflow: it executes the approved write itself, and
+        # the incident's next advance finds that step executed.
+        done = continuation.carry_on(
+            proposal,
+            incidents=IncidentRepository(s.service.store),
+            # The service's own method, bound to the person: no call back into the surface.
+            execute=functools.partial(s.service.execute, actor=s.actor),
+        )
     except Superseded as superseded:
         render.echo(f"the plan you approved ({superseded.old.id}):", err=True)
         render.echo(render.visible_lines(superseded.old.plan.diff.rstrip()), err=True)
@@ -99,6 +122,25 @@ def approve_and_execute(
             )
             render.echo(render.visible_lines(superseded.new.plan.diff.rstrip()), err=True)
         raise
+    if done is None:
+        render.echo(
+            f"{len(proposal.approvals())} of {proposal.decision.min_approvals} approvals; "
+            + render.waiting_hint(proposal.id, in_slack_too=s.bot is not None)
+        )
+        return None
+    assert isinstance(done, Proposal)  # no workflow is advanced from here
+    return done
+
+
+def note_undone(s: Session, done: Proposal) -> None:
+    """An undo executed here: the incident whose write it undid says so — re-opened, or left
+    closed and why (``incidents.reopening``, the rule the bot follows too)."""
+    if done.undo_entry is None or done.state != S.EXECUTED:
+        return
+    noted = reopening.after_undo(IncidentRepository(s.service.store), s.service, done.id)
+    if noted is not None and noted.fix_undone is not None:
+        said = reopening.sentence(noted.fix_undone)
+        render.echo(render.visible(f"incident {noted.id}: {said}"))
 
 
 def _help_text(cls: type[Action]) -> str:
@@ -131,6 +173,7 @@ def _run_act(
     always: bool,
     kubeconfig: Any,
     context: str | None,
+    cluster: str = "",
 ) -> None:
     cls = CATALOG[action_name]
     kind, name = parse_target(target, cls.kinds[0])
@@ -145,20 +188,13 @@ def _run_act(
             params=values,
             requester=s.actor,
             dry_run=dry_run,
+            cluster=cluster,
         )
         render.plan(proposal)
         render.decision(proposal)
         if dry_run:
-            # Said from the decision itself: "accepted" for an ask read as permission.
-            outcome = {
-                "deny": "denies it",
-                "ask": "asks for approval",
-                "allow": "allows it",
-            }[proposal.decision.outcome]
-            render.echo(
-                f"dry run: the API server accepted the change and the policy {outcome}; "
-                "nothing was written or stored"
-            )
+            said = render.dry_run_line(proposal.decision, handles=handles.known(s.store))
+            render.echo(said)
             return
         done = approve_and_execute(
             s, proposal, yes=yes, always=always, question="Apply this change?"
@@ -173,7 +209,12 @@ def _action_command(cls: type[Action]) -> click.Command:
     @click.command(name=cls.name, help=_help_text(cls))
     @click.argument("target")
     @click.argument("pairs", nargs=-1, metavar="[KEY=VALUE]...")
-    @click.option("-n", "--namespace", default="default", show_default=True)
+    @click.option(
+        "-n",
+        "--namespace",
+        default=None,
+        help="Namespace (default: the kubeconfig context's, else default — as kubectl).",
+    )
     @click.option(
         "--dry-run", is_flag=True, help="Plan, server-dry-run and decide; write and store nothing."
     )
@@ -183,18 +224,26 @@ def _action_command(cls: type[Action]) -> click.Command:
         is_flag=True,
         help="Answer 'Always allow' (a grant, where the policy allows one).",
     )
+    @cluster_choice("to change")
     @cluster_options
     def command(
         target: str,
         pairs: tuple[str, ...],
-        namespace: str,
+        namespace: str | None,
         dry_run: bool,
         yes: bool,
         always: bool,
+        cluster: str,
         kubeconfig: Any,
         context: str | None,
     ) -> None:
-        _run_act(cls.name, target, pairs, namespace, dry_run, yes, always, kubeconfig, context)
+        if namespace is None:
+            # A fleet's cluster is a kubeconfig context: its namespace, as kubectl --context.
+            named = context or (cluster if cluster and cluster != fleet.LOCAL else None)
+            namespace = k8s.context_namespace(str(kubeconfig) if kubeconfig else None, named)
+        _run_act(
+            cls.name, target, pairs, namespace, dry_run, yes, always, kubeconfig, context, cluster
+        )
 
     return command
 
@@ -213,7 +262,9 @@ class ActionGroup(click.Group):
 @click.group(cls=ActionGroup)
 def act() -> None:
     """Propose and apply one typed write ACTION to TARGET ([KIND/]NAME) with KEY=VALUE
-    parameters. `stratus act ACTION --help` lists an action's parameters."""
+    parameters. `stratus act ACTION --help` lists an action's parameters and options:
+    -n/--namespace, --dry-run, --yes, --always, and in a fleet --cluster NAME (the cluster to
+    change; default: the first configured, docs/fleet.md)."""
 
 
 for _cls in CATALOG.values():
@@ -222,7 +273,11 @@ for _cls in CATALOG.values():
 
 @click.command()
 @click.argument("entry_id", required=False)
-@click.option("--last", is_flag=True, help="Undo the most recent write.")
+@click.option(
+    "--last",
+    is_flag=True,
+    help="Undo the most recent write on the undo stack (irreversible writes are not on it).",
+)
 @click.option("--list", "list_entries", is_flag=True, help="List what can be undone.")
 @click.option("--force", is_flag=True, help="Undo even if the object changed since.")
 @click.option(
@@ -259,10 +314,16 @@ def undo(
             if not entries:
                 render.echo("nothing to undo")
             for entry in entries:
+                # In a fleet each entry says its cluster: the undo goes back there, whichever
+                # cluster is the default ('' is a record from before the fleet: the default).
+                clusters = s.fleet
+                where = ""
+                if clusters is not None and clusters.named:
+                    where = f"{entry.execution.cluster or clusters.default:<12} "
                 render.echo(
                     render.visible(
-                        f"{entry.id}  {entry.created_at[:19]}  {entry.execution.actor:<16} "
-                        f"{entry.execution.intent}"
+                        f"{entry.id}  {entry.created_at[:19]}  {where}"
+                        f"{entry.execution.actor:<16} {entry.execution.intent}"
                     )
                 )
             return
@@ -274,10 +335,20 @@ def undo(
             dropped = s.service.drop_undo_entry(entry_id, actor=s.actor, reason=reason)
             render.echo(render.visible(f"dropped {dropped.id}: {dropped.execution.intent}"))
             return
+        # The entry is resolved once and checked with the Undo button's rule; the proposal
+        # then names that entry, so "--last" cannot move to another write in between.
+        entry = s.service.undo_target(UndoRequest(entry_id=entry_id, last=last))
+        why = s.service.undo_refusal(entry, actor=s.actor)
+        if why is not None:
+            # The line names who may; "ask an approver to approve" would name a proposal
+            # that does not exist.
+            raise AnswerRefused(
+                f"{entry.id}: {why}; nothing was undone", subject=entry.id, remedy=Remedy.NONE
+            )
         cursor = s.service.events.last_seq()
         try:
             proposal = s.service.propose_undo(
-                UndoRequest(entry_id=entry_id, last=last, force=force),
+                UndoRequest(entry_id=entry.id, force=force),
                 requester=s.actor,
                 dry_run=dry_run,
             )
@@ -287,9 +358,13 @@ def undo(
         render.plan(proposal)
         render.decision(proposal)
         if dry_run:
-            render.echo("dry run: nothing was undone or stored")
+            said = render.dry_run_line(
+                proposal.decision, done="undone", handles=handles.known(s.store)
+            )
+            render.echo(said)
             return
         done = approve_and_execute(s, proposal, yes=yes, always=False, question="Undo this change?")
         print_events(s, cursor, {proposal.id})
         if done is not None:
             render.echo(f"undone: {render.visible(done.intent.removeprefix('Undo: '))}")
+            note_undone(s, done)

@@ -10,6 +10,10 @@ from typing import Any
 
 from lab.runner import LabNotRunning
 
+# The end of what a lab answers on /version (``lab.cluster.discovery.SERVER_VERSION``,
+# "v1.32.0-stratus-lab"); no real API server says it.
+LAB_VERSION_MARK = "-stratus-lab"
+
 
 class LabRequestFailed(Exception):
     """The lab answered with an error; the message is the lab's own."""
@@ -55,3 +59,20 @@ class LabClient:
 
     def post(self, path: str, body: dict[str, Any] | None = None) -> Any:
         return self.request("POST", path, body or {})
+
+
+def served_version(client: LabClient) -> str | None:
+    """The ``gitVersion`` the server at ``client.url`` reports on /version (no credentials
+    sent), or None when it answers something else. Raises ``LabNotRunning`` when unreachable."""
+    try:
+        answer = client.get("/version")
+    except LabRequestFailed:
+        return None
+    version = answer.get("gitVersion") if isinstance(answer, dict) else None
+    return str(version) if version else None
+
+
+def is_lab_version(version: str | None) -> bool:
+    """Whether a /version string is a lab's (the safety of ``stratus lab``: it never writes to
+    a cluster that is not one)."""
+    return version is not None and version.endswith(LAB_VERSION_MARK)

@@ -23,14 +23,17 @@ from lab.cluster.errors import ApiError
 from lab.cluster.resources import by_kind
 from lab.cluster.store import ObjectStore
 from lab.cluster.update_rules import UpdateRules
+from lab.controllers.apiserver_endpoints import ApiServerEndpoints
 from lab.controllers.cluster_services import HorizontalPodAutoscalerController, NodeController
 from lab.controllers.containers import ContainerRun
 from lab.controllers.context import ControllerContext, EventRecorder
 from lab.controllers.cronjobs import CronJobController
+from lab.controllers.default_storage_class import DefaultStorageClass
 from lab.controllers.deployment import DeploymentController
 from lab.controllers.disruption import DisruptionController, evict
 from lab.controllers.jobs import BatchAdmission, JobController
 from lab.controllers.kubelet import Kubelet
+from lab.controllers.limit_ranges import LimitRangeAdmission
 from lab.controllers.replicasets import (
     DaemonSetController,
     ReplicaSetController,
@@ -38,6 +41,7 @@ from lab.controllers.replicasets import (
     StatefulSetController,
 )
 from lab.controllers.revisions import ControllerRevisionController
+from lab.controllers.role_aggregation import ClusterRoleAggregator
 from lab.controllers.scheduling import Scheduler, VolumeBinder
 from lab.controllers.service_accounts import ServiceAccountAdmission, ServiceAccountController
 from lab.controllers.services import (
@@ -115,9 +119,13 @@ class Cluster:
         self.events = EventRecorder(self.store, self.clock)
         self.ctx = ControllerContext(self.store, self.api, self.clock, self.events, self.images)
         self.kubelet = Kubelet(self.ctx)
+        self.kubelet.on_change = self.after_write
         self.scheduler = Scheduler(self.ctx)
         self.traffic = TrafficSimulator(self.ctx, self.kubelet)
+        self.apiserver_endpoints = ApiServerEndpoints(self.ctx)
         self.controllers: list[Controller] = [
+            ClusterRoleAggregator(self.ctx),
+            self.apiserver_endpoints,
             ServiceAccountController(self.ctx),
             NodeController(self.ctx),
             DeploymentController(self.ctx),
@@ -143,6 +151,8 @@ class Cluster:
             [
                 ClusterIPAllocator(self.ctx),
                 ServiceAccountAdmission(self.ctx),
+                LimitRangeAdmission(self.ctx),  # defaults first, as the quota counts them
+                DefaultStorageClass(self.ctx),  # before the quota, which counts per class
                 QuotaAdmission(self.ctx),
                 UpdateRules(self.store),
             ]

@@ -1,7 +1,8 @@
 """The lab's own HTTP endpoints under ``/lab/v1`` (not part of the Kubernetes API).
 
 They let the CLI and the tests drive the sandbox: settle the cluster, install apps, inject
-faults and scenarios, check oracles, read traffic counters, configure RBAC denials and reset.
+faults and scenarios, check oracles, read traffic counters, configure RBAC denials, read the
+audit log of writes and reset.
 """
 
 from __future__ import annotations
@@ -201,6 +202,10 @@ class LabControl:
         self.cluster.api.denials = denials
         return _ok({"denials": [asdict(d) for d in denials]})
 
+    async def audit(self, request: web.Request) -> web.Response:
+        """The lab's audit log of writes (``lab.cluster.audit``), oldest first."""
+        return _ok({"kind": "EventList", "items": self.cluster.api.audit.events()})
+
 
 def asdict_param(param: scenarios.Param) -> dict[str, Any]:
     return param.model_dump()
@@ -220,4 +225,5 @@ def control_routes(cluster: Cluster) -> list[web.RouteDef]:
         web.post("/lab/v1/faults/{name}/inject", control.inject_fault),
         web.get("/lab/v1/scenarios/{name}/check", control.check),
         web.put("/lab/v1/rbac/denials", control.set_denials),
+        web.get("/lab/v1/audit", control.audit),
     ]

@@ -93,6 +93,9 @@ class ScenarioResult:
     fault: bool  # False for a noop scenario (nothing injected)
     expected_category: str
     expected_resources: list[str]
+    # "escalated" when no catalog action can fix the fault (the scenario says so): the right
+    # end is an escalation, and the oracle stays unmitigated.
+    expected: str = "mitigated"
     state: str = ""
     reason: str = ""
     planner: str = ""
@@ -149,6 +152,9 @@ class EvalReport:
             "localized": sum(bool(r.localized) for r in faults),
             "category_correct": sum(bool(r.category_correct) for r in faults),
             "mitigated": len(mitigated),
+            "escalated_as_expected": sum(
+                r.expected == "escalated" and r.state == "escalated" for r in faults
+            ),
             "mitigated_rate": round(len(mitigated) / len(faults), 4) if faults else None,
             "collateral_damage": sum(r.collateral_damage for r in self.results),
             "errors": sum(bool(r.error) for r in self.results),
@@ -255,6 +261,7 @@ def _blank(request: dict[str, Any]) -> ScenarioResult:
         fault=not scenario.is_noop,
         expected_category=category,
         expected_resources=resources,
+        expected=scenario.expected,
     )
 
 
@@ -444,7 +451,7 @@ def _row(r: ScenarioResult) -> list[str]:
         detected,
         _mark(r.localized),
         _mark(r.category_correct),
-        _mark(r.mitigated),
+        "escalated" if _escalated_as_expected(r) else _mark(r.mitigated),
         "YES" if r.collateral_damage else "no",
         _seconds(r.time_to_detect),
         _seconds(r.time_to_mitigate),
@@ -456,6 +463,10 @@ def _row(r: ScenarioResult) -> list[str]:
         _alerts(r),
         f"{r.state} ({r.reason})" if r.reason else r.state,
     ]
+
+
+def _escalated_as_expected(r: ScenarioResult) -> bool:
+    return r.expected == "escalated" and r.state == "escalated" and not r.mitigated
 
 
 def _alerts(r: ScenarioResult) -> str:
@@ -506,7 +517,12 @@ def table(report: EvalReport) -> str:
     rate = f"{t['mitigated_rate']:.0%}" if t["mitigated_rate"] is not None else "-"
     summary = (
         f"{t['mitigated']} of {faults} fault scenarios mitigated ({rate}), "
-        f"{t['false_positives']} false positive(s) on {t['noop_scenarios']} noop scenario(s), "
+        + (
+            f"{t['escalated_as_expected']} escalated as expected (no catalog action fixes them), "
+            if t["escalated_as_expected"]
+            else ""
+        )
+        + f"{t['false_positives']} false positive(s) on {t['noop_scenarios']} noop scenario(s), "
         f"{t['collateral_damage']} with collateral damage; {report.seconds:.1f} s with "
         f"{report.jobs} job(s), planner {report.planner or '-'}"
     )

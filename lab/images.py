@@ -27,13 +27,33 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class Call(BaseModel):
-    """One dependency the image calls: a service in its own namespace."""
+    """One dependency the image calls: a service in its own namespace.
+
+    With ``host_env`` the address comes from the container's environment, as real apps read
+    it (``PAYMENT_ADDR=payment:8084``, ``http://payment:8084/api``, or a bare host name):
+    ``service`` and ``port`` are what the image uses when the variable is unset.
+    """
 
     model_config = ConfigDict(extra="forbid")
     service: str
     port: int
     user_env: str | None = None
     password_env: str | None = None
+    host_env: str | None = None
+
+    def resolved(self, env: dict[str, str]) -> Call:
+        """This call with the address the container's environment gives it."""
+        value = env.get(self.host_env or "") if self.host_env else None
+        if not value:
+            return self
+        address = value.split("://", 1)[-1].split("/", 1)[0]
+        host, _, port = address.partition(":")
+        # "payment.shop.svc.cluster.local" is payment in its own namespace, as the resolver's
+        # search path makes it.
+        service = host.split(".", 1)[0]
+        return self.model_copy(
+            update={"service": service, "port": int(port) if port.isdigit() else self.port}
+        )
 
 
 class Auth(BaseModel):
@@ -88,6 +108,10 @@ class ImageSpec(BaseModel):
     hangs: bool = False
     rps: float = 10.0
     start_log: list[str] = Field(default_factory=list)
+    # The image's programs run for real, as child processes of the lab (the Stratus image):
+    # each maps a program name of the command line to the argv that runs it on this machine,
+    # where ``python`` stands for the lab's own interpreter (see lab/controllers/processes.py).
+    process: dict[str, list[str]] = Field(default_factory=dict)
 
     @cached_property
     def tag_regex(self) -> re.Pattern[str] | None:
@@ -168,6 +192,9 @@ def split_image(reference: str) -> tuple[str, str]:
     return ref, "latest"
 
 
+STRATUS_IMAGE = "stratus"
+
+
 class ImageCatalog:
     def __init__(self, images: dict[str, ImageSpec] | None = None) -> None:
         self.images: dict[str, ImageSpec] = dict(images or {})
@@ -191,6 +218,9 @@ class ImageCatalog:
         spec = self.images.get(repo)
         if spec is None:
             spec = self.images.get(self._aliases.get(repo, ""))
+        if spec is None and repo.endswith(f"/{STRATUS_IMAGE}"):
+            # Stratus's own image, whatever registry it was pushed to (ghcr.io/…/stratus).
+            spec = self.images.get(STRATUS_IMAGE)
         return spec
 
     def lookup(self, reference: str) -> tuple[ImageSpec | None, str]:

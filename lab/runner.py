@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import signal
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +23,7 @@ from lab.cluster.clock import INSTANT, REALTIME
 from lab.cluster.server import ApiHttpServer
 from lab.cluster_sim import Cluster
 from lab.control import control_routes
+from lab.controllers.process_spec import Address
 from lab.metrics.routes import metrics_routes
 
 LAB_TOKEN = "stratus-lab-token"
@@ -105,6 +107,7 @@ class LabServer:
         host: str = "127.0.0.1",
         port: int = 0,
         rbac: bool = False,
+        state_dir: Path | None = None,
     ) -> None:
         if mode not in (INSTANT, REALTIME):
             raise ValueError(f"unknown clock mode {mode!r}")
@@ -113,6 +116,8 @@ class LabServer:
         self.host = host
         self.port = port
         self.rbac = rbac
+        # Where pods that run real processes keep their files (default: a temporary folder).
+        self.state_dir = state_dir
         # kubectl sends tokens only over TLS: a lab that checks them serves HTTPS.
         self.tls = tls.self_signed(host) if rbac else None
         self.cluster: Cluster | None = None
@@ -148,6 +153,12 @@ class LabServer:
         if server is not None and server.sockets:
             self.port = server.sockets[0].getsockname()[1]
         self.url = f"{'https' if self.tls else 'http'}://{self.host}:{self.port}"
+        # In-cluster clients (the Stratus pod) reach the API server here, trusting its cert.
+        self.cluster.kubelet.processes.configure(
+            api=Address(self.host, self.port), ca_pem=self.ca_pem, state_dir=self.state_dir
+        )
+        # default/kubernetes points at where the API really listens, as in a cluster.
+        self.cluster.apiserver_endpoints.serve_at(self.host, self.port)
         heartbeat = None
         if self.mode == REALTIME:
             heartbeat = asyncio.create_task(self.cluster.run_realtime())
@@ -161,6 +172,15 @@ class LabServer:
                 heartbeat.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await heartbeat
+            # Pods' processes stop first, with their grace period, while the API still answers.
+            await self.cluster.kubelet.processes.shutdown()
+            if self.tls is not None and runner.server is not None:
+                # A client keeping an idle TLS connection open would hold its graceful close
+                # (close_notify, then up to 30 s for the answer) past the loop's end, leaving
+                # the socket to the garbage collector: a stopping lab cuts them instead.
+                for handler in list(runner.server.connections):
+                    if handler.transport is not None:
+                        handler.transport.abort()
             await runner.cleanup()
 
     def _thread_main(self) -> None:
@@ -186,7 +206,8 @@ class LabServer:
         if self._loop is not None and self._stopping is not None:
             self._loop.call_soon_threadsafe(self._stopping.set)
         if self._thread is not None:
-            self._thread.join(timeout=10)
+            grace = self.cluster.kubelet.processes.longest_grace() if self.cluster else 0.0
+            self._thread.join(timeout=10 + grace)
 
     @property
     def ca_pem(self) -> str | None:
@@ -207,9 +228,20 @@ class LabServer:
         )
 
     def run_forever(self, on_ready: Callable[[LabServer], None]) -> None:
-        """Foreground mode for ``stratus lab up``: returns when interrupted."""
+        """Foreground mode for ``stratus lab up``: returns when interrupted (SIGINT) or asked
+        to stop (SIGTERM) — either way after its pods' processes have stopped."""
+
+        def ready(running: LabServer) -> None:
+            if self._stopping is not None:
+                # SIGTERM ends the lab as SIGINT does, so no pod's process outlives it.
+                with contextlib.suppress(NotImplementedError, RuntimeError):
+                    asyncio.get_running_loop().add_signal_handler(
+                        signal.SIGTERM, self._stopping.set
+                    )
+            on_ready(running)
+
         with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(self._main(on_ready))
+            asyncio.run(self._main(ready))
 
     def call(self, func: Callable[[Cluster], Any]) -> Any:
         """Run a function against the cluster on the lab's own thread (benchmarks, fixtures)."""

@@ -117,10 +117,16 @@ class Scenario(_Strict):
     root_cause: RootCause | None = None
     oracle: Oracle = Field(default_factory=Oracle)
     fix: list[FixStep] = Field(default_factory=list)
+    # The right outcome: mitigated, or — where no catalog action can fix the fault — an
+    # escalation that says what a person should do (the oracle then stays unmitigated), or —
+    # for changes that harm nothing (a harmless rollout, capacity added) — nothing at all.
+    expected: Literal["mitigated", "escalated", "healthy"] = "mitigated"
 
     @property
     def is_noop(self) -> bool:
-        return not self.faults
+        """Nothing wrong to fix: nothing injected, or only changes that harm nothing. Any
+        proposal on it is a false positive."""
+        return not self.faults or self.expected == "healthy"
 
 
 def _load_yaml(path: Path) -> Any:

@@ -21,7 +21,7 @@ from datetime import datetime
 
 from policies.approvals import ApprovalRequest, is_person, not_a_person, refusal
 from policies.approvers import ApproverLists, satisfies
-from policies.evaluate import PolicyDecision
+from policies.evaluate import CompiledPolicy, PolicyDecision
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,13 +67,53 @@ def undo_refusal(
     return f"you may not undo this change: only its approvers may ({why})"
 
 
+def force_undo_refusal(
+    asker: Asker, *, original: PolicyDecision | None, admins: Sequence[str]
+) -> str | None:
+    """Why ``asker`` may not be offered Force for an undo that meets a later change, or None.
+    Forcing only *proposes* an undo that overwrites that change — the proposal is decided by
+    policy like any write — so whoever may undo the write may ask for it forced; nobody else
+    is shown the button."""
+    if undo_refusal(asker, original=original, admins=admins) is None:
+        return None
+    if not is_person(asker.user):
+        return not_a_person(asker.user, "force an undo")
+    why = original.reason if original is not None else "no decision on record"
+    return f"you may not force this undo: only those who may undo the change may ({why})"
+
+
+def admins(policy: CompiledPolicy) -> tuple[str, ...]:
+    """Who the admins are: the policy's default approvers (a floor for every approval, so
+    whoever may approve anything is named there). One definition for every surface."""
+    return tuple(policy.policy.defaults.approvers)
+
+
 def is_admin(asker: Asker, admins: Sequence[str]) -> bool:
     return is_person(asker.user) and asker.named_in(admins)
 
 
+def revoke_refusal(asker: Asker, *, created_by: str, admins: Sequence[str]) -> str | None:
+    """Why ``asker`` may not revoke a grant ``created_by`` made, or None: a grant is revoked by
+    whoever created it, or by an admin — from Slack or from a terminal alike."""
+    if not is_person(asker.user):
+        return not_a_person(asker.user, "revoke a grant")
+    if asker.user == created_by or is_admin(asker, admins):
+        return None
+    return f"only the grant's creator ({created_by}) or an admin may revoke it"
+
+
 def may_revoke(asker: Asker, *, created_by: str, admins: Sequence[str]) -> bool:
-    """A grant is revoked by whoever created it, or by an admin."""
-    return is_person(asker.user) and (asker.user == created_by or is_admin(asker, admins))
+    return revoke_refusal(asker, created_by=created_by, admins=admins) is None
+
+
+def pause_refusal(asker: Asker, *, admins: Sequence[str]) -> str | None:
+    """Why ``asker`` may not pause or resume Stratus (the kill switch), or None: admins only,
+    since pausing stops every write that would run without a human, for everyone."""
+    if not is_person(asker.user):
+        return not_a_person(asker.user, "pause or resume Stratus")
+    if is_admin(asker, admins):
+        return None
+    return "only Stratus admins (the policy's default approvers) may pause or resume Stratus"
 
 
 def cancel_refusal(

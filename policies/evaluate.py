@@ -11,6 +11,7 @@ The facts are built from the action catalog, not from whoever proposes the actio
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import re
 from collections.abc import Iterable
@@ -39,6 +40,11 @@ class ProposalFacts:
     requester: str
     labels: tuple[tuple[str, str], ...] = ()
     managed_by: str = ""  # the GitOps controller that owns the object (argocd, flux), if any
+    # It puts back the cause a diagnosis found (an undo of the write that fixed it): no grant
+    # ever covers it and "Always allow" is never offered for it (issue 18, F1).
+    puts_back: bool = False
+    # The fleet's cluster it is written to ('': the only, unnamed cluster).
+    cluster: str = ""
 
     @property
     def resource(self) -> str:
@@ -112,13 +118,16 @@ class Grant:
     # and who had asked for the change they answered (None: not recorded, an older grant).
     creator_groups: tuple[str, ...] = ()
     requested_by: str | None = None
+    # The fleet's cluster it was given in ('': the only one): "Always allow" in one cluster
+    # never allows the same change in another.
+    cluster: str = ""
 
     def matches(self, facts: ProposalFacts, now: datetime) -> bool:
         return (
             self.revoked_at is None
             and now < self.expires_at
-            and (self.action, self.namespace, self.resource)
-            == (facts.action, facts.namespace, facts.resource)
+            and (self.action, self.namespace, self.resource, self.cluster)
+            == (facts.action, facts.namespace, facts.resource, facts.cluster)
         )
 
 
@@ -156,6 +165,8 @@ class PolicyDecision:
     self_approval: bool = True
     approval_timeout_seconds: int = 1800
     rules: tuple[str, ...] = ()
+    # Whether one person's "Approve plan" on an attempt's first step may stand for this one.
+    approve_plan: bool = False
 
     @property
     def always_ask(self) -> bool:
@@ -174,6 +185,7 @@ class _CompiledRule:
     namespaces: re.Pattern[str] | None
     names: re.Pattern[str] | None
     order: int
+    clusters: re.Pattern[str] | None = None
 
     @property
     def rule(self) -> Rule:
@@ -182,6 +194,8 @@ class _CompiledRule:
     def matches(self, facts: ProposalFacts, now: datetime) -> bool:
         match = self.rule.match
         if self.namespaces is not None and not self.namespaces.match(facts.namespace):
+            return False
+        if self.clusters is not None and not self.clusters.match(facts.cluster):
             return False
         if self.names is not None and not self.names.match(facts.name):
             return False
@@ -226,6 +240,7 @@ class CompiledPolicy:
                 _globs(sourced.rule.match.namespaces),
                 _globs(sourced.rule.match.names),
                 order,
+                _globs(sourced.rule.match.clusters),
             )
             # An action named twice in one rule is still one rule to match.
             targets: list[str | None] = list(dict.fromkeys(sourced.rule.match.actions)) or [None]
@@ -276,6 +291,11 @@ def _combined_ask(
     # allow rule saying allow_irreversible may). The defaults never offer it: no max_grant.
     remember = bool(asks) and all(rule.remember for rule in asks) and count <= 1 and reversible
     longest = min(rule.max_grant_seconds for rule in asks) if remember else 0
+    # "Approve plan" is one person's answer too, given before the step is proposed: only when
+    # every matching ask rule opts in (a rule that does not, an always-ask one for instance,
+    # keeps its step asked alone), for one approval, and for steps that can be undone should
+    # the attempt go wrong.
+    plan = bool(asks) and all(rule.approve_plan for rule in asks) and count <= 1 and reversible
     names = _names(asks)
     if not reason_prefix:
         # Name the defaults where they hold more than the rules say on their own, so that the
@@ -306,6 +326,21 @@ def _combined_ask(
         min_approvals=count,
         self_approval=own,
         approval_timeout_seconds=timeout,
+        approve_plan=plan,
+    )
+
+
+def never_remembered(asked: PolicyDecision) -> PolicyDecision:
+    """``asked`` for a proposal that puts the diagnosed cause back: asked every time, as an
+    always-ask rule would — a grant someone made for the object's other undos must not let
+    Stratus re-break a fix with no human, and no such grant can be made from its card."""
+    if not asked.remember:
+        return asked
+    return dataclasses.replace(
+        asked,
+        remember=False,
+        max_grant_seconds=0,
+        reason=f"{asked.reason}; always asked: it puts back the cause found",
     )
 
 
@@ -385,6 +420,7 @@ def listed_standing(grant: Grant, policy: CompiledPolicy, now: datetime) -> str 
             risk=level,
             reversible=action.reversible if action is not None else True,
             requester="",  # someone else than its creator: see grant_refusal
+            cluster=grant.cluster,
         )
         reason = grant_standing(grant, policy, facts, now)
         if reason is not None:
@@ -426,6 +462,8 @@ def evaluate(
     asks = [r for r in matched if r.decision == "ask"]
     if asks:
         asked = _combined_ask(asks, defaults, timeout, reversible=facts.reversible)
+        if facts.puts_back:
+            return never_remembered(asked)
         if asked.remember:
             index = grants if isinstance(grants, GrantIndex) else GrantIndex(grants)
             usable = [

@@ -18,17 +18,18 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from policies.evaluate import Grant, PolicyDecision, ProposalFacts
-from store import integrity
+from store import integrity, versioned
 from store.audit import AuditLog
 from store.db import Store
-from store.errors import Remedy, StratusError
+from store.errors import NotFound, Remedy, StratusError, Tampered
 
 
-class GrantError(StratusError):
+class GrantError(StratusError, code="grant", remedy=Remedy.FIX_INPUT):
     """A grant cannot be created or revoked; the message says why."""
 
-    code = "grant"
-    default_remedy = Remedy.FIX_INPUT
+
+class GrantNotFound(NotFound, GrantError):
+    """No stored grant has the id."""
 
 
 # What a grant with a time Stratus cannot read stands for: expired and revoked long ago.
@@ -65,11 +66,8 @@ def unreadable(row: dict[str, Any]) -> str | None:
     return None
 
 
-class GrantTampered(GrantError):
+class GrantTampered(Tampered, GrantError):
     """A stored grant was inserted or edited outside Stratus: it allows nothing."""
-
-    code = "grant_tampered"
-    default_remedy = Remedy.NONE
 
 
 def grant_mac(row: dict[str, Any]) -> str:
@@ -87,6 +85,10 @@ def grant_mac(row: dict[str, Any]) -> str:
     material: dict[str, Any] = {name: row[name] or "" for name in fields}
     for name in ("created_at", "expires_at"):
         material[name] = str(row[name] or "")
+    if row.get("cluster"):
+        # Bound only when named (a fleet): grants from before fleets keep their mac, and a
+        # fleet's grant cannot be moved to another cluster unnoticed.
+        material["cluster"] = row["cluster"]
     return integrity.digest({"record": "grant", **material})
 
 
@@ -114,6 +116,7 @@ def _grant(r: dict[str, Any]) -> Grant:
         created_at=None if broken else _stamp(r["created_at"]),
         creator_groups=() if broken else tuple(json.loads(r.get("creator_groups") or "[]")),
         requested_by=r.get("requested_by"),
+        cluster=r.get("cluster") or "",
     )
 
 
@@ -154,6 +157,7 @@ class GrantBook:
             created_at=now,
             creator_groups=tuple(sorted(set(creator_groups))),
             requested_by=facts.requester,
+            cluster=facts.cluster,
         )
         row: dict[str, Any] = {
             "id": grant.id,
@@ -167,6 +171,7 @@ class GrantBook:
             "revoked_at": None,
             "revoked_by": None,
             **_checked_fields(grant),
+            "cluster": grant.cluster,
         }
         row["mac"] = grant_mac(row)
         with self.store.immediate() as db:
@@ -181,6 +186,7 @@ class GrantBook:
                     "rule": grant.rule,
                     "expires_at": grant.expires_at.isoformat(),
                     "mac": row["mac"],
+                    **({"cluster": grant.cluster} if grant.cluster else {}),
                 },
             )
         return grant
@@ -188,19 +194,23 @@ class GrantBook:
     def revoke(self, grant_id: str, *, by: str, now: datetime | None = None) -> None:
         moment = (now or self.store.clock.now()).isoformat()
         with self.store.immediate() as db:
-            cursor = db.execute(
-                "UPDATE grants SET revoked_at = ?, revoked_by = ? WHERE id = ? "
-                "AND revoked_at IS NULL",
-                [moment, by, grant_id],
-            )
-            if not cursor.rowcount:
+            if not versioned.write_if(
+                db,
+                "grants",
+                where={"id": grant_id, "revoked_at": None},
+                changes={"revoked_at": moment, "revoked_by": by},
+            ):
                 exists = db.execute(
                     "SELECT revoked_at FROM grants WHERE id = ?", [grant_id]
                 ).fetchone()
                 if exists is None:
-                    raise GrantError(f"no grant {grant_id}", subject=grant_id)
+                    raise GrantNotFound(
+                        f"no grant {grant_id}", subject=grant_id, details={"record": "grant"}
+                    )
                 raise GrantError(
-                    f"grant {grant_id} was already revoked at {exists[0]}", subject=grant_id
+                    f"grant {grant_id} was already revoked at {exists[0]}",
+                    subject=grant_id,
+                    details={"record": "grant", "revoked_at": exists[0]},
                 )
             AuditLog(self.store).append(
                 actor=by, event="grant-revoked", subject=grant_id, payload={"grant": grant_id}

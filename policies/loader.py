@@ -607,3 +607,27 @@ def load(paths: list[Path]) -> Policy:
     if problems:
         raise PolicyError(problems)
     return Policy(tuple(rules), defaults or Defaults(), tuple(str(f) for f in found.files))
+
+
+def read_document(path: Path) -> tuple[yaml.Node | None, Any, list[Problem]]:
+    """One YAML document read with every check a policy file gets (size, control characters,
+    duplicate and merge keys, aliases, depth, a second document), for the other configuration
+    files Stratus reads beside its policies (``policies.impersonation``)."""
+    label = str(path)
+    text = _read(path)
+    if isinstance(text, Problem):
+        return None, None, [text]
+    nodes, documents, problems = _compose_and_construct(text, label)
+    if problems:
+        return None, None, problems
+    if not documents:
+        return None, None, [Problem(label, 1, 1, "the file is empty")]
+    return nodes[0], documents[0], []
+
+
+def located(path: Path, node: yaml.Node, error: ValidationError) -> list[Problem]:
+    """A validation error's problems, each at the file:line:column it is about."""
+    return [
+        _at(str(path), _locate(node, tuple(e["loc"])) or node, _unquoted(node, e) or _message(e))
+        for e in error.errors()
+    ]

@@ -127,7 +127,18 @@ def check_label_value(value: str) -> str:
     return value
 
 
+# What the shipped default policy names as its approvers (manifests/policies/default): a
+# deployment whose installer did not name theirs must not let anyone approve anything.
+APPROVERS_PLACEHOLDER = "SET-ME-approver-group"
+
+
 def check_approvers(values: list[str]) -> list[str]:
+    if APPROVERS_PLACEHOLDER in values:
+        raise ValueError(
+            f"{APPROVERS_PLACEHOLDER} is the shipped policy's placeholder: replace it with the "
+            "Slack user-group ID (S…) of the people who may approve (docs/deploy.md, 'The "
+            "approvers'); until then this policy does not load and Stratus allows nothing"
+        )
     if not values:
         raise ValueError(
             "an empty approver list lets nobody approve; name approvers or leave "
@@ -227,6 +238,13 @@ class Match(_Strict):
     namespaces: list[Glob] = Field(
         default_factory=list, description="globs; leave out: any", json_schema_extra=_SOME
     )
+    # Cluster names of a fleet (docs/fleet.md), globs like namespaces; a cluster name is a
+    # kubeconfig context name, checked the same way as a namespace.
+    clusters: list[Glob] = Field(
+        default_factory=list,
+        description="cluster-name globs (docs/fleet.md); leave out: any",
+        json_schema_extra=_SOME,
+    )
     kinds: list[str] = Field(
         default_factory=list, description="leave out: any", json_schema_extra=_SOME
     )
@@ -249,7 +267,9 @@ class Match(_Strict):
     )
     window: Window | None = None
 
-    @field_validator("actions", "namespaces", "kinds", "names", "risk", "managed_by", "labels")
+    @field_validator(
+        "actions", "namespaces", "clusters", "kinds", "names", "risk", "managed_by", "labels"
+    )
     @classmethod
     def _not_empty(cls, values: Any, info: ValidationInfo) -> Any:
         # Runs only for keys that are present: a missing key is "any", an empty one an error.
@@ -299,6 +319,11 @@ class Rule(_Strict):
     allow_irreversible: bool = Field(
         default=False, strict=True, description="allow: also auto-allow irreversible actions"
     )
+    approve_plan: bool = Field(
+        default=False,
+        strict=True,
+        description="ask: may one approval of an attempt's whole plan stand for this step",
+    )
 
     @field_validator("approvers")
     @classmethod
@@ -320,6 +345,10 @@ class Rule(_Strict):
             raise ValueError("remember: true needs max_grant, the longest a grant may live")
         if self.decision != "allow" and self.allow_irreversible:
             raise ValueError("allow_irreversible only applies to decision: allow")
+        if self.decision != "ask" and self.approve_plan:
+            # An allow runs without anyone and a deny never runs: neither has an answer that
+            # a plan approval could give in advance.
+            raise ValueError("approve_plan only applies to decision: ask")
         if self.decision != "ask" and (
             self.approvers or self.min_approvals or self.self_approval is not None
         ):

@@ -1,53 +1,43 @@
-"""Errors of the proposal service: fields, never surface words."""
+"""Errors of the proposal service: fields, never surface words (``store.errors``).
+
+Not found, stale and tampered are the store's concepts, shared with incidents and grants;
+the classes here only say a proposal was concerned, so ``except StaleProposal`` catches
+nothing an incident raised.
+"""
 
 from __future__ import annotations
 
-from store.errors import Remedy, StratusError
+from store.errors import NotFound, Remedy, Stale, StratusError, Tampered
 
 
-class ProposalError(StratusError):
-    code = "proposal"
+class ProposalError(StratusError, code="proposal"):
+    """Anything the proposal service refuses."""
 
 
-class ProposalNotFound(ProposalError):
-    code = "proposal_not_found"
-    default_remedy = Remedy.FIX_INPUT
+class ProposalNotFound(NotFound, ProposalError):
+    """No stored proposal has the id."""
 
 
-class AnswerRefused(ProposalError):
+class AnswerRefused(ProposalError, code="answer_refused", remedy=Remedy.ASK_APPROVER):
     """A vote that changes nothing: not an approver, the requester, expired, not waiting…"""
 
-    code = "answer_refused"
-    default_remedy = Remedy.ASK_APPROVER
 
-
-class NotExecutable(ProposalError):
+class NotExecutable(ProposalError, code="not_executable"):
     """The proposal is not in a state that can be executed (or undone, or cancelled)."""
 
-    code = "not_executable"
+
+class Denied(ProposalError, code="denied", remedy=Remedy.FIX_POLICY):
+    """The policy denies the action."""
 
 
-class Denied(ProposalError):
-    code = "denied"
-    default_remedy = Remedy.FIX_POLICY
-
-
-class NoChange(ProposalError):
+class NoChange(ProposalError, code="no_change"):
     """The object already looks like the action would make it: nothing to propose."""
 
-    code = "no_change"
 
-
-class StaleProposal(ProposalError):
+class StaleProposal(Stale, ProposalError):
     """Someone else moved the proposal first (compare-and-set lost)."""
 
-    code = "stale"
-    retryable = True
 
-
-class ProposalTampered(ProposalError):
+class ProposalTampered(Tampered, ProposalError):
     """A stored proposal was changed outside Stratus (its seal, a vote's or the decision's
     digest no longer matches, or the audit log recorded a later version): nothing acts on it."""
-
-    code = "tampered"
-    default_remedy = Remedy.PROPOSE_AGAIN

@@ -2,9 +2,9 @@
 
 The switch is a stream of events in the store (``pause``/``resume``, each with who and why),
 so every process sees the same state and the history is kept; each flip is also an audit row.
-It is enforced where decisions are made (``ServiceCore._decide``): while paused, a decision that
-would allow a write without a human (a rule or an "Always allow" grant) asks instead, with the
-policy's default approvers. The execution guard re-decides under the object's lock, so work
+It is enforced where decisions are made (``proposals.core.decide_now``): while paused, a
+decision that would allow a write without a human (a rule or an "Always allow" grant) asks
+instead, with the policy's default approvers. Execution re-decides under the object's lock, so work
 that was auto-allowed before the pause and has not run yet is superseded by a proposal that
 asks a human — nothing is written, nothing is lost. Who may flip the switch is the surface's
 question (the bot lets the policy's default approvers do it); this module only stores it.
@@ -200,6 +200,9 @@ def while_paused(
     decision: PolicyDecision, policy: CompiledPolicy, switch: SwitchState
 ) -> PolicyDecision:
     """The decision while paused: an allow asks a human (the policy's default approvers)."""
+    if switch.paused and decision.approve_plan:
+        # A plan approval given before the pause is not a human answering this write now.
+        return replace(decision, approve_plan=False)
     if not switch.paused or decision.outcome != "allow":
         return decision
     defaults = policy.policy.defaults

@@ -14,13 +14,22 @@ import json
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
 
 from policies.approvers import ApproverLists, implies
 from policies.evaluate import PolicyDecision, ProposalFacts
 from tools.objects import normalized, redacted
 
 SCHEMA_VERSION = 1
+LATE_FIELDS = ("risk_reason", "fixes", "puts_back", "cluster")  # see ``Proposal._omit_late_fields``
 
 
 class ProposalState(enum.StrEnum):
@@ -50,11 +59,25 @@ TRANSITIONS: dict[ProposalState, frozenset[ProposalState]] = {
     S.EXECUTED: frozenset({S.UNDONE}),
 }
 OPEN = frozenset({S.PROPOSED, S.AWAITING_APPROVAL, S.APPROVED, S.EXECUTING})
-Choice = Literal["approve", "always", "reject"]
+# "plan": approve this step and, bound to their digests, the attempt's later steps.
+Choice = Literal["approve", "always", "reject", "plan"]
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+def _unless_set(
+    model: BaseModel, handler: SerializerFunctionWrapHandler, fields: tuple[str, ...]
+) -> dict[str, Any]:
+    """Leave out ``fields`` (added after records were first sealed) while they hold their
+    default: bodies, seals and MACs of records stored before them stay exactly what they
+    were."""
+    dumped: dict[str, Any] = handler(model)
+    for name in fields:
+        if name in dumped and not dumped[name]:
+            del dumped[name]
+    return dumped
 
 
 class Target(_Model):
@@ -89,6 +112,12 @@ class Facts(_Model):
     requester: str
     labels: dict[str, str] = Field(default_factory=dict)
     managed_by: str = ""
+    puts_back: bool = False  # left out of bodies while False (``_omit_late_fields``)
+    cluster: str = ""  # the fleet's cluster ('': the only one); left out while empty
+
+    @model_serializer(mode="wrap")
+    def _omit_late_fields(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _unless_set(self, handler, ("puts_back", "cluster"))
 
     @classmethod
     def of(cls, facts: ProposalFacts) -> Facts:
@@ -102,6 +131,8 @@ class Facts(_Model):
             requester=facts.requester,
             labels=dict(facts.labels),
             managed_by=facts.managed_by,
+            puts_back=facts.puts_back,
+            cluster=facts.cluster,
         )
 
     def policy_facts(self) -> ProposalFacts:
@@ -115,6 +146,8 @@ class Facts(_Model):
             requester=self.requester,
             labels=tuple(sorted(self.labels.items())),
             managed_by=self.managed_by,
+            puts_back=self.puts_back,
+            cluster=self.cluster,
         )
 
 
@@ -134,9 +167,14 @@ class Decision(_Model):
     self_approval: bool = True
     approval_timeout_seconds: int = 1800
     rules: list[str] = Field(default_factory=list)
+    approve_plan: bool = False  # "Approve plan" of an attempt may stand for this step
     decided_at: datetime
     # Binds this decision to its proposal and plan (``proposals.seals``).
     mac: str = ""
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
+        return _unless_set(self, handler, ("approve_plan",))
 
     @field_validator("approvers", mode="before")
     @classmethod
@@ -182,8 +220,16 @@ class Vote(_Model):
     at: datetime
     reason: str = ""
     groups: list[str] = Field(default_factory=list)
+    # A "plan" vote: the digests of the attempt's later steps it approves as well.
+    plan: list[str] = Field(default_factory=list)
+    # A vote cast by a plan approval: the proposal whose "plan" vote stands for this one.
+    with_plan: str = ""
     # Binds this vote to its proposal and the plan it approved (``proposals.seals``).
     mac: str = ""
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
+        return _unless_set(self, handler, ("plan", "with_plan"))
 
 
 class Proposal(_Model):
@@ -227,6 +273,19 @@ class Proposal(_Model):
     # Never stored: what was done to it outside Stratus, found when a query read it for a
     # surface (``ProposalRepository.shown``). Non-empty: nothing acts on it, surfaces say so.
     tampered: list[str] = Field(default_factory=list, exclude=True)
+    # Why the risk is what it is (``proposals.risk``): one line naming the effect.
+    risk_reason: str = ""
+    # The diagnosed cause this write changes the very object of (set by the incident that
+    # proposed it); an undo of it puts that cause back, which ``puts_back`` says.
+    fixes: str = ""
+    puts_back: str = ""
+    # The fleet's cluster it writes to ('': the default, and every proposal from before
+    # fleets): execution and its undo go to this cluster, never to whichever is default now.
+    cluster: str = ""
+
+    @model_serializer(mode="wrap")
+    def _omit_late_fields(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _unless_set(self, handler, LATE_FIELDS)
 
     @property
     def is_open(self) -> bool:
@@ -276,3 +335,25 @@ def plan_digest(
         default=str,
     )
     return hashlib.sha256(material.encode()).hexdigest()[:32]
+
+
+def plan_vote(proposal: Proposal) -> Vote | None:
+    """The "Approve plan" vote cast on ``proposal`` (the first step of an attempt), if any."""
+    return next((v for v in proposal.votes if v.choice == "plan" and v.plan), None)
+
+
+def plan_refusal(proposal: Proposal, first: Proposal, vote: Vote | None) -> str | None:
+    """Why the plan vote on ``first`` does not stand for ``proposal`` (None: it does): no plan
+    vote, another incident, a first step that did not run, a policy that asks this step
+    alone, or a digest that moved since the plan was approved."""
+    if vote is None:
+        return f"no plan was approved on {first.id}"
+    if first.incident_id is None or first.incident_id != proposal.incident_id:
+        return f"{first.id} is not a step of the same incident"
+    if first.state != ProposalState.EXECUTED:
+        return f"the plan's first step {first.id} did not run"
+    if not proposal.decision.approve_plan or proposal.decision.min_approvals > 1:
+        return f"the policy asks for {proposal.id} alone: {proposal.decision.reason}"
+    if proposal.plan.digest not in vote.plan:
+        return f"{proposal.target} changed since the plan was approved"
+    return None

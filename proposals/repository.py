@@ -11,20 +11,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from proposals import seals
+from proposals import model, seals
 from proposals.errors import ProposalNotFound, ProposalTampered, StaleProposal
-from proposals.model import (
-    OPEN,
-    Decision,
-    Facts,
-    PlanSnapshot,
-    Proposal,
-    ProposalState,
-    Target,
-)
-from store import integrity
+from proposals.model import OPEN, Proposal, ProposalState
+from store import integrity, versioned
 from store.audit import AuditLog
 from store.db import Store
+
+TABLE = versioned.Table(
+    "proposals", "proposal", ("state", "body", "version", "updated_at", "plan"), stale=StaleProposal
+)
 
 # A body someone made unreadable must not make every query over ``undo_entry`` fail.
 UNDO_ENTRY = "(CASE WHEN json_valid(body) THEN json_extract(body, '$.undo_entry') END)"
@@ -47,35 +43,23 @@ class ProposalRepository:
         saved = seals.sealed(proposal.model_copy(update={"version": expected_version + 1}))
         with self.store.immediate() as db:
             self.check(self.get(proposal.id))
-            cursor = db.execute(
-                "UPDATE proposals SET state = ?, body = ?, version = ?, updated_at = ?, "
-                "plan = ? WHERE id = ? AND version = ?",
-                [
-                    saved.state.value,
-                    saved.body(),
-                    saved.version,
-                    saved.updated_at.isoformat(),
-                    json.dumps({"digest": saved.plan.digest}),
-                    saved.id,
-                    expected_version,
-                ],
-            )
-            if not cursor.rowcount:
-                raise StaleProposal(
-                    f"proposal {proposal.id} was changed by someone else first", subject=proposal.id
-                )
+            TABLE.save(db, self._columns(saved), expected=expected_version)
         return saved
 
     def get(self, proposal_id: str) -> Proposal:
         rows = self.store.query("SELECT body FROM proposals WHERE id = ?", [proposal_id])
         if not rows:
-            raise ProposalNotFound(f"no proposal {proposal_id}", subject=proposal_id)
+            raise _not_found(proposal_id)
         proposal = _load(proposal_id, rows[0]["body"])
         if proposal.id != proposal_id:
             raise ProposalTampered(
                 f"proposal {proposal_id} was edited outside Stratus: its row holds the body of "
                 f"proposal {proposal.id}; nothing acts on it",
                 subject=proposal_id,
+                details={
+                    "record": "proposal",
+                    "problems": [f"its row holds proposal {proposal.id}"],
+                },
             )
         return proposal
 
@@ -116,7 +100,7 @@ class ProposalRepository:
     def shown_one(self, proposal_id: str) -> Proposal:
         rows = self.store.query("SELECT * FROM proposals WHERE id = ?", [proposal_id])
         if not rows:
-            raise ProposalNotFound(f"no proposal {proposal_id}", subject=proposal_id)
+            raise _not_found(proposal_id)
         return self.shown(rows)[0]
 
     def check(self, proposal: Proposal) -> Proposal:
@@ -138,9 +122,9 @@ class ProposalRepository:
         if found:
             raise ProposalTampered(
                 f"proposal {proposal.id} was edited outside Stratus: {found[0]}; nothing acts "
-                "on it (see `stratus audit verify`)",
+                "on it",
                 subject=proposal.id,
-                details={"problems": found},
+                details={"record": "proposal", "problems": found},
             )
         return proposal
 
@@ -238,6 +222,7 @@ class ProposalRepository:
             "version": proposal.version,
             "requester": proposal.requester,
             "body": proposal.body(),
+            "cluster": proposal.cluster,
         }
 
 
@@ -268,12 +253,17 @@ def _load(proposal_id: str, body: str | None) -> Proposal:
     proposal, unreadable = _read(body)
     if proposal is None:
         raise ProposalTampered(
-            f"proposal {proposal_id} was edited outside Stratus: {unreadable}; nothing acts on "
-            "it (see `stratus audit verify`)",
+            f"proposal {proposal_id} was edited outside Stratus: {unreadable}; nothing acts on it",
             subject=proposal_id,
-            details={"problems": [unreadable]},
+            details={"record": "proposal", "problems": [unreadable]},
         )
     return proposal
+
+
+def _not_found(proposal_id: str) -> ProposalNotFound:
+    return ProposalNotFound(
+        f"no proposal {proposal_id}", subject=proposal_id, details={"record": "proposal"}
+    )
 
 
 def _stand_in(row: dict[str, Any], unreadable: str) -> Proposal:
@@ -289,14 +279,14 @@ def _stand_in(row: dict[str, Any], unreadable: str) -> Proposal:
         state = ProposalState.FAILED
     action = str(row.get("action") or "unknown")
     requester = str(row.get("requester") or "unknown")
-    target = Target(kind=kind or "unknown", name=name or "unknown", namespace=namespace)
+    target = model.Target(kind=kind or "unknown", name=name or "unknown", namespace=namespace)
     return Proposal(
         id=str(row["id"]),
         incident_id=row.get("incident_id") if isinstance(row.get("incident_id"), str) else None,
         action=action,
         target=target,
         requester=requester,
-        facts=Facts(
+        facts=model.Facts(
             action=action,
             namespace=target.namespace,
             kind=target.kind,
@@ -305,11 +295,13 @@ def _stand_in(row: dict[str, Any], unreadable: str) -> Proposal:
             reversible=False,
             requester=requester,
         ),
-        plan=PlanSnapshot(operation="unknown", before=None, after=None, diff="", digest=""),
+        plan=model.PlanSnapshot(operation="unknown", before=None, after=None, diff="", digest=""),
         intent="unreadable",
         risk="unknown",
         reversible=False,
-        decision=Decision(outcome="deny", reason=unreadable, source="store", decided_at=created),
+        decision=model.Decision(
+            outcome="deny", reason=unreadable, source="store", decided_at=created
+        ),
         state=state,
         created_at=created,
         updated_at=created,

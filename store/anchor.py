@@ -40,11 +40,12 @@ def subkey(key: bytes, purpose: str) -> bytes:
     return hmac.digest(key, b"stratus/" + purpose.encode(), "sha256")
 
 
-class AnchorPathError(StratusError):
-    """``STRATUS_AUDIT_ANCHOR`` is set but names no file."""
+class AnchorError(StratusError, code="audit_anchor", remedy=Remedy.FIX_CONFIG):
+    """The audit log's anchor file is not configured, or cannot be used."""
 
-    code = "audit_anchor"
-    default_remedy = Remedy.FIX_CONFIG
+
+class AnchorPathError(AnchorError):
+    """``STRATUS_AUDIT_ANCHOR`` is set but names no file."""
 
 
 def default_path(database: str, *, memory: bool) -> Path | None:

@@ -31,7 +31,6 @@ from typing import Any
 
 from store import anchor, integrity
 from store.db import MEMORY, Store
-from store.errors import Remedy, StratusError
 
 GENESIS = "0" * 64
 KEYED = anchor.KEYED
@@ -39,11 +38,8 @@ KEYED = anchor.KEYED
 log = logging.getLogger("stratus.audit")
 
 
-class AuditAnchorError(StratusError):
+class AuditAnchorError(anchor.AnchorError):
     """The anchor file cannot be written, or no anchor file is configured."""
-
-    code = "audit_anchor"
-    default_remedy = Remedy.FIX_CONFIG
 
 
 class _Unset(enum.Enum):

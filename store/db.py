@@ -32,11 +32,8 @@ ENV = "STRATUS_DB"
 HOME_ENV = "STRATUS_HOME"
 
 
-class StoreError(StratusError):
+class StoreError(StratusError, code="store", remedy=Remedy.FIX_CONFIG):
     """The database cannot be opened, migrated, read or written; the message says why."""
-
-    code = "store"
-    default_remedy = Remedy.FIX_CONFIG
 
 
 def default_path() -> Path:

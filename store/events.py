@@ -2,8 +2,13 @@
 
 Each event is appended inside the transaction of the change it describes, so a reader never
 sees a change without its event or an event without its change. ``since(seq)`` returns what
-came after a cursor; surfaces keep the last ``seq`` they rendered. The typed event models live
-with the aggregates that emit them (``proposals.events``); this module stores rows.
+came after a cursor; surfaces keep the last ``seq`` they rendered.
+
+One envelope for every aggregate: an event says who (``actor``) moved what (``state``, from
+``previous_state``), in a sentence of facts (``message``) with structured ``data``; each
+aggregate's model (``proposals.events.ProposalEvent``, the incident's ``IncidentEvent``) adds
+only its own id fields and its ``type`` enum to ``EventBody``, and reads and writes through a
+``TypedStream``, which hands back ``Envelope``s: the event with its place (``seq``) and time.
 
 Surfaces render events ("approved by cli:bob"), so an event someone inserted or edited in the
 file would put words in Stratus's mouth. Each row carries a ``seal`` (``store.integrity``: an
@@ -16,7 +21,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from store import integrity
 from store.db import Store
@@ -182,3 +189,62 @@ class EventStore:
 
     def last_seq(self) -> int:
         return int(self.store.query("SELECT COALESCE(MAX(seq), 0) AS n FROM events")[0]["n"])
+
+
+class EventBody(BaseModel):
+    """What every typed event says; an aggregate's model adds its ids and its ``type``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: Literal[1] = 1
+    type: str
+    state: str
+    previous_state: str | None = None
+    actor: str
+    message: str = ""
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+E = TypeVar("E", bound=EventBody)
+
+
+@dataclass(frozen=True)
+class Envelope(Generic[E]):
+    """A typed event with its place in the stream and the time it was stored."""
+
+    seq: int
+    at: str
+    event: E
+
+
+class TypedStream(Generic[E]):
+    """One aggregate's stream (``stream``) of ``model`` events, each about one ``subject``
+    (the aggregate's id)."""
+
+    def __init__(self, store: Store, *, stream: str, model: type[E]) -> None:
+        self.rows = EventStore(store)
+        self.stream = stream
+        self.model = model
+
+    def append(self, event: E, *, subject: str) -> int:
+        return self.rows.append(
+            stream=self.stream,
+            subject=subject,
+            type=str(event.type),
+            version=event.schema_version,
+            payload=event.model_dump(mode="json"),
+        )
+
+    def since(
+        self, seq: int = 0, *, subject: str | None = None, limit: int = 1000
+    ) -> list[Envelope[E]]:
+        rows = self.rows.since(seq, stream=self.stream, subject=subject, limit=limit)
+        return [self.envelope(row) for row in rows]
+
+    def envelope(self, row: EventRow) -> Envelope[E]:
+        """A row of this stream (read with ``EventStore.since`` across streams, as a surface
+        following every aggregate does) as its typed event."""
+        return Envelope(row.seq, row.at, self.model.model_validate(row.payload))
+
+    def last_seq(self) -> int:
+        return self.rows.last_seq()

@@ -19,11 +19,8 @@ from store.errors import Remedy, StratusError
 KEY_ENV = "STRATUS_AUDIT_KEY"
 
 
-class AuditKeyError(StratusError):
+class AuditKeyError(StratusError, code="audit_key", remedy=Remedy.FIX_CONFIG):
     """``STRATUS_AUDIT_KEY`` is set but empty, or missing where the audit log is keyed."""
-
-    code = "audit_key"
-    default_remedy = Remedy.FIX_CONFIG
 
 
 # Said once, first, wherever records fail their digests because the key is not the one they

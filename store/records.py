@@ -1,9 +1,10 @@
-"""Execution records (the executor's write-ahead log) and undo entries.
+"""Execution records (the executor's write-ahead log). Undo entries are ``undo.entries``'s.
 
 An execution is recorded as ``pending`` with its before-image and planned after-image *before*
-the write reaches the cluster. Marking it ``applied`` pushes its undo entry in the same
-transaction, so there is never an applied write without an undo entry. Start-up
-reconciliation resolves executions left ``pending`` by a crash.
+the write reaches the cluster. It is marked ``applied`` inside a transaction its caller holds,
+in which the caller pushes its undo entry (``undo.entries``), so there is never an applied
+write without an undo entry. Start-up reconciliation resolves executions left ``pending`` by a
+crash.
 """
 
 from __future__ import annotations
@@ -25,24 +26,11 @@ class ExecutionState(enum.StrEnum):
     FAILED = "failed"  # the cluster refused it
 
 
-class EntryState(enum.StrEnum):
-    ACTIVE = "active"  # can be undone
-    UNDONE = "undone"
-    NO_INVERSE = "no_inverse"  # an irreversible write: on the record, never undone
-    DROPPED = "dropped"  # taken off the stack explicitly
-
-
 PENDING, APPLIED, ABORTED, FAILED = (
     ExecutionState.PENDING,
     ExecutionState.APPLIED,
     ExecutionState.ABORTED,
     ExecutionState.FAILED,
-)
-ACTIVE, UNDONE, NO_INVERSE, DROPPED = (
-    EntryState.ACTIVE,
-    EntryState.UNDONE,
-    EntryState.NO_INVERSE,
-    EntryState.DROPPED,
 )
 
 
@@ -78,6 +66,8 @@ class Execution:
     updated_at: str | None = None
     # When the write left for the API server (None: it never did — a crash before sending).
     sent_at: str | None = None
+    # The cluster it was written to ('': the default one, and every record from before fleets).
+    cluster: str = ""
 
     @property
     def target(self) -> str:
@@ -110,6 +100,7 @@ class Execution:
             transaction_id=self.transaction_id,
             inverse_of=self.inverse_of,
             created_at=self.created_at,
+            cluster=self.cluster,
         )
 
     def proven(self) -> bool:
@@ -149,8 +140,9 @@ def identity_material(
     transaction_id: str | None,
     inverse_of: str | None,
     created_at: str,
+    cluster: str = "",
 ) -> dict[str, Any]:
-    return {
+    material = {
         "action": action,
         "actor": actor,
         "intent": intent or "",
@@ -161,6 +153,11 @@ def identity_material(
         "inverse_of": inverse_of,
         "created_at": created_at,
     }
+    if cluster:
+        # Named only when there is a fleet: a record of the default cluster digests as it did
+        # before fleets, and a named one cannot be moved to another cluster unnoticed.
+        material["cluster"] = cluster
+    return material
 
 
 def record_material(
@@ -190,20 +187,13 @@ def record_material(
     return material
 
 
-@dataclass(frozen=True)
-class UndoEntry:
-    id: str
-    execution: Execution
-    seq: int
-    state: str
-    created_at: str
-    undone_at: str | None
-    undone_by: str | None
-    last_error: str | None
-
-
 def _loads(text: str | None) -> dict[str, Any] | None:
     return json.loads(text) if text else None
+
+
+def execution_of(row: dict[str, Any]) -> Execution:
+    """An execution record from its row (a query may add columns of its own)."""
+    return _execution(row)
 
 
 def _execution(row: dict[str, Any]) -> Execution:
@@ -233,6 +223,7 @@ def _execution(row: dict[str, Any]) -> Execution:
         before_digest=row.get("before_digest"),
         updated_at=row.get("updated_at"),
         sent_at=row.get("sent_at"),
+        cluster=row.get("cluster") or "",
     )
 
 
@@ -257,8 +248,8 @@ class ExecutionLog:
         owner: str | None = None,
         proposal_id: str | None = None,
         incident_id: str | None = None,
-        transaction_id: str | None = None,
         inverse_of: str | None = None,
+        cluster: str = "",
     ) -> str:
         """The write-ahead record, stored before the write is sent. ``owner`` names the
         process that sends it: nobody else resolves it while that process lives."""
@@ -275,9 +266,12 @@ class ExecutionLog:
                     diff=diff,
                     proposal_id=proposal_id,
                     incident_id=incident_id,
-                    transaction_id=transaction_id,
+                    # Nothing groups writes into transactions any more; older records may
+                    # name one, and their digests cover it (``Execution.transaction_id``).
+                    transaction_id=None,
                     inverse_of=inverse_of,
                     created_at=now,
+                    cluster=cluster,
                 ),
                 operation=operation,
                 api_version=api_version,
@@ -293,7 +287,6 @@ class ExecutionLog:
                 {
                     "id": execution_id,
                     "incident_id": incident_id,
-                    "transaction_id": transaction_id,
                     "proposal_id": proposal_id,
                     "action": action,
                     "operation": operation,
@@ -315,57 +308,25 @@ class ExecutionLog:
                     "updated_at": now,
                     "owner": owner,
                     "before_digest": sealed,
+                    "cluster": cluster,
                 }
             )
         return execution_id
 
-    def mark_applied(
-        self, execution_id: str, written_rv: str | None, *, needs_inverse: bool = True
-    ) -> str | None:
-        """Applied, and — unless it is itself an undo — pushed on the undo stack, atomically.
-
-        Returns the undo entry's id (None for an undo, whose entry is marked undone instead).
-        Joins the caller's transaction, so callers can commit their own rows with it.
-        """
-        now = self.store.now()
+    def mark_applied(self, execution_id: str, written_rv: str | None) -> Execution:
+        """Pending → applied; returns the record as it now stands. Joins the caller's
+        transaction: the caller pushes the undo entry (``undo.entries``) in the same one, so a
+        write is never applied on the record without its entry."""
         with self.store.immediate() as db:
-            row = db.execute(
-                "SELECT state, inverse_of, incident_id, transaction_id, actor FROM "
-                "executions WHERE id = ?",
-                [execution_id],
-            ).fetchone()
-            if row is None or row[0] != PENDING:
+            cursor = db.execute(
+                "UPDATE executions SET state = ?, written_rv = ?, updated_at = ? "
+                "WHERE id = ? AND state = ?",
+                [APPLIED, written_rv, self.store.now(), execution_id, PENDING],
+            )
+            applied = self.get(execution_id) if cursor.rowcount else None
+            if applied is None:
                 raise ValueError(f"execution {execution_id} is not pending")
-            db.execute(
-                "UPDATE executions SET state = ?, written_rv = ?, updated_at = ? WHERE id = ?",
-                [APPLIED, written_rv, now, execution_id],
-            )
-            if row[1]:
-                # An undo: the entry it undoes leaves the stack in the same transaction, so a
-                # crash can never leave a restored object with its entry still active.
-                db.execute(
-                    "UPDATE undo_entries SET state = ?, undone_at = ?, undone_by = ?, "
-                    "last_error = NULL WHERE execution_id = ? AND state = ?",
-                    [UNDONE, now, row[4], row[1], ACTIVE],
-                )
-                return None
-            seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM undo_entries").fetchone()[0]
-            entry_id = new_id("undo")
-            db.table("undo_entries").insert(
-                {
-                    "id": entry_id,
-                    "execution_id": execution_id,
-                    "incident_id": row[2],
-                    "transaction_id": row[3],
-                    "seq": seq,
-                    "state": ACTIVE if needs_inverse else NO_INVERSE,
-                    "created_at": now,
-                    "undone_at": None,
-                    "undone_by": None,
-                    "last_error": None,
-                }
-            )
-        return entry_id
+        return applied
 
     def finish(self, execution_id: str, state: str, error: str | None = None) -> None:
         with self.store.immediate() as db:
@@ -432,84 +393,6 @@ class ExecutionLog:
         )
         # Only records Stratus wrote hold a write back; ``misrecorded`` names the others.
         return [e for e in map(_execution, rows) if e.proven()]
-
-
-class UndoEntries:
-    def __init__(self, store: Store) -> None:
-        self.store = store
-
-    def _query(self, where: str, params: list[Any]) -> list[UndoEntry]:
-        rows = self.store.query(
-            "SELECT u.id AS undo_id, u.seq, u.state AS undo_state, u.created_at AS undo_created,"
-            " u.undone_at, u.undone_by, u.last_error, e.* FROM undo_entries u "
-            f"JOIN executions e ON e.id = u.execution_id WHERE {where} ORDER BY u.seq DESC",
-            params,
-        )
-        return [
-            UndoEntry(
-                r["undo_id"],
-                _execution(r),
-                r["seq"],
-                r["undo_state"],
-                r["undo_created"],
-                r["undone_at"],
-                r["undone_by"],
-                r["last_error"],
-            )
-            for r in rows
-        ]
-
-    def get(self, entry_id: str) -> UndoEntry | None:
-        found = self._query("u.id = ?", [entry_id])
-        return found[0] if found else None
-
-    def active(
-        self, *, incident_id: str | None = None, transaction_id: str | None = None
-    ) -> list[UndoEntry]:
-        """Entries that can still be undone, newest first."""
-        where, params = "u.state = ?", [ACTIVE.value]
-        if incident_id:
-            where += " AND u.incident_id = ?"
-            params.append(incident_id)
-        if transaction_id:
-            where += " AND u.transaction_id = ?"
-            params.append(transaction_id)
-        return self._query(where, params)
-
-    def all(self, *, limit: int = 100) -> list[UndoEntry]:
-        return self._query("1 = 1", [])[:limit]
-
-    def newest(self, *, incident_id: str | None = None) -> UndoEntry | None:
-        """The most recent write on the stack, whatever its state: "undo the last write"
-        names one write, so two people who ask at once ask for the same one."""
-        where, params = "u.state != ?", [NO_INVERSE.value]
-        if incident_id:
-            where += " AND u.incident_id = ?"
-            params.append(incident_id)
-        found = self._query(where, params)
-        return found[0] if found else None
-
-    def mark_undone(self, entry_id: str, by: str) -> bool:
-        """Compare-and-set: True only for the caller that moved it from active to undone."""
-        return self._move(entry_id, UNDONE, by)
-
-    def drop(self, entry_id: str, by: str) -> bool:
-        """Take an entry off the stack without undoing it (its object was deleted and
-        re-created, say): compare-and-set from active."""
-        return self._move(entry_id, DROPPED, by)
-
-    def _move(self, entry_id: str, state: str, by: str) -> bool:
-        with self.store.immediate() as db:
-            cursor = db.execute(
-                "UPDATE undo_entries SET state = ?, undone_at = ?, undone_by = ?,"
-                " last_error = NULL WHERE id = ? AND state = ?",
-                [state, self.store.now(), by, entry_id, ACTIVE],
-            )
-            return bool(cursor.rowcount)
-
-    def record_failure(self, entry_id: str, error: str) -> None:
-        with self.store.immediate() as db:
-            db.execute("UPDATE undo_entries SET last_error = ? WHERE id = ?", [error, entry_id])
 
 
 def audited_digest(store: Store, execution_id: str) -> str | None:
@@ -661,7 +544,7 @@ def _entry_left_on_record(store: Store, entry_id: str, execution_id: str, state:
         return left == state
     # An undo that found the object already restored wrote nothing: its executed undo
     # proposal (sealed, checked by ``audit verify``) is the record.
-    return state == UNDONE and bool(
+    return state == "undone" and bool(
         store.query(
             "SELECT 1 FROM proposals WHERE state = 'executed' "
             "AND (CASE WHEN json_valid(body) THEN json_extract(body, '$.undo_entry') END) = ? "

@@ -153,4 +153,63 @@ MIGRATIONS: list[tuple[int, str]] = [
         ALTER TABLE events ADD COLUMN seal TEXT;
         """,
     ),
+    (
+        10,
+        # Created by the first migration and never written: votes and policy decisions live
+        # in the proposal's body, their history in events and the audit log.
+        """
+        DROP TABLE IF EXISTS decisions;
+        """,
+    ),
+    (
+        11,
+        # The policy the bot serving this database enforces (``policies/served.py``): a
+        # terminal opening the database runs under it, or refuses when told another one.
+        """
+        CREATE TABLE served_policy (
+            id INTEGER PRIMARY KEY CHECK (id = 1), directory TEXT, files TEXT NOT NULL,
+            digest TEXT NOT NULL, served_by TEXT NOT NULL, recorded_at TEXT NOT NULL
+        );
+        """,
+    ),
+    (
+        12,
+        # The bot's links (``bot.links``): which Slack message shows which incident or
+        # proposal, parked threads, the stream cursor. The bot created them itself before;
+        # IF NOT EXISTS keeps those databases as they are.
+        """
+        CREATE TABLE IF NOT EXISTS bot_threads (
+            incident_id TEXT PRIMARY KEY, channel TEXT NOT NULL, ts TEXT NOT NULL,
+            requester TEXT NOT NULL DEFAULT ''
+        );
+        CREATE UNIQUE INDEX IF NOT EXISTS bot_threads_ts ON bot_threads (channel, ts);
+        CREATE TABLE IF NOT EXISTS bot_cards (
+            proposal_id TEXT PRIMARY KEY, incident_id TEXT, channel TEXT NOT NULL,
+            ts TEXT NOT NULL, thread_ts TEXT
+        );
+        CREATE TABLE IF NOT EXISTS bot_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE IF NOT EXISTS bot_parked (
+            incident_id TEXT PRIMARY KEY, channel TEXT NOT NULL,
+            requester TEXT NOT NULL DEFAULT ''
+        );
+        """,
+    ),
+    (
+        13,
+        # A fleet from one bot (docs/fleet.md): which cluster an incident, a proposal, a write
+        # and its undo entry belong to (an audit row names it in its hashed payload, so the
+        # chain covers it). '' is the default cluster — every row
+        # written before there was more than one, so an upgraded database keeps acting on the
+        # cluster it always did. One open incident per namespace *of a cluster*.
+        """
+        ALTER TABLE incidents ADD COLUMN cluster TEXT NOT NULL DEFAULT '';
+        ALTER TABLE proposals ADD COLUMN cluster TEXT NOT NULL DEFAULT '';
+        ALTER TABLE executions ADD COLUMN cluster TEXT NOT NULL DEFAULT '';
+        ALTER TABLE undo_entries ADD COLUMN cluster TEXT NOT NULL DEFAULT '';
+        ALTER TABLE grants ADD COLUMN cluster TEXT NOT NULL DEFAULT '';
+        DROP INDEX IF EXISTS incidents_one_open_per_namespace;
+        CREATE UNIQUE INDEX incidents_one_open_per_cluster_namespace
+            ON incidents(cluster, namespace) WHERE open = 1;
+        """,
+    ),
 ]

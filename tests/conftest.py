@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,6 +23,22 @@ from tools.reads import ClusterReader
 from undo.stack import UndoStack
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test gets its tier (``-m unit``, ``-m service``, ``-m e2e``): see tests/tiers.py."""
+    from tests import tiers
+
+    tiers.mark(items)
+
+
+def interruptible() -> None:
+    """In a child about to be stopped by a Ctrl-C (SIGINT): the disposition a terminal gives
+    it. A process started with SIGINT ignored or blocked keeps ignoring it (Python installs its
+    KeyboardInterrupt handler only over the default), so whatever the test worker inherited
+    must not leak into the program under test. Pass as ``preexec_fn``."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
 
 
 def stratus(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -44,6 +61,8 @@ class Lab:
 
     server: LabServer
     kubeconfig: Path
+    # The lab's resourceVersion, clock and apps right after the last reset (``fresh``).
+    fresh_state: tuple[Any, ...] | None = None
 
     @property
     def url(self) -> str:
@@ -55,6 +74,19 @@ class Lab:
 
     def reset(self) -> None:
         self.control.post("/lab/v1/reset")
+
+    def _state(self) -> tuple[Any, ...]:
+        info = self.control.get("/lab/v1/info")
+        return (info["resource_version"], info["now"], info["mode"], tuple(info["apps"]))
+
+    def fresh(self) -> None:
+        """Reset to fresh apps, unless nothing happened since the last reset: no object was
+        written (the resourceVersion did not move) and no time passed on the lab's clock. A
+        reset costs about 200 ms; the tests that only read skip it."""
+        if self.fresh_state is not None and self._state() == self.fresh_state:
+            return
+        self.reset()
+        self.fresh_state = self._state()
 
     def settle(self) -> dict[str, Any]:
         result: dict[str, Any] = self.control.post("/lab/v1/settle")
@@ -71,8 +103,8 @@ def lab_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 
 @pytest.fixture
 def lab(lab_session: Lab) -> Lab:
-    """The shared lab, reset to fresh apps before the test."""
-    lab_session.reset()
+    """The shared lab, with fresh apps for the test."""
+    lab_session.fresh()
     return lab_session
 
 
@@ -196,4 +228,6 @@ def env(lab: Lab, tmp_path: Path) -> dict[str, str]:
         "KUBECONFIG": str(lab.kubeconfig),
         "STRATUS_DB": str(tmp_path / "stratus.db"),
         "STRATUS_ACTOR": "sre-alice",
+        # ``stratus serve`` listens for /healthz on 8080 by default; tests run side by side.
+        "STRATUS_HEALTH_PORT": "0",
     }

@@ -20,11 +20,8 @@ _DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)
 _WHOLE = re.compile(r"[+-]?[0-9]+")
 
 
-class SettingError(StratusError):
+class SettingError(StratusError, code="setting", remedy=Remedy.FIX_CONFIG):
     """A variable of the environment holds a value Stratus does not accept."""
-
-    code = "setting"
-    default_remedy = Remedy.FIX_CONFIG
 
 
 def _raw(name: str, env: Mapping[str, str] | None) -> str | None:

@@ -1,98 +1,79 @@
-"""The tool layer's own errors, each with a message a human understands.
+"""The tool layer's own errors, each with a sentence of facts a human understands.
 
 Kubernetes client errors are wrapped (``raise … from``) so nothing above ``tools/`` needs to
 know the client. ``retryable`` separates passing trouble from permanent refusals. Every error
-derives from the one root, ``store.errors.StratusError``: fields, never surface words.
+derives from the one root, ``store.errors.StratusError``: fields, never surface words. Not
+found and tampered are the family's shared concepts (``store.errors``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from store import errors
 from store.errors import Remedy, StratusError
 
 
-class ToolError(StratusError):
-    code = "tool"
+class ToolError(StratusError, code="tool"):
+    """The cluster or the tool layer refused, or could not be reached."""
 
 
-class NotFound(ToolError):
+class NotFound(errors.NotFound, ToolError):
     """The object, namespace or kind does not exist."""
 
-    code = "not_found"
-    default_remedy = Remedy.FIX_INPUT
 
-
-class Conflict(ToolError):
+class Conflict(ToolError, code="conflict", remedy=Remedy.PROPOSE_AGAIN):
     """Someone else changed the object first (a stale resourceVersion)."""
 
-    code = "conflict"
-    default_remedy = Remedy.PROPOSE_AGAIN
 
-
-class Forbidden(ToolError):
+class Forbidden(ToolError, code="forbidden", remedy=Remedy.FIX_CONFIG):
     """The cluster's RBAC refused the request."""
 
-    code = "forbidden"
-    default_remedy = Remedy.FIX_CONFIG
+
+class Unauthorized(Forbidden, code="unauthorized"):
+    """The cluster did not accept the credentials (401): a token revoked or expired, its
+    ServiceAccount deleted. A ``Forbidden`` to everything that refuses on RBAC."""
 
 
-class Invalid(ToolError):
+class Invalid(ToolError, code="invalid", remedy=Remedy.FIX_INPUT):
     """The cluster rejected the object as invalid, or the action's parameters are wrong."""
 
-    code = "invalid"
-    default_remedy = Remedy.FIX_INPUT
 
-
-class Unavailable(ToolError):
+class Unavailable(ToolError, code="unavailable", retryable=True):
     """The API server could not be reached or answered 5xx; trying again may work."""
 
-    code = "unavailable"
-    retryable = True
 
-
-class OutcomeUnknown(ToolError):
+class OutcomeUnknown(ToolError, code="outcome_unknown", remedy=Remedy.RECONCILE):
     """A write was sent but its answer was lost: it may or may not have landed. The record
     stays pending until recovery reads the object and decides; nothing retries it blindly."""
 
-    code = "outcome_unknown"
-    default_remedy = Remedy.RECONCILE
 
-
-class NotRecorded(OutcomeUnknown):
+class NotRecorded(OutcomeUnknown, code="not_recorded"):
     """The write landed, but the database could not record it (a full or failing disk): its
     write-ahead record stays pending, and recovery — which reads the object — records it as
     applied, with its undo entry, once the database takes writes again."""
 
-    code = "not_recorded"
 
-
-class OutOfScope(ToolError):
+class OutOfScope(ToolError, code="out_of_scope", remedy=Remedy.FIX_CONFIG):
     """Stratus is not configured to write there."""
 
-    code = "out_of_scope"
-    default_remedy = Remedy.FIX_CONFIG
+
+class UnknownCluster(ToolError, code="unknown_cluster", remedy=Remedy.FIX_INPUT):
+    """A cluster name (asked for, or on an alert) that is not one of the fleet's: nothing is
+    guessed. ``details``: the name and the clusters that are known."""
 
 
-class LockHeld(ToolError):
+class LockHeld(ToolError, code="lock_held", retryable=True):
     """Another writer holds the object's lock."""
 
-    code = "lock_held"
-    retryable = True
 
-
-class UndoConflict(ToolError):
+class UndoConflict(ToolError, code="undo_conflict", remedy=Remedy.FORCE):
     """The object changed since Stratus wrote it; undoing would overwrite someone's change."""
-
-    code = "undo_conflict"
-    default_remedy = Remedy.FORCE
 
     def __init__(self, message: str, diff: str, **fields: Any) -> None:
         super().__init__(message, **fields)
         self.diff = diff
 
 
-class Tampered(ToolError):
+class Tampered(errors.Tampered, ToolError):
     """A stored record no longer matches its digest: it was edited after it was written."""
-
-    code = "tampered"

@@ -1,15 +1,21 @@
 """The executor: the one path by which a write reaches the cluster.
 
-For one write: scope check → lock → read and plan (pure) → the caller's guard (is this still
-the plan that was approved?) → server dry-run → write-ahead record (before-image and planned
-after-image stored first, with the owning process) → the write, with the observed
-resourceVersion → in ONE transaction: the execution marked applied, its undo entry, its audit
-row and whatever the caller records with it → release the lock.
+For one write, the caller holds the object (``with executor.locked(ref, actor=…) as held``):
+scope check → lock → refuse while an earlier write to it is unsettled; then it reads
+(``held.read()``), plans (pure) and checks the plan is still the approved one itself, and
+``held.apply(plan, record=…)`` does the server dry-run → write-ahead record (before-image and
+planned after-image stored first, with the owning process) → the write, with the observed
+resourceVersion. ``with held.recording(sent) as applied`` then opens ONE transaction with the
+execution marked applied, in which the caller pushes the undo entry (``undo.entries``: tools/
+does not know the undo stack), writes the write's audit row naming it (``applied.audit``) and
+then its own rows; the lock is released when the caller leaves the ``locked`` block. Control
+never climbs back into the caller: each step returns what happened.
 
 A write whose answer was lost is never retried blindly: the executor reads the object to tell
 whether it landed, and if it cannot tell, leaves the record pending for recovery. Recovery
-(``reconcile``) only touches records whose owning process is gone, so a slow write in another
-process is never declared "not applied" while it is still in flight.
+(``unsettled`` → ``judge`` → ``settling``) only touches records whose owning process is gone,
+so a slow write in another process is never declared "not applied" while it is still in
+flight.
 
 A dead owner settles nothing by itself: a write it sent may still be held by a proxy or the
 API server and land later. Only the object decides. It shows the planned after-image: applied.
@@ -29,7 +35,7 @@ import contextlib
 import logging
 import socket
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -40,40 +46,104 @@ from store.db import Store, StoreError
 from store.locks import LeaseLocks, holder_alive, holder_name
 from store.records import ABORTED, FAILED, PENDING, Execution, ExecutionLog
 from tools import crashpoints, errors, fences, secrets
-from tools.actions import CATALOG, Action, WritePlan
+from tools.actions import Action, WritePlan
+from tools.identity import KubeIdentity
 from tools.k8s import KubeClient
 from tools.objects import FENCE_ANNOTATION, ObjectRef, normalized, same_object
 from tools.scope import WriteScope
 
 log = logging.getLogger("stratus.executor")
-IRREVERSIBLE = {name for name, cls in CATALOG.items() if not cls.reversible}
-PlanFunction = Callable[[dict[str, Any] | None], WritePlan]
-# Called under the lock with the fresh plan, before anything is written; raises to stop.
-Guard = Callable[[WritePlan, dict[str, Any] | None], None]
 
 
 @dataclass(frozen=True)
-class AppliedWrite:
-    """A write that landed, as recorded; handed to ``on_applied`` inside its transaction."""
+class WriteRecord:
+    """What the write-ahead record says about a write besides its plan."""
 
-    execution_id: str
-    undo_id: str | None
-    plan: WritePlan
-    written: dict[str, Any] | None
-    verdict: str = "applied"  # or "possibly applied" when recovery cannot be sure
+    action: str
+    intent: str
+    proposal_id: str | None = None
+    incident_id: str | None = None
+    inverse_of: str | None = None  # the execution this write undoes
+    needs_inverse: bool = True  # False for an irreversible action: no Secret keeper to keep
+    # Whom the dry-run and the write are sent as (impersonation); None: Stratus itself.
+    writer: KubeIdentity | None = None
 
 
 @dataclass(frozen=True)
-class WriteOutcome:
-    """What the executor did; ``execution_id`` and ``undo_id`` are None for previews."""
+class Sent:
+    """A write that reached the object (read back when its answer was lost), not yet recorded
+    as applied: ``held.recording(sent)`` does that."""
 
     ref: ObjectRef
-    intent: str
+    execution_id: str
     plan: WritePlan
-    applied: bool
-    execution_id: str | None = None
-    undo_id: str | None = None
-    written: dict[str, Any] | None = None
+    written: dict[str, Any] | None
+    record: WriteRecord
+
+
+class Replan(errors.Conflict):
+    """The object moved between the read and the write (the dry-run or the write met 409):
+    nothing was written; read and plan again. Raised once per held object; the second time
+    the executor raises the "keeps changing" conflict instead."""
+
+
+class AppliedWrite:
+    """A write just marked applied, inside the transaction that records it
+    (``HeldObject.recording``, ``Executor.settling``). The caller pushes its undo entry
+    (``undo.entries``), then ``audit(undo_entry=…)`` writes the write's audit row naming that
+    entry, then the caller writes its own rows; all commit together. Leaving the block
+    without the audit row rolls the transaction back: an applied write is never unaudited."""
+
+    def __init__(
+        self,
+        executor: Executor,
+        *,
+        execution: Execution,
+        ref: ObjectRef,
+        plan: WritePlan,
+        record: WriteRecord,
+        actor: str,
+        verdict: str,
+    ) -> None:
+        self._executor = executor
+        self.execution = execution  # as recorded now: applied, with the resourceVersion written
+        self.ref = ref
+        self.plan = plan
+        self.record = record
+        self.actor = actor
+        self.verdict = verdict  # applied, or possibly applied (recovery)
+        self.audited = False
+
+    def audit(self, *, undo_entry: str | None) -> None:
+        """The write's audit row, naming its undo entry (None: an undo, which pushes none)."""
+        record, plan = self.record, self.plan
+        self._executor.audit.append(
+            actor=self.actor,
+            event="undo" if record.inverse_of else "write",
+            subject=str(self.ref),
+            payload={
+                "execution": self.execution.id,
+                "action": record.action,
+                "intent": record.intent,
+                "operation": plan.operation,
+                "undo_entry": undo_entry,
+                "inverse_of": record.inverse_of,
+                "incident": record.incident_id,
+                "diff": plan.diff,
+                "verdict": self.verdict,
+                "record_digest": self.execution.before_digest,
+                **({"sent_as": str(record.writer)} if record.writer else {}),
+                **({"cluster": self.execution.cluster} if self.execution.cluster else {}),
+            },
+        )
+        self.audited = True
+
+    def check_audited(self) -> None:
+        if not self.audited:
+            raise RuntimeError(
+                f"execution {self.execution.id} was marked applied without its audit row; "
+                "the transaction is rolled back"
+            )
 
 
 @dataclass(frozen=True)
@@ -82,7 +152,6 @@ class Resolution:
 
     execution: Execution
     verdict: str  # applied, possibly applied, not applied, cannot tell yet
-    undo_id: str | None = None
     why: str = ""  # for "not applied" and "cannot tell yet": what the object showed
 
     @property
@@ -94,8 +163,15 @@ class Resolution:
         return f"{self.execution.id} ({self.execution.intent}): {self.verdict}{why}"
 
 
-OnApplied = Callable[[AppliedWrite], None]
-OnResolved = Callable[[Resolution], None]
+@dataclass(frozen=True)
+class Judged:
+    """What the object says about an interrupted write, before it is recorded: ``applied`` is
+    'yes', 'unsure' (possibly applied) or '' (not applied, for the reason ``why``)."""
+
+    execution: Execution
+    current: dict[str, Any] | None
+    applied: str
+    why: str = ""
 
 
 class Executor:
@@ -108,9 +184,19 @@ class Executor:
         lock_ttl: float = 60.0,
         lock_wait: float = 10.0,
         settle_after: float | None = None,
+        fence: Callable[[], None] | None = None,
+        cluster: str = "",
+        default: bool = True,
     ) -> None:
         self.kube = kube
+        # Raises when this process may not write now: with leader election, only while it
+        # holds the Lease (``tools.leader.Elector.ensure_leading``); None: always may.
+        self.fence = fence
         self.store = store
+        # Which cluster of the fleet ``kube`` talks to ('': the only one). ``default``: this
+        # executor also owns the records written before fleets, which name no cluster.
+        self.cluster = cluster
+        self.default = default
         self.scope = scope or WriteScope()
         self.locks = LeaseLocks(store)
         self.executions = ExecutionLog(store)
@@ -132,16 +218,28 @@ class Executor:
             assert plan.after is not None
             return plan.after, plan
         current = self.kube.get(ref)
-        return current, action.plan(current, self.related(action, current))
+        return current, self.plan_action(action, current)
 
-    def preview(self, action: Action, *, attempts: int = 3) -> tuple[dict[str, Any], WritePlan]:
-        """WritePlan and server-dry-run an action. An object that moves between the read and the
-        dry-run is read again (a busy deployment's status changes all the time)."""
+    def preview(
+        self,
+        action: Action,
+        *,
+        attempts: int = 3,
+        writer: KubeIdentity | None = None,
+        refused_ok: bool = False,
+    ) -> tuple[dict[str, Any], WritePlan]:
+        """WritePlan and server-dry-run an action (as ``writer``). An object that moves between
+        the read and the dry-run is read again (a busy deployment's status changes all the
+        time). ``refused_ok``: a 403 on the dry-run is no answer yet (writes made as the
+        approver: the cluster decides for them, at execution, with its own dry-run)."""
         for attempt in range(1, attempts + 1):
             current, plan = self.plan(action)
             try:
                 if plan.changes_anything:
-                    self.dry_run(plan)
+                    self.dry_run(plan, writer=writer)
+            except errors.Forbidden:
+                if not refused_ok:
+                    raise
             except errors.Conflict as conflict:
                 if attempt == attempts:
                     raise errors.Conflict(
@@ -163,68 +261,34 @@ class Executor:
             wanted[0], wanted[1], namespace=action.ref().namespace, label_selector=selector or None
         )
 
-    def execute(
-        self,
-        action: Action,
-        *,
-        actor: str,
-        guard: Guard | None = None,
-        on_applied: OnApplied | None = None,
-        proposal_id: str | None = None,
-        incident_id: str | None = None,
-        transaction_id: str | None = None,
-    ) -> WriteOutcome:
-        """Write one catalog action through every step. Approval is not this layer's job:
-        surfaces go through the proposal service, which calls this path once approved."""
-        ref = action.ref()
-        current = self.kube.find(ref)
-        if action.operation == "create" and current is None:
-            current = action.manifest()
-        intent = action.intent(current) if current is not None else str(ref)
-        return self.run(
-            ref,
-            self.action_planner(action),
-            action=action.name,
-            actor=actor,
-            intent=intent,
-            guard=guard,
-            on_applied=on_applied,
-            proposal_id=proposal_id,
-            incident_id=incident_id,
-            transaction_id=transaction_id,
-            needs_inverse=action.reversible,
-        )
-
-    def action_planner(self, action: Action) -> PlanFunction:
-        def planner(current: dict[str, Any] | None) -> WritePlan:
-            if current is None:
-                return action.plan(None)  # a create, or NotFound
-            return action.plan(current, self.related(action, current))
-
-        return planner
+    def plan_action(self, action: Action, current: dict[str, Any] | None) -> WritePlan:
+        """The action's plan (pure) on the object as read; None is a create, or NotFound."""
+        if current is None:
+            return action.plan(None)
+        return action.plan(current, self.related(action, current))
 
     # ------------------------------------------------------------ the write path
 
-    def run(
-        self,
-        ref: ObjectRef,
-        planner: PlanFunction,
-        *,
-        action: str,
-        actor: str,
-        intent: str,
-        guard: Guard | None = None,
-        on_applied: OnApplied | None = None,
-        proposal_id: str | None = None,
-        incident_id: str | None = None,
-        transaction_id: str | None = None,
-        inverse_of: str | None = None,
-        needs_inverse: bool = True,
-    ) -> WriteOutcome:
-        """WritePlan against the object read under the lock, check the guard, then write it."""
+    def owns(self, cluster: str) -> bool:
+        """Whether a record naming ``cluster`` was written through this executor's cluster."""
+        return cluster == self.cluster or (not cluster and self.default)
+
+    def lock_key(self, ref: ObjectRef) -> str:
+        """The lease's name for one object: per cluster, so that the same deployment in two
+        clusters is two resources (unnamed for the only cluster, as before fleets)."""
+        return f"cluster:{self.cluster}/{ref.key}" if self.cluster else ref.key
+
+    @contextlib.contextmanager
+    def locked(self, ref: ObjectRef, *, actor: str) -> Iterator[HeldObject]:
+        """Hold one object for a write: scope check, its lease, and no earlier write to it
+        unsettled. The lease is released when the block ends, whatever happened in it."""
         self.scope.check(ref)
+        if self.fence is not None:
+            self.fence()  # before anything is locked or recorded: nothing to undo
         holder = holder_name(actor)
-        blocker = self.locks.acquire(ref.key, holder, ttl=self.lock_ttl, wait=self.lock_wait)
+        blocker = self.locks.acquire(
+            self.lock_key(ref), holder, ttl=self.lock_ttl, wait=self.lock_wait
+        )
         if blocker is not None:
             who = blocker.holder.rpartition("@")[0] or blocker.holder.split("/")[0]
             raise errors.LockHeld(
@@ -233,154 +297,44 @@ class Executor:
         crashpoints.reached("locked")
         try:
             self._refuse_unsettled(ref)
-            for attempt in (1, 2):
-                current = self.kube.find(ref)
-                plan = planner(current)
-                _check_identity(plan, ref)
-                if guard is not None:
-                    guard(plan, current)
-                if not plan.changes_anything:
-                    return WriteOutcome(ref, intent, plan, applied=False)
-                try:
-                    self.dry_run(plan)
-                except errors.Conflict as conflict:
-                    if attempt == 2:
-                        raise _keeps_changing(ref) from conflict
-                    continue
-                crashpoints.reached("dry-run")
-                execution_id = self.executions.begin(
-                    action=action,
-                    operation=plan.operation,
-                    api_version=ref.api_version,
-                    kind=ref.kind,
-                    namespace=ref.namespace,
-                    name=ref.name,
-                    actor=actor,
-                    # A Secret's values are stored as digests only (``tools.secrets``).
-                    before_image=secrets.stored_image(plan.before),
-                    planned_after=secrets.stored_image(plan.after),
-                    diff=plan.diff,
-                    intent=intent,
-                    owner=holder,
-                    proposal_id=proposal_id,
-                    incident_id=incident_id,
-                    transaction_id=transaction_id,
-                    inverse_of=inverse_of,
-                )
-                crashpoints.reached("write-ahead")
-                keeps = (
-                    needs_inverse and inverse_of is None and self._keep_secret(execution_id, plan)
-                )
-                if not self.executions.mark_sent(execution_id):
-                    if keeps:
-                        self.forget_secret(execution_id, ref.namespace)
-                    raise errors.LockHeld(
-                        f"{ref}: this write was settled as not applied by another process's "
-                        "recovery before it was sent (this process was taken for gone); "
-                        "nothing was written",
-                        subject=str(ref),
-                    )
-                try:
-                    written = self._write(plan)
-                except errors.Conflict as conflict:
-                    self.executions.finish(
-                        execution_id, ABORTED, "conflict: the object changed before the write"
-                    )
-                    if keeps:
-                        self.forget_secret(execution_id, ref.namespace)
-                    if attempt == 2:
-                        raise _keeps_changing(ref) from conflict
-                    continue
-                except errors.Unavailable as lost:
-                    written = self._settle_lost_write(execution_id, ref, plan, lost)
-                except errors.ToolError as error:
-                    self.executions.finish(execution_id, FAILED, error.message)
-                    if keeps:
-                        self.forget_secret(execution_id, ref.namespace)
-                    raise
-                crashpoints.reached("written")
-                try:
-                    undo_id = self._record(
-                        AppliedWrite(execution_id, None, plan, written),
-                        ref=ref,
-                        actor=actor,
-                        action=action,
-                        intent=intent,
-                        incident_id=incident_id,
-                        inverse_of=inverse_of,
-                        needs_inverse=needs_inverse,
-                        on_applied=on_applied,
-                    )
-                except (sqlite3.Error, StoreError) as failure:
-                    raise _not_recorded(ref, intent, execution_id, failure) from failure
-                crashpoints.reached("recorded")
-                return WriteOutcome(
-                    ref,
-                    intent,
-                    plan,
-                    applied=True,
-                    execution_id=execution_id,
-                    undo_id=undo_id,
-                    written=written,
-                )
-            raise AssertionError("unreachable")
+            yield HeldObject(self, ref, actor=actor, holder=holder)
         finally:
             # A database that cannot take the release (a full disk) must not hide what
             # happened to the write; the lease ends with this process or its TTL anyway.
             with contextlib.suppress(sqlite3.Error, StoreError):
-                self.locks.release(ref.key, holder)
+                self.locks.release(self.lock_key(ref), holder)
 
-    def _record(
+    @contextlib.contextmanager
+    def _applying(
         self,
-        applied: AppliedWrite,
         *,
+        execution_id: str,
         ref: ObjectRef,
+        plan: WritePlan,
+        written: dict[str, Any] | None,
+        record: WriteRecord,
         actor: str,
-        action: str,
-        intent: str,
-        incident_id: str | None,
-        inverse_of: str | None,
-        needs_inverse: bool,
-        on_applied: OnApplied | None,
-    ) -> str | None:
-        """The write's record, its undo entry, its audit row and the caller's own rows: one
-        transaction, so none of them can exist without the others."""
-        written_rv = (applied.written or {}).get("metadata", {}).get("resourceVersion")
-        execution = self.executions.get(applied.execution_id)
+        verdict: str,
+    ) -> Iterator[AppliedWrite]:
+        """ONE transaction (joining the caller's): the write's record marked applied, and
+        whatever the caller writes in the block — its undo entry, the audit row
+        (``AppliedWrite.audit``), its own rows."""
+        written_rv = (written or {}).get("metadata", {}).get("resourceVersion")
         with self.store.immediate():
-            undo_id = self.executions.mark_applied(
-                applied.execution_id,
-                written_rv if applied.verdict == "applied" else None,
-                needs_inverse=needs_inverse,
+            execution = self.executions.mark_applied(
+                execution_id, written_rv if verdict == "applied" else None
             )
-            self.audit.append(
+            applied = AppliedWrite(
+                self,
+                execution=execution,
+                ref=ref,
+                plan=plan,
+                record=record,
                 actor=actor,
-                event="undo" if inverse_of else "write",
-                subject=str(ref),
-                payload={
-                    "execution": applied.execution_id,
-                    "action": action,
-                    "intent": intent,
-                    "operation": applied.plan.operation,
-                    "undo_entry": undo_id,
-                    "inverse_of": inverse_of,
-                    "incident": incident_id,
-                    "diff": applied.plan.diff,
-                    "verdict": applied.verdict,
-                    "record_digest": execution.before_digest if execution else None,
-                },
+                verdict=verdict,
             )
-            if on_applied is not None:
-                on_applied(
-                    AppliedWrite(
-                        applied.execution_id,
-                        undo_id,
-                        applied.plan,
-                        applied.written,
-                        applied.verdict,
-                    )
-                )
-        return undo_id
+            yield applied
+            applied.check_audited()
 
     def _settle_lost_write(
         self, execution_id: str, ref: ObjectRef, plan: WritePlan, lost: errors.Unavailable
@@ -443,10 +397,16 @@ class Executor:
         except errors.ToolError as error:
             log.warning("could not delete %s: %s", ref, error.message)
 
-    def dry_run(self, plan: WritePlan) -> None:
-        self._write(plan, dry_run=True)
+    def dry_run(self, plan: WritePlan, *, writer: KubeIdentity | None = None) -> None:
+        self._write(plan, dry_run=True, writer=writer)
 
-    def _write(self, plan: WritePlan, *, dry_run: bool = False) -> dict[str, Any] | None:
+    def _write(
+        self, plan: WritePlan, *, dry_run: bool = False, writer: KubeIdentity | None = None
+    ) -> dict[str, Any] | None:
+        with self.kube.acting_as(writer):
+            return self._send(plan, dry_run=dry_run)
+
+    def _send(self, plan: WritePlan, *, dry_run: bool) -> dict[str, Any] | None:
         if plan.operation == "replace":
             assert plan.after is not None
             return self.kube.replace(plan.after, dry_run=dry_run)
@@ -464,47 +424,29 @@ class Executor:
 
     # ------------------------------------------------------------ crash recovery
 
-    def reconcile(
-        self,
-        actor: str = "stratus-reconciler",
-        *,
-        on_resolved: OnResolved | None = None,
-        ref: ObjectRef | None = None,
-        creates_held: str = "",
-    ) -> list[Resolution]:
-        """Resolve writes a crash (or a lost answer) left pending: did they land or not?
-
-        Only records whose owner is gone are touched: a process on this host that no longer
-        runs, a record its writer gave up on, or — for another host — one whose lease has
-        expired. Each resolution and the caller's own rows commit in one transaction. With
-        ``ref``, only the writes to that object (a write about to start settles them first).
-        ``creates_held`` says why a held create must not be completed by its fence now (Stratus
-        is paused): it stays unknown until then."""
+    def unsettled(self, *, ref: ObjectRef | None = None) -> list[Execution]:
+        """Writes a crash (or a lost answer) left pending whose owner is gone: a process on
+        this host that no longer runs, a record its writer gave up on, or — for another host —
+        one whose lease has expired. With ``ref``, only the writes to that object."""
         self.locks.release_dead(socket.gethostname())
-        resolved: list[Resolution] = []
         pending = (
             self.executions.pending()
             if ref is None
             else self.executions.pending_on(kind=ref.kind, namespace=ref.namespace, name=ref.name)
         )
-        for execution in pending:
-            if not self._owner_gone(execution):
-                continue
-            resolution = self._resolve(execution, actor, on_resolved, creates_held)
-            if resolution is not None:
-                resolved.append(resolution)
-        return resolved
+        return [
+            execution
+            for execution in pending
+            if self.owns(execution.cluster) and self._owner_gone(execution)
+        ]
 
-    def _resolve(
-        self,
-        execution: Execution,
-        actor: str,
-        on_resolved: OnResolved | None,
-        creates_held: str = "",
-    ) -> Resolution | None:
-        """Read the object and judge; past the grace period, fence it and judge again. The
-        verdict is recorded inside one transaction that first checks the record is still
-        pending (another process may have resolved it meanwhile)."""
+    def judge(
+        self, execution: Execution, *, actor: str = "stratus-reconciler", creates_held: str = ""
+    ) -> Judged | Resolution:
+        """Did an interrupted write land? Read the object and judge; past the grace period,
+        fence it and judge again. A ``Resolution`` "cannot tell yet" when the object does not
+        say; ``creates_held`` says why a held create must not be completed by its fence now
+        (Stratus is paused)."""
         ref = ObjectRef(execution.kind, execution.name, execution.namespace)
         for _ in range(fences.ROUNDS):
             try:
@@ -526,43 +468,67 @@ class Executor:
                     if unfenced:
                         return Resolution(execution, "cannot tell yet", why=unfenced)
                     continue  # the fence was answered: the object says what happened now
-            return self._settle(execution, ref, current, applied, why, actor, on_resolved)
+            return Judged(execution, current, applied or "", why)
         return Resolution(
             execution,
             "cannot tell yet",
             why="the object kept changing while recovery fenced the write; tried again later",
         )
 
-    def _settle(
-        self,
-        execution: Execution,
-        ref: ObjectRef,
-        current: dict[str, Any] | None,
-        applied: str | None,
-        why: str,
-        actor: str,
-        on_resolved: OnResolved | None,
-    ) -> Resolution | None:
+    @contextlib.contextmanager
+    def settling(
+        self, judged: Judged, *, actor: str
+    ) -> Iterator[tuple[Resolution, AppliedWrite | None] | None]:
+        """Record a judged write in one transaction that first checks the record is still
+        pending (None when another process resolved it first); the caller's rows commit in
+        it. Applied (or possibly): the record applied and an ``AppliedWrite`` for the caller,
+        who pushes the undo entry and audits it, as after ``HeldObject.recording``. Not
+        applied: the record aborted and an audit row; no ``AppliedWrite``."""
+        execution = judged.execution
+        ref = ObjectRef(execution.kind, execution.name, execution.namespace)
         with self.store.immediate():
             fresh = self.executions.get(execution.id)
             if fresh is None or fresh.state != PENDING:
-                return None  # another process resolved it first
-            if applied:
-                verdict = "applied" if applied == "yes" else "possibly applied"
-                return self._resolve_applied(execution, ref, current, verdict, actor, on_resolved)
-            self.executions.finish(execution.id, ABORTED, f"not applied: {why}")
+                yield None
+                return
+            if judged.applied:
+                verdict = "applied" if judged.applied == "yes" else "possibly applied"
+                with self._applying(
+                    execution_id=execution.id,
+                    ref=ref,
+                    plan=WritePlan(
+                        execution.operation,
+                        execution.before_image,
+                        execution.planned_after,
+                        execution.diff,
+                    ),
+                    written=judged.current,
+                    record=WriteRecord(
+                        action=execution.action,
+                        intent=execution.intent,
+                        incident_id=execution.incident_id,
+                        inverse_of=execution.inverse_of,
+                    ),
+                    actor=actor,
+                    verdict=verdict,
+                ) as applied:
+                    yield Resolution(execution, verdict), applied
+                return
+            self.executions.finish(execution.id, ABORTED, f"not applied: {judged.why}")
             self.audit.append(
                 actor=actor,
                 event="reconcile",
                 subject=str(ref),
-                payload={"execution": execution.id, "verdict": "not applied", "why": why},
+                payload={
+                    "execution": execution.id,
+                    "verdict": "not applied",
+                    "why": judged.why,
+                    **({"cluster": execution.cluster} if execution.cluster else {}),
+                },
             )
-            resolution = Resolution(execution, "not applied", why=why)
-            if on_resolved is not None:
-                on_resolved(resolution)
+            yield Resolution(execution, "not applied", why=judged.why), None
         if secrets.is_secret(execution.before_image) and not execution.inverse_of:
             self.forget_secret(execution.id, execution.namespace)  # nothing to undo
-        return resolution
 
     def _not_landed(self, execution: Execution, current: dict[str, Any] | None) -> tuple[str, bool]:
         """For a write the object does not show: why, and whether that is final. The owner's
@@ -629,11 +595,14 @@ class Executor:
                 actor=actor,
                 event="fence",
                 subject=str(ref),
-                payload=fences.audit_payload(
-                    execution_id=execution.id,
-                    operation=execution.operation,
-                    precondition=planned_rv(execution),
-                ),
+                payload={
+                    **fences.audit_payload(
+                        execution_id=execution.id,
+                        operation=execution.operation,
+                        precondition=planned_rv(execution),
+                    ),
+                    **({"cluster": execution.cluster} if execution.cluster else {}),
+                },
             )
         try:
             if execution.operation == "create":
@@ -670,7 +639,13 @@ class Executor:
     def _refuse_unsettled(self, ref: ObjectRef) -> None:
         """One unsettled write per object: a new write planned on an object that an earlier
         write may still change would race it (and the undo stack would order them wrongly)."""
-        earlier = self.executions.pending_on(kind=ref.kind, namespace=ref.namespace, name=ref.name)
+        earlier = [
+            execution
+            for execution in self.executions.pending_on(
+                kind=ref.kind, namespace=ref.namespace, name=ref.name
+            )
+            if self.owns(execution.cluster)
+        ]
         if not earlier:
             return
         first = earlier[0]
@@ -683,38 +658,6 @@ class Executor:
             details={"execution": first.id},
         )
 
-    def _resolve_applied(
-        self,
-        execution: Execution,
-        ref: ObjectRef,
-        current: dict[str, Any] | None,
-        verdict: str,
-        actor: str,
-        on_resolved: OnResolved | None,
-    ) -> Resolution:
-        plan = WritePlan(
-            execution.operation, execution.before_image, execution.planned_after, execution.diff
-        )
-        found: list[Resolution] = []
-
-        def resolved(write: AppliedWrite) -> None:
-            found.append(Resolution(execution, verdict, write.undo_id))
-            if on_resolved is not None:
-                on_resolved(found[0])
-
-        self._record(
-            AppliedWrite(execution.id, None, plan, current, verdict),
-            ref=ref,
-            actor=actor,
-            action=execution.action,
-            intent=execution.intent,
-            incident_id=execution.incident_id,
-            inverse_of=execution.inverse_of,
-            needs_inverse=execution.action not in IRREVERSIBLE,
-            on_applied=resolved,
-        )
-        return found[0]
-
     def _owner_gone(self, execution: Execution) -> bool:
         if not execution.owner:
             return True  # its writer gave up on it (a lost answer), or it predates owners
@@ -722,6 +665,121 @@ class Executor:
         if alive is not None:
             return not alive
         return not self.locks.held_by(execution.owner)  # another host: its lease tells
+
+
+class HeldObject:
+    """One object held for a write (``Executor.locked``): read it, check a plan names it,
+    apply the plan, record it. Each step returns what happened; none calls the caller."""
+
+    def __init__(self, executor: Executor, ref: ObjectRef, *, actor: str, holder: str) -> None:
+        self.executor = executor
+        self.ref = ref
+        self.actor = actor
+        self.holder = holder
+        self.conflicts = 0
+
+    def read(self) -> dict[str, Any] | None:
+        """The object as it is now, under the lock (None when it does not exist)."""
+        return self.executor.kube.find(self.ref)
+
+    def check(self, plan: WritePlan) -> None:
+        """The write goes only to the object that was checked: a plan (or a stored
+        before-image) that names another object is refused before anything is sent."""
+        _check_identity(plan, self.ref)
+
+    def apply(self, plan: WritePlan, *, record: WriteRecord) -> Sent:
+        """Server dry-run → write-ahead record → the write. ``Replan`` when the object moved
+        since it was read (once; then the "keeps changing" conflict); ``OutcomeUnknown`` when
+        the answer was lost and the object does not show the write."""
+        executor, ref = self.executor, self.ref
+        try:
+            # As the writer: a cluster that refuses them refuses here, before any record.
+            executor.dry_run(plan, writer=record.writer)
+        except errors.Conflict as conflict:
+            raise self._moved() from conflict
+        crashpoints.reached("dry-run")
+        execution_id = executor.executions.begin(
+            action=record.action,
+            operation=plan.operation,
+            api_version=ref.api_version,
+            kind=ref.kind,
+            namespace=ref.namespace,
+            name=ref.name,
+            actor=self.actor,
+            # A Secret's values are stored as digests only (``tools.secrets``).
+            before_image=secrets.stored_image(plan.before),
+            planned_after=secrets.stored_image(plan.after),
+            diff=plan.diff,
+            intent=record.intent,
+            owner=self.holder,
+            proposal_id=record.proposal_id,
+            incident_id=record.incident_id,
+            inverse_of=record.inverse_of,
+            cluster=executor.cluster,
+        )
+        crashpoints.reached("write-ahead")
+        keeps = (
+            record.needs_inverse
+            and record.inverse_of is None
+            and executor._keep_secret(execution_id, plan)
+        )
+        if not executor.executions.mark_sent(execution_id):
+            if keeps:
+                executor.forget_secret(execution_id, ref.namespace)
+            raise errors.LockHeld(
+                f"{ref}: this write was settled as not applied by another process's "
+                "recovery before it was sent (this process was taken for gone); "
+                "nothing was written",
+                subject=str(ref),
+            )
+        try:
+            written = executor._write(plan, writer=record.writer)
+        except errors.Conflict as conflict:
+            executor.executions.finish(
+                execution_id, ABORTED, "conflict: the object changed before the write"
+            )
+            if keeps:
+                executor.forget_secret(execution_id, ref.namespace)
+            raise self._moved() from conflict
+        except errors.Unavailable as lost:
+            written = executor._settle_lost_write(execution_id, ref, plan, lost)
+        except errors.ToolError as error:
+            executor.executions.finish(execution_id, FAILED, error.message)
+            if keeps:
+                executor.forget_secret(execution_id, ref.namespace)
+            raise
+        crashpoints.reached("written")
+        return Sent(ref, execution_id, plan, written, record)
+
+    @contextlib.contextmanager
+    def recording(self, sent: Sent) -> Iterator[AppliedWrite]:
+        """ONE transaction: the write's record applied, then what the caller writes inside the
+        block — its undo entry (``undo.entries``), the audit row naming it
+        (``applied.audit``), its own rows. A database that fails here leaves the record
+        pending (``NotRecorded``): the change is in the cluster, and recovery records it at
+        the next command."""
+        try:
+            with self.executor._applying(
+                execution_id=sent.execution_id,
+                ref=sent.ref,
+                plan=sent.plan,
+                written=sent.written,
+                record=sent.record,
+                actor=self.actor,
+                verdict="applied",
+            ) as applied:
+                yield applied
+        except (sqlite3.Error, StoreError) as failure:
+            raise _not_recorded(sent.ref, sent.record.intent, sent.execution_id, failure) from (
+                failure
+            )
+        crashpoints.reached("recorded")
+
+    def _moved(self) -> errors.Conflict:
+        self.conflicts += 1
+        if self.conflicts >= 2:
+            return _keeps_changing(self.ref)
+        return Replan(f"{self.ref} changed since it was read; read it again", subject=str(self.ref))
 
 
 def was_applied(
@@ -819,7 +877,7 @@ def _not_recorded(
     return errors.NotRecorded(
         f"the change is in the cluster ({intent}), but the database could not record it "
         f"({why}); its record {execution_id} stays pending, and recovery records it as "
-        "applied, with its undo entry, at the next stratus command once the database takes "
+        "applied, with its undo entry, the next time Stratus runs once the database takes "
         "writes again",
         subject=str(ref),
         details={"execution": execution_id},

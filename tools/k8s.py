@@ -8,9 +8,11 @@ the tool layer's own errors. The client is synchronous; async callers use ``asyn
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -21,7 +23,8 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
 from store.errors import Remedy
-from tools import env, errors
+from tools import api_errors, env, errors, incluster
+from tools.identity import KubeIdentity
 from tools.objects import ObjectRef
 
 _P = ParamSpec("_P")
@@ -46,26 +49,40 @@ def translate(exc: Exception, what: str) -> errors.ToolError:
     if isinstance(exc, ApiException):
         message = _status_message(exc)
         status = exc.status or 0
+        api_errors.record(status)
         if status == 404:
             return errors.NotFound(f"{what}: not found ({message})")
         if status == 409:
             return errors.Conflict(f"{what}: {message}")
         if status == 403:
-            return errors.Forbidden(f"{what}: forbidden by the cluster ({message})")
+            return errors.Forbidden(
+                f"{what}: forbidden by the cluster ({message})", details={"cluster": message}
+            )
         if status in (400, 422):
             return errors.Invalid(f"{what}: the cluster rejected it ({message})")
         if status in (401,):
-            return errors.Forbidden(f"{what}: not authenticated ({message})")
+            return errors.Unauthorized(f"{what}: not authenticated ({message})")
         return errors.Unavailable(f"{what}: the API server answered {status} ({message})")
     if isinstance(exc, urllib3.exceptions.HTTPError | OSError):
+        api_errors.record(api_errors.UNREACHABLE)
         return errors.Unavailable(f"{what}: cannot reach the API server ({exc})")
     return errors.ToolError(f"{what}: {exc}")
+
+
+def use_in_cluster(kubeconfig: str | None) -> bool:
+    """No kubeconfig named or present, and the kubelet's service variables set: the pod's
+    ServiceAccount (``tools.incluster``)."""
+    return incluster.chosen(
+        kubeconfig=kubeconfig,
+        env=os.environ,
+        default_kubeconfig_exists=(Path.home() / ".kube" / "config").exists(),
+    )
 
 
 def describe_source(kubeconfig: str | None, context: str | None, in_cluster: bool) -> str:
     """Which configuration was used, as a person would look for it."""
     if in_cluster:
-        return "the in-cluster configuration"
+        return f"the in-cluster configuration (ServiceAccount in {incluster.account_dir()})"
     if kubeconfig:
         where = f"kubeconfig {kubeconfig}"
     elif os.environ.get("KUBECONFIG"):
@@ -73,6 +90,26 @@ def describe_source(kubeconfig: str | None, context: str | None, in_cluster: boo
     else:
         where = f"kubeconfig {Path.home() / '.kube' / 'config'} (the default)"
     return where + (f", context {context}" if context else "")
+
+
+def context_namespace(kubeconfig: str | None, context: str | None) -> str:
+    """The namespace a command means when it names none: the one the kubeconfig's context
+    (``context``, else the current one) sets, else ``default`` — what kubectl does. A
+    kubeconfig that does not load also means ``default`` here: the client that loads it next
+    says what is wrong with it. In a pod without a kubeconfig: the pod's namespace."""
+    if context is None and use_in_cluster(kubeconfig):
+        return incluster.namespace(incluster.account_dir())
+    try:
+        contexts, current = config.list_kube_config_contexts(
+            config_file=kubeconfig or os.environ.get("KUBECONFIG") or None
+        )
+    except (ConfigException, OSError, TypeError, ValueError, yaml.YAMLError):
+        return "default"
+    chosen = next((c for c in contexts or [] if c.get("name") == context), None)
+    entry = chosen if context else current
+    body = entry.get("context") if isinstance(entry, dict) else None
+    namespace = body.get("namespace") if isinstance(body, dict) else None
+    return namespace if isinstance(namespace, str) and namespace else "default"
 
 
 def request_timeout() -> tuple[float, float]:
@@ -112,12 +149,23 @@ class KubeClient:
     """Plain-dict access to one cluster."""
 
     def __init__(
-        self, *, kubeconfig: str | None = None, context: str | None = None, in_cluster: bool = False
+        self,
+        *,
+        kubeconfig: str | None = None,
+        context: str | None = None,
+        in_cluster: bool | None = None,
     ) -> None:
+        """``in_cluster``: None decides as kubectl would (``use_in_cluster``)."""
         configuration = client.Configuration()
+        if in_cluster is None:
+            in_cluster = context is None and use_in_cluster(kubeconfig)
+        self.in_cluster = in_cluster
+        # The pod's namespace in a pod (where its Lease lives), else None.
+        self.pod_namespace: str | None = None
         try:
             if in_cluster:
-                config.load_incluster_config(client_configuration=configuration)
+                incluster.configure(configuration)
+                self.pod_namespace = incluster.namespace(incluster.account_dir())
             else:
                 # $KUBECONFIG is read now, not when the client library was imported (it
                 # reads it once, at import): the file named in an error is the file used.
@@ -126,7 +174,14 @@ class KubeClient:
                     context=context,
                     client_configuration=configuration,
                 )
-        except (ConfigException, OSError, TypeError, ValueError, yaml.YAMLError) as exc:
+        except (
+            ConfigException,
+            incluster.InClusterError,
+            OSError,
+            TypeError,
+            ValueError,
+            yaml.YAMLError,
+        ) as exc:
             raise errors.Unavailable(
                 f"cannot load {describe_source(kubeconfig, context, in_cluster)}: {exc}",
                 remedy=Remedy.FIX_CONFIG,
@@ -144,15 +199,36 @@ class KubeClient:
         rest = self.api_client.rest_client
         send = rest.request
         timeout = self.timeout
+        # Whom the calls of this thread are sent as (``acting_as``): per thread, so a read
+        # another thread makes meanwhile goes out as Stratus itself.
+        acting = self._acting = threading.local()
 
         def request_with_timeout(*args: Any, **kwargs: Any) -> Any:
             if kwargs.get("_request_timeout") is None:
                 kwargs["_request_timeout"] = timeout
+            identity: KubeIdentity | None = getattr(acting, "identity", None)
+            if identity is not None:
+                # A multi-valued header dict: urllib3 sends each group as its own header.
+                headers = urllib3.HTTPHeaderDict(kwargs.get("headers") or {})
+                for name, value in identity.headers():
+                    headers.add(name, value)
+                kwargs["headers"] = headers
             return send(*args, **kwargs)
 
         rest.request = request_with_timeout  # type: ignore[method-assign]  # our client only
         self.host = configuration.host
         self._dynamic: dynamic.DynamicClient | None = None
+
+    @contextlib.contextmanager
+    def acting_as(self, identity: KubeIdentity | None) -> Iterator[None]:
+        """Send this thread's calls in the block as ``identity`` (``Impersonate-User`` and
+        ``Impersonate-Group``); ``None`` sends them as Stratus itself."""
+        previous = getattr(self._acting, "identity", None)
+        self._acting.identity = identity
+        try:
+            yield
+        finally:
+            self._acting.identity = previous
 
     @property
     def dynamic(self) -> dynamic.DynamicClient:
@@ -164,10 +240,15 @@ class KubeClient:
         return self._dynamic
 
     def _resource(self, api_version: str, kind: str) -> Any:
+        client = self.dynamic  # its own failures are translated already
         try:
-            return self.dynamic.resources.get(api_version=api_version, kind=kind)
+            return client.resources.get(api_version=api_version, kind=kind)
         except dynamic.exceptions.ResourceNotFoundError as exc:
             raise errors.NotFound(f"the cluster does not serve {kind} ({api_version})") from exc
+        except Exception as exc:
+            # The first look at a kind fetches its API group's resource list: a read of the API
+            # server like any, which can fail like any (a 500, a timeout).
+            raise translate(exc, f"discovery of {kind} ({api_version})") from exc
 
     def get(self, ref: ObjectRef) -> dict[str, Any]:
         resource = self._resource(ref.api_version, ref.kind)
@@ -180,11 +261,71 @@ class KubeClient:
         result: dict[str, Any] = _as_dict(found, str(ref))
         return result
 
+    def find_named(
+        self,
+        api_version: str,
+        kind: str,
+        name: str,
+        namespace: str,
+        *,
+        timeout: tuple[float, float] | None = None,
+    ) -> dict[str, Any] | None:
+        """One object of any served kind (a Lease: not a kind the action catalog names), or
+        None when it does not exist. ``timeout``: (connect, read) seconds for this call."""
+        resource = self._resource(api_version, kind)
+        what = f"{kind.lower()}/{name} in {namespace}"
+        try:
+            found = resource.get(
+                name=name,
+                namespace=namespace,
+                _request_timeout=timeout or self.timeout,
+                serialize=False,
+            )
+        except Exception as exc:
+            error = translate(exc, what)
+            if isinstance(error, errors.NotFound):
+                return None
+            raise error from exc
+        return _json_object(found, what)
+
+    def write_named(
+        self,
+        obj: dict[str, Any],
+        *,
+        create: bool = False,
+        timeout: tuple[float, float] | None = None,
+    ) -> dict[str, Any]:
+        """Create, or replace, an object of any served kind; a replace carrying a
+        resourceVersion is a compare-and-swap (a 409 ``Conflict`` when it moved), as is a
+        create of an object that exists."""
+        metadata = obj["metadata"]
+        what = f"{obj['kind'].lower()}/{metadata['name']} in {metadata.get('namespace')}"
+        resource = self._resource(obj["apiVersion"], obj["kind"])
+        send = resource.create if create else resource.replace
+        try:
+            written = send(
+                body=obj,
+                namespace=metadata.get("namespace") or None,
+                _request_timeout=timeout or self.timeout,
+                serialize=False,
+            )
+        except Exception as exc:
+            raise translate(exc, what) from exc
+        return _json_object(written, what)
+
     def find(self, ref: ObjectRef) -> dict[str, Any] | None:
         try:
             return self.get(ref)
         except errors.NotFound:
             return None
+
+    def ping(self, timeout: float = 2.0) -> None:
+        """Raise ``Unavailable`` unless the API server answers ``/version`` within
+        ``timeout`` seconds (readiness: a path every authenticated identity may read)."""
+        try:
+            client.VersionApi(self.api_client).get_code(_request_timeout=(timeout, timeout))
+        except Exception as exc:
+            raise translate(exc, f"the API server at {self.host}") from exc
 
     def list(
         self,

@@ -52,6 +52,9 @@ API_VERSIONS = {
     "HorizontalPodAutoscaler": "autoscaling/v2",
     "PersistentVolumeClaim": "v1",
     "ResourceQuota": "v1",
+    "LimitRange": "v1",
+    "CronJob": "batch/v1",
+    "Job": "batch/v1",
 }
 CLUSTER_SCOPED = {"Node", "Namespace"}
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"

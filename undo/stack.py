@@ -1,50 +1,30 @@
-"""Undoing executed writes: exact inverses with conflict detection, alone or by transaction.
+"""Undoing executed writes: exact inverses with conflict detection.
 
 An undo re-reads the object. If what a human would see (spec, labels, annotations — not
 status or server-set fields) moved since Stratus wrote it, the undo refuses with a diff of what
 changed, unless forced. Otherwise it replaces the object with the before-image — a full
 replace, so fields the action added disappear. Deletes are undone by re-creating the
 before-image without its server-set fields; a deleted controller-owned pod needs no inverse.
-Undo runs through the same executor as any write (scope, lock, dry-run, audit), and an entry
-leaves the stack only after its inverse succeeded.
+Undo runs through the same executor as any write (scope, lock, dry-run, audit) — an undo is a
+proposal, executed by ``proposals/execute.py`` — and an entry leaves the stack only after its
+inverse succeeded.
 """
 
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass, field
 from typing import Any
 
 from store import integrity
 from store.audit import AuditLog
 from store.db import Store
-from store.records import (
-    DROPPED,
-    NO_INVERSE,
-    UNDONE,
-    Execution,
-    UndoEntries,
-    UndoEntry,
-    audited_digest,
-    entry_left,
-)
+from store.records import Execution, audited_digest, entry_left
 from tools import errors, secrets
 from tools.actions import WritePlan
-from tools.executor import IRREVERSIBLE, Executor, Guard, OnApplied, WriteOutcome
-from tools.objects import ObjectRef, for_create, same_object, yaml_diff
-
-
-@dataclass
-class UndoResult:
-    entry: UndoEntry
-    outcome: WriteOutcome | None
-
-
-@dataclass
-class TransactionResult:
-    undone: list[UndoResult] = field(default_factory=list)
-    failed: UndoEntry | None = None
-    error: str = ""
+from tools.executor import Executor
+from tools.objects import ObjectRef, same_object
+from undo import inverse
+from undo.entries import DROPPED, NO_INVERSE, UNDONE, UndoEntries, UndoEntry
+from undo.inverse import IRREVERSIBLE, WrittenImages
 
 
 def _label(execution: Execution) -> str:
@@ -90,6 +70,20 @@ def check_record(execution: Execution, store: Store | None = None) -> ObjectRef:
     return ref
 
 
+def images_of(execution: Execution, before: dict[str, Any] | None = None) -> WrittenImages:
+    """What ``plan_inverse`` needs from a record: ``before`` is its before-image with the
+    values a Secret's stored image holds only as digests (``UndoStack.before_image``); by
+    default, the stored one."""
+    return WrittenImages(
+        record=execution.id,
+        operation=execution.operation,
+        label=_label(execution),
+        before=before if before is not None else execution.before_image,
+        written=execution.planned_after,
+        written_rv=execution.written_rv,
+    )
+
+
 def plan_inverse(
     execution: Execution,
     current: dict[str, Any] | None,
@@ -97,55 +91,9 @@ def plan_inverse(
     force: bool,
     before: dict[str, Any] | None = None,
 ) -> WritePlan:
-    """The write that puts the object back as it was before ``execution`` (pure). ``before``
-    is its before-image with the values a Secret's stored image holds only as digests
-    (``UndoStack.before_image``); by default, the stored one."""
-    label = _label(execution)
-    if execution.operation == "create":
-        if current is None:
-            return WritePlan("replace", None, None, "")  # already gone: nothing to do
-        return WritePlan("delete", current, None, yaml_diff(current, None, label=label))
-    before = before if before is not None else execution.before_image
-    if before is None:
-        raise errors.Invalid(f"execution {execution.id} has no before-image to restore")
-    if execution.operation == "delete":
-        restored = for_create(before)
-        if current is not None:
-            if not force:
-                raise errors.UndoConflict(
-                    f"{label} was re-created since Stratus deleted it; undo would replace it",
-                    yaml_diff(restored, current, label=label, old="deleted by Stratus", new="now"),
-                    subject=label,
-                )
-            restored["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-            return WritePlan(
-                "replace", current, restored, yaml_diff(current, restored, label=label)
-            )
-        return WritePlan("create", None, restored, yaml_diff(None, restored, label=label))
-    # A replace: compare what is there with what Stratus wrote.
-    if current is None:
-        if not force:
-            raise errors.UndoConflict(
-                f"{label} was deleted since Stratus changed it; undo would re-create it",
-                "",
-                subject=label,
-            )
-        restored = for_create(before)
-        return WritePlan("create", None, restored, yaml_diff(None, restored, label=label))
-    moved = not secrets.same_stored(current, execution.planned_after)
-    if moved and not force:
-        raise errors.UndoConflict(
-            f"{label} changed since Stratus wrote it (resourceVersion "
-            f"{execution.written_rv or '?'} → {current['metadata'].get('resourceVersion')}); "
-            "undo would overwrite that change (use --force)",
-            yaml_diff(
-                execution.planned_after, current, label=label, old="as Stratus wrote it", new="now"
-            ),
-        )
-    restored = copy.deepcopy(before)
-    restored.pop("status", None)
-    restored["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-    return WritePlan("replace", current, restored, yaml_diff(current, restored, label=label))
+    """The write that puts the object back as it was before ``execution`` (pure:
+    ``undo.inverse.plan_inverse`` over the record's images)."""
+    return inverse.plan_inverse(images_of(execution, before), current, force=force)
 
 
 def off_the_stack(entry: UndoEntry) -> str:
@@ -160,8 +108,9 @@ def off_the_stack(entry: UndoEntry) -> str:
 
 
 class UndoStack:
-    """Undo entries and the mechanics of undoing one. Deciding *whether* to undo (policy,
-    approval, events) belongs to the proposal service, which calls ``undo`` once approved."""
+    """Undo entries and what undoing one needs: the entry if it can be undone, the
+    before-image to restore, who changed the object since. Deciding *whether* to undo, and
+    writing the inverse, belong to the proposal service."""
 
     def __init__(self, executor: Executor) -> None:
         self.executor = executor
@@ -184,9 +133,9 @@ class UndoStack:
         if left is not None or entry.execution.action in IRREVERSIBLE:
             raise errors.Tampered(
                 f"{entry_id} was put back on the undo stack outside Stratus (it was "
-                f"{left or 'never undoable: the write is irreversible'}); undo refuses it "
-                "(see `stratus audit verify`)",
+                f"{left or 'never undoable: the write is irreversible'}); undo refuses it",
                 subject=entry_id,
+                details={"record": "undo entry"},
             )
         return entry
 
@@ -201,57 +150,9 @@ class UndoStack:
         kept = self.executor.kube.find(ref)
         return secrets.restored(stored, kept, execution_id=execution.id)
 
-    def undo(
-        self,
-        entry_id: str,
-        *,
-        actor: str,
-        force: bool = False,
-        guard: Guard | None = None,
-        on_applied: OnApplied | None = None,
-        proposal_id: str | None = None,
-    ) -> UndoResult:
-        entry = self.entry(entry_id)
-        execution = entry.execution
-        ref = check_record(execution, self.executor.store)
-        try:
-            before = self.before_image(execution)
-            outcome = self.executor.run(
-                ref,
-                lambda current: plan_inverse(execution, current, force=force, before=before),
-                action="undo",
-                actor=actor,
-                intent=f"Undo: {execution.intent}",
-                guard=guard,
-                on_applied=on_applied,
-                proposal_id=proposal_id,
-                incident_id=execution.incident_id,
-                transaction_id=execution.transaction_id,
-                inverse_of=execution.id,
-            )
-        except errors.UndoConflict as conflict:
-            message = f"{conflict.message}; {self._who_changed(execution)}"
-            self.entries.record_failure(entry_id, message)
-            raise errors.UndoConflict(message, conflict.diff, subject=conflict.subject) from (
-                conflict
-            )
-        except errors.OutcomeUnknown:
-            raise  # not a failure: the inverse may have landed (recovery decides)
-        except errors.ToolError as error:
-            self.entries.record_failure(entry_id, error.message)
-            raise
-        if not outcome.applied:
-            # Nothing left to restore (the object is already as it was): the entry is done.
-            self.entries.mark_undone(entry_id, actor)
-        finished = self.entries.get(entry_id)
-        if finished is None or finished.state != UNDONE:
-            raise errors.Conflict(f"{entry_id} was not marked undone", subject=entry_id)
-        if secrets.is_secret(execution.before_image):
-            self.executor.forget_secret(execution.id, execution.namespace)
-        return UndoResult(entry, outcome)
-
-    def _who_changed(self, execution: Execution) -> str:
-        """Name the later Stratus writes to the same object, if any (the audit trail knows)."""
+    def who_changed(self, execution: Execution) -> tuple[str, ...]:
+        """The later Stratus writes to the same object, as ``actor (intent)``; none: it was
+        changed outside Stratus."""
         later = self.executor.store.query(
             "SELECT actor, intent FROM executions WHERE kind = ? AND namespace = ? AND name = ?"
             " AND state = 'applied' AND created_at > ? AND id != ? ORDER BY created_at",
@@ -263,20 +164,4 @@ class UndoStack:
                 execution.id,
             ],
         )
-        if not later:
-            return "it was changed outside Stratus"
-        return "changed since by " + ", ".join(f"{r['actor']} ({r['intent']})" for r in later)
-
-    def undo_transaction(
-        self, transaction_id: str, *, actor: str, force: bool = False
-    ) -> TransactionResult:
-        """Undo a transaction's entries newest first, stopping at the first failure."""
-        result = TransactionResult()
-        for entry in self.entries.active(transaction_id=transaction_id):
-            try:
-                result.undone.append(self.undo(entry.id, actor=actor, force=force))
-            except errors.ToolError as error:
-                result.failed = entry
-                result.error = error.message
-                break
-        return result
+        return tuple(f"{r['actor']} ({r['intent']})" for r in later)

@@ -289,3 +289,49 @@ def blocking(snapshot: Snapshot, caller: Obj, callee: Obj, port: int) -> list[Ob
         if isolating and not any(allows(p, pod, other, port, direction) for p in isolating):
             found += isolating
     return found
+
+
+# The cluster DNS as an egress peer: kube-dns pods in kube-system, on port 53.
+DNS_NAMESPACE_LABELS = {"kubernetes.io/metadata.name": "kube-system"}
+DNS_POD_LABELS = {"k8s-app": "kube-dns"}
+DNS_PORT = 53
+_DNS_TIMEOUT = re.compile(
+    r"lookup ([a-z0-9]([-a-z0-9]*[a-z0-9])?)(?:\.[-a-z0-9.]+)? on [^\s]+:53\b[^\n]*"
+    r"(?:i/o timeout|timed out|deadline exceeded)",
+    re.IGNORECASE,
+)
+
+
+def dns_timeout(line: str) -> str | None:
+    """The name whose lookup timed out on the cluster DNS in a log line, or None."""
+    match = _DNS_TIMEOUT.search(line)
+    return match.group(1) if match else None
+
+
+def allows_dns(policy: Obj) -> bool:
+    """Whether one policy's egress rules let its pods ask the cluster DNS. An ``ipBlock`` peer
+    may cover the DNS Service's address, so it counts as allowing (never call it blocked)."""
+    for rule in (policy.get("spec") or {}).get("egress") or []:
+        ports = rule.get("ports") or []
+        if ports and not any(
+            entry.get("port") is None
+            or entry.get("port") in ("dns", "dns-tcp")
+            or (
+                isinstance(entry.get("port"), int)
+                and entry["port"] <= DNS_PORT <= int(entry.get("endPort") or entry["port"])
+            )
+            for entry in ports
+        ):
+            continue
+        peers = rule.get("to") or []
+        if not peers:
+            return True
+        for peer in peers:
+            if "ipBlock" in peer:
+                return True
+            if "namespaceSelector" in peer and (
+                _selects(peer.get("namespaceSelector"), DNS_NAMESPACE_LABELS)
+                and _selects(peer.get("podSelector"), DNS_POD_LABELS)
+            ):
+                return True
+    return False

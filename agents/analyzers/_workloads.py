@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents import changes
 from agents.model import Evidence, ResourceKey
 from agents.snapshot import LAST_APPLIED, Snapshot
 
@@ -22,6 +23,9 @@ REVISION = "deployment.kubernetes.io/revision"
 RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
 HASH_LABEL = "pod-template-hash"
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
+# Workloads that run to completion: a CronJob (what a person fixes: it makes the Jobs) and a
+# Job nobody schedules.
+JOB_KINDS = ("CronJob", "Job")
 TEXT_LIMIT = 300  # evidence is quoted, and quoted text is bounded
 # Container fields whose change in a rollout can break a pod, in the words the diff uses.
 CONTAINER_FIELDS = (
@@ -89,15 +93,17 @@ def controller_of(obj: Obj) -> tuple[str, str] | None:
 
 
 def workload_of(snapshot: Snapshot, pod: Obj) -> tuple[str, str] | None:
-    """The workload a pod belongs to: a ReplicaSet's pods belong to its Deployment."""
+    """The workload a pod belongs to: a ReplicaSet's pods belong to its Deployment, a Job's
+    to the CronJob that made it."""
     owner = controller_of(pod)
     if owner is None:
         return None
     kind, name = owner
-    if kind == "ReplicaSet":
-        replica_set = snapshot.get("ReplicaSet", name)
-        parent = controller_of(replica_set) if replica_set else None
-        return parent if parent and parent[0] == "Deployment" else owner
+    if kind in ("ReplicaSet", "Job"):
+        made_by = snapshot.get(kind, name)
+        parent = controller_of(made_by) if made_by else None
+        wanted = "Deployment" if kind == "ReplicaSet" else "CronJob"
+        return parent if parent and parent[0] == wanted else owner
     return owner
 
 
@@ -105,8 +111,19 @@ def pods_of(snapshot: Snapshot, kind: str, name: str) -> list[Obj]:
     return [p for p in snapshot.pods if workload_of(snapshot, p) == (kind, name)]
 
 
+def desired_replicas(workload: Obj) -> int:
+    """The pods a Deployment or StatefulSet asks for: ``spec.replicas``, whose default when it
+    is absent or null is one."""
+    replicas = (workload.get("spec") or {}).get("replicas")
+    return 1 if replicas is None else int(replicas)
+
+
 def template_of(workload: Obj) -> Obj:
-    template: Obj = (workload.get("spec") or {}).get("template") or {}
+    """The pod template (a CronJob's sits in its job template)."""
+    spec = workload.get("spec") or {}
+    if "jobTemplate" in spec:
+        spec = (spec["jobTemplate"] or {}).get("spec") or {}
+    template: Obj = spec.get("template") or {}
     return template
 
 
@@ -174,15 +191,19 @@ class TemplateChange:
 
     def touches(self, container: str, *names: str) -> bool:
         changed = self.fields.get(container, [])
-        return any(n in changed for n in names)
+        # A container the rollout added (an init container, a sidecar) is new in every field:
+        # whatever fails in it, the rollout brought it.
+        return "containers" in changed or any(n in changed for n in names)
 
     def touches_pod(self, *names: str) -> bool:
         return any(n in self.fields.get("", []) for n in names)
 
 
-def revisions(snapshot: Snapshot, deployment: Obj) -> dict[int, Obj]:
-    """The Deployment's ReplicaSets by revision number."""
-    uid = deployment["metadata"].get("uid")
+def revisions(snapshot: Snapshot, workload: Obj) -> dict[int, Obj]:
+    """A workload's pod templates by revision number: a Deployment's ReplicaSets, or a
+    StatefulSet's or DaemonSet's ControllerRevisions (as ``{"metadata", "spec": {"template"}}``
+    so that ``template_of`` reads both alike)."""
+    uid = workload["metadata"].get("uid")
     found: dict[int, Obj] = {}
     for replica_set in snapshot.of("ReplicaSet"):
         owners = replica_set["metadata"].get("ownerReferences") or []
@@ -193,7 +214,33 @@ def revisions(snapshot: Snapshot, deployment: Obj) -> dict[int, Obj]:
             found[int(annotations.get(REVISION, "0"))] = replica_set
         except ValueError:
             continue
+    for history in snapshot.of("ControllerRevision"):
+        owners = history["metadata"].get("ownerReferences") or []
+        if not any(o.get("uid") == uid for o in owners):
+            continue
+        template = dict(((history.get("data") or {}).get("spec") or {}).get("template") or {})
+        template.pop("$patch", None)  # the data is a patch that replaces the template
+        try:
+            found[int(history.get("revision") or 0)] = {
+                "metadata": history["metadata"],
+                "spec": {"template": template},
+            }
+        except (TypeError, ValueError):
+            continue
     return found
+
+
+def current_revision(workload: Obj, found: dict[int, Obj]) -> int:
+    """The revision a workload's template is now: a Deployment says so in an annotation; a
+    ControllerRevision whose template comes back is renumbered past the others, so for a
+    StatefulSet or DaemonSet it is the newest."""
+    annotations = workload["metadata"].get("annotations") or {}
+    if REVISION in annotations:
+        try:
+            return int(annotations[REVISION])
+        except ValueError:
+            return 0
+    return max(found, default=0)
 
 
 def _comparable(template: Obj) -> Obj:
@@ -208,10 +255,6 @@ def _comparable(template: Obj) -> Obj:
     return {**template, "metadata": metadata}
 
 
-def _short(value: Any) -> str:
-    return quoted(json.dumps(value, sort_keys=True)) if value is not None else "(none)"
-
-
 def _container_lines(name: str, before: Obj | None, after: Obj | None) -> list[tuple[str, str]]:
     if before is None or after is None:
         return [("containers", f"container {name} {'added' if before is None else 'removed'}")]
@@ -219,9 +262,8 @@ def _container_lines(name: str, before: Obj | None, after: Obj | None) -> list[t
     for field_name in CONTAINER_FIELDS:
         old, new = before.get(field_name), after.get(field_name)
         if old != new:
-            changed.append(
-                (field_name, f"container {name}: {field_name} {_short(old)} → {_short(new)}")
-            )
+            said = "; ".join(changes.field_changes(field_name, old, new)) or field_name
+            changed.append((field_name, f"container {name}: {said}"))
     return changed
 
 
@@ -248,7 +290,8 @@ def compare_templates(
         after = (new.get("spec") or {}).get(field_name)
         if before != after:
             fields.setdefault("", []).append(field_name)
-            lines.append(f"pod: {field_name} {_short(before)} → {_short(after)}")
+            said = "; ".join(changes.field_changes(field_name, before, after)) or field_name
+            lines.append(f"pod: {said}")
     return TemplateChange(name, revision, previous, fields, lines)
 
 
@@ -275,15 +318,11 @@ def failed_revisions(snapshot: Snapshot, found: dict[int, Obj]) -> dict[int, str
 
 
 def latest_change(snapshot: Snapshot, deployment: Obj) -> TemplateChange | None:
-    """What the Deployment's current template changed against the newest earlier revision
+    """What the workload's current template changed against the newest earlier revision
     whose pods were not seen failing, or None when there is none or only a restart stamp
     differs."""
     found = revisions(snapshot, deployment)
-    annotations = deployment["metadata"].get("annotations") or {}
-    try:
-        current = int(annotations.get(REVISION, "0"))
-    except ValueError:
-        return None
+    current = current_revision(deployment, found)
     failed = failed_revisions(snapshot, {r: rs for r, rs in found.items() if r < current})
     good = [r for r in found if r < current and r not in failed]
     if not good:

@@ -113,4 +113,61 @@ def blocking_policies(snapshot: Snapshot) -> list[Finding]:
     return findings
 
 
-ANALYZERS = [blocking_policies]
+def dns_blocked(snapshot: Snapshot) -> list[Finding]:
+    """Egress policies that let their pods reach their callees but not the cluster DNS: every
+    lookup times out, so the policy that "allows" the callee still breaks the caller."""
+    if not snapshot.of("NetworkPolicy"):
+        return []
+    blocked: dict[str, _Blocked] = {}
+    owners: dict[str, set[tuple[str, str]]] = {}
+    for call in n.calls(snapshot):
+        host = n.dns_timeout(call.line) if call.failed else None
+        caller = n.caller_pod(snapshot, call) if host else None
+        if host is None or caller is None:
+            continue
+        isolating = [p for p in snapshot.of("NetworkPolicy") if n.isolates(p, caller, "Egress")]
+        if not isolating or any(n.allows_dns(p) for p in isolating):
+            continue
+        owner = w.workload_of(snapshot, caller)
+        for policy in isolating:
+            entry = blocked.setdefault(w.name_of(policy), _Blocked(host, n.DNS_PORT))
+            entry.callers.add(_owner(snapshot, caller))
+            if owner is not None:
+                owners.setdefault(w.name_of(policy), set()).add(owner)
+            if len(entry.lines) < 3 and call.line not in [c.line for c in entry.lines]:
+                entry.lines.append(call)
+    findings = []
+    for policy_name, entry in sorted(blocked.items()):
+        callers = sorted(entry.callers)
+        rules = ((snapshot.get("NetworkPolicy", policy_name) or {}).get("spec") or {}).get(
+            "egress"
+        ) or []
+        findings.append(
+            Finding(
+                analyzer=NAME,
+                mechanism="network-policy-blocks-dns",
+                category=Category.NETWORK_POLICY,
+                resource=w.key(snapshot, "NetworkPolicy", policy_name),
+                symptoms=[w.key(snapshot, k, o) for k, o in sorted(owners.get(policy_name, ()))],
+                summary=(
+                    f"networkpolicy/{policy_name} isolates the egress of {', '.join(callers)} "
+                    "and no egress rule admits DNS (port 53 to kube-dns in kube-system), so "
+                    "every name lookup times out"
+                ),
+                evidence=[
+                    w.evidence(
+                        "spec",
+                        f"networkpolicy/{policy_name}",
+                        f"policyTypes Egress; {len(rules)} egress rule(s), none to port 53",
+                    ),
+                    *(w.evidence("log", w.log_ref(c.caller), c.line) for c in entry.lines),
+                ],
+                severity=3,
+                confidence=0.9,
+                facts={"callers": callers, "direction": "Egress", "port": n.DNS_PORT},
+            )
+        )
+    return findings
+
+
+ANALYZERS = [blocking_policies, dns_blocked]

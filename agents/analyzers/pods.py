@@ -22,6 +22,9 @@ ANALYZER = "pods"
 PULL_FAILURES = {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"}
 # A container that starts and exits again without becoming useful.
 CRASH_WAITING = {"CrashLoopBackOff", "RunContainerError"}
+# A container the kubelet cannot even create: its environment names a ConfigMap, Secret or key
+# that is not there.
+CONFIG_WAITING = {"CreateContainerConfigError"}
 _MISSING_ENV = (
     re.compile(
         r"environment variable ([A-Za-z_][A-Za-z0-9_]*) (?:is )?(?:not set|unset|missing|empty)"
@@ -84,7 +87,7 @@ def _failures(pod: w.Obj) -> list[Failure]:
             crashed = waiting in CRASH_WAITING or (
                 bool(last) and int(last.get("exitCode") or 0) != 0 and not c.get("ready")
             )
-            if waiting in PULL_FAILURES or crashed:
+            if waiting in PULL_FAILURES or waiting in CONFIG_WAITING or crashed:
                 found.append(
                     Failure(
                         pod,
@@ -161,6 +164,14 @@ def _crash_cause(failure: Failure, lines: list[str], change: w.TemplateChange | 
             (no_binary,) if no_binary else (),
         )
     panic = tuple(line for line in lines if _PANIC.search(line))[:2]
+    if change is not None and "containers" in change.fields.get(failure.container, []):
+        return Cause(
+            "crash-loop",
+            Category.BAD_DEPLOY,
+            "crashes since the latest rollout added it",
+            0.85,
+            panic,
+        )
     if change is not None and change.touches(failure.container, "image"):
         return Cause(
             "crash-after-image-change",
@@ -183,10 +194,23 @@ def _cause(failure: Failure, snapshot: Snapshot, change: w.TemplateChange | None
             (),
             (("reason", failure.waiting),),
         )
+    if failure.waiting in CONFIG_WAITING:
+        return Cause(
+            "missing-config-ref",
+            Category.CONFIGURATION,
+            f"cannot be created: {w.quoted(failure.message)[:120] or failure.waiting}",
+            0.85,
+            (),
+            (("message", failure.message),),
+        )
     current, previous = w.logs_of(snapshot, w.name_of(failure.pod), failure.container)
     lines = (previous or current).splitlines()[-10:]
     cause = _crash_cause(failure, lines, change)
-    if failure.init and cause.mechanism in ("crash-loop", "crash-after-image-change"):
+    if (
+        failure.init
+        and not _native_sidecar(failure)
+        and cause.mechanism in ("crash-loop", "crash-after-image-change")
+    ):
         return Cause(
             "init-container-failing",
             cause.category,
@@ -195,6 +219,16 @@ def _cause(failure: Failure, snapshot: Snapshot, change: w.TemplateChange | None
             cause.lines,
         )
     return cause
+
+
+def _native_sidecar(failure: Failure) -> bool:
+    """An init container that runs beside the app (``restartPolicy: Always``): its crash
+    leaves the pod unready, it does not keep the pod from starting."""
+    spec = failure.pod.get("spec") or {}
+    return any(
+        c.get("name") == failure.container and c.get("restartPolicy") == "Always"
+        for c in spec.get("initContainers") or []
+    )
 
 
 def _pod_events(snapshot: Snapshot, pod: str) -> list[Evidence]:
@@ -215,7 +249,7 @@ def _status_evidence(failure: Failure) -> Evidence:
         what += f", last exit code {failure.exit_code}"
         if failure.exit_reason:
             what += f" ({failure.exit_reason})"
-    if failure.message and failure.waiting in PULL_FAILURES:
+    if failure.message and failure.waiting in PULL_FAILURES | CONFIG_WAITING:
         what += f": {failure.message}"
     return w.evidence("status", f"pod/{pod}", f"container {failure.container}: {what}")
 
@@ -245,7 +279,7 @@ def workload_finding(
         symptoms=symptoms,
         summary=f"{kind.lower()}/{name}: {who} {cause.summary}",
         evidence=evidence,
-        severity=3 if ready == 0 else 2,
+        severity=3 if ready == 0 and kind in w.WORKLOAD_KINDS else 2,
         confidence=cause.confidence,
         facts={**dict(cause.facts), **facts, "workload_kind": kind, "workload": name},
     )
@@ -254,10 +288,10 @@ def workload_finding(
 def change_facts(
     snapshot: Snapshot, workload: tuple[str, str]
 ) -> tuple[w.TemplateChange | None, list[Evidence]]:
-    """The latest rollout's change of a Deployment, and evidence lines for it."""
+    """The latest rollout's change of a workload, and evidence lines for it."""
     kind, name = workload
     obj = snapshot.get(kind, name)
-    if kind != "Deployment" or obj is None:
+    if kind not in w.WORKLOAD_KINDS or obj is None:
         return None, []
     change = w.latest_change(snapshot, obj)
     if change is None:
@@ -265,14 +299,14 @@ def change_facts(
     cited = [
         w.evidence(
             "revision",
-            f"deployment/{name}",
+            f"{kind.lower()}/{name}",
             f"revision {change.previous} → {change.revision}: {line}",
         )
         for line in change.lines[:4]
     ]
     # Why an earlier revision is not the one to go back to.
     cited += [
-        w.evidence("event", f"deployment/{name}", f"revision {r} failed too: {text}")
+        w.evidence("event", f"{kind.lower()}/{name}", f"revision {r} failed too: {text}")
         for r, text in sorted(change.skipped.items())
     ]
     return change, cited
@@ -288,6 +322,8 @@ EXPLAINING_FIELDS = {
     "crash-loop": tuple(w.CONTAINER_FIELDS),
     "image-pull-failed": ("image",),
     "init-container-failing": (*w.CONTAINER_FIELDS, "containers"),
+    "init-container-stuck": (*w.CONTAINER_FIELDS, "containers"),
+    "missing-config-ref": ("env", "envFrom", "volumeMounts"),
 }
 
 
@@ -302,14 +338,20 @@ def rollback_facts(
 def container_failures(snapshot: Snapshot) -> list[Finding]:
     """One finding per (workload, container, mechanism), however many pods show it."""
     grouped: dict[tuple[str, str, str, str], tuple[Failure, Cause, list[Evidence], int]] = {}
+    jobs: dict[tuple[str, str, str, str], set[str]] = {}
     for pod in snapshot.pods:
         workload = w.workload_of(snapshot, pod)
-        if workload is None or workload[0] not in w.WORKLOAD_KINDS:
+        if workload is None or workload[0] not in (*w.WORKLOAD_KINDS, *w.JOB_KINDS):
             continue  # a bare pod has no template to fix; deleting it loses it
         change, _ = change_facts(snapshot, workload)
         for failure in _failures(pod):
+            if workload[0] in w.JOB_KINDS and not _stuck_now(failure):
+                continue  # a run that failed and ended is history; its next run is not
             cause = _cause(failure, snapshot, change)
             group = (*workload, failure.container, cause.mechanism)
+            job = w.controller_of(pod)
+            if job is not None and job[0] == "Job":
+                jobs.setdefault(group, set()).add(job[1])
             if group in grouped:
                 first = grouped[group]
                 grouped[group] = (first[0], first[1], first[2], first[3] + 1)
@@ -326,6 +368,8 @@ def container_failures(snapshot: Snapshot) -> list[Finding]:
         change, change_evidence = change_facts(snapshot, (kind, name))
         facts: dict[str, Any] = {"container": container, "init": failure.init, "pods": count}
         facts.update(rollback_facts(mechanism, container, change))
+        if kind in w.JOB_KINDS:
+            facts["jobs"] = sorted(jobs.get((kind, name, container, mechanism), set()))
         cited = [*evidence, *change_evidence] if "rollback_to" in facts else evidence
         findings.append(
             workload_finding(
@@ -338,6 +382,14 @@ def container_failures(snapshot: Snapshot) -> list[Finding]:
             )
         )
     return [_traced(f, snapshot) for f in findings]
+
+
+def _stuck_now(failure: Failure) -> bool:
+    """A Job's pod that is still trying (pulling, crash-looping), not one that ended."""
+    phase = (failure.pod.get("status") or {}).get("phase")
+    return phase not in ("Succeeded", "Failed") and (
+        failure.waiting in PULL_FAILURES | CRASH_WAITING | CONFIG_WAITING
+    )
 
 
 def _traced(finding: Finding, snapshot: Snapshot) -> Finding:

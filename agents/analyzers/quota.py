@@ -58,12 +58,12 @@ def _short_of_replicas(snapshot: Snapshot, owner: tuple[str, str]) -> bool:
     workload = snapshot.get(*owner)
     if workload is None:
         return False
-    spec, status = workload.get("spec") or {}, workload.get("status") or {}
+    status = workload.get("status") or {}
     if owner[0] == "DaemonSet":
         return int(status.get("numberAvailable") or 0) < int(
             status.get("desiredNumberScheduled") or 0
         )
-    desired = int(spec.get("replicas", 1))
+    desired = w.desired_replicas(workload)
     return (
         int(status.get("availableReplicas") or 0) < desired
         or int(status.get("updatedReplicas") or 0) < desired

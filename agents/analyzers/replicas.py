@@ -20,7 +20,7 @@ CALLER_LINES = 3
 
 
 def _desired(workload: w.Obj) -> int:
-    return int((workload.get("spec") or {}).get("replicas", 1))
+    return w.desired_replicas(workload)
 
 
 def restore_replicas(snapshot: Snapshot, workload: w.Obj) -> tuple[int, str]:
@@ -204,4 +204,68 @@ def hpa_bounds(snapshot: Snapshot) -> list[Finding]:
     return findings
 
 
-ANALYZERS = [scaled_to_zero, hpa_bounds]
+def hpa_floor(snapshot: Snapshot) -> list[Finding]:
+    """An autoscaler whose minimum was raised above what it was applied with, holding its
+    target above the replicas it was applied with: every extra pod is cost (and, on a full
+    cluster, Pending pods), and the autoscaler will not scale below its floor by itself."""
+    findings = []
+    for hpa in snapshot.of("HorizontalPodAutoscaler"):
+        spec = hpa.get("spec") or {}
+        applied = (w.last_applied(hpa) or {}).get("spec") or {}
+        minimum, applied_min = int(spec.get("minReplicas") or 1), applied.get("minReplicas")
+        if not isinstance(applied_min, int) or minimum <= applied_min:
+            continue
+        target = spec.get("scaleTargetRef") or {}
+        kind, name = str(target.get("kind")), str(target.get("name"))
+        workload = snapshot.get(kind, name)
+        if workload is None or kind not in ("Deployment", "StatefulSet"):
+            continue
+        declared = ((w.last_applied(workload) or {}).get("spec") or {}).get("replicas")
+        applied_max = applied.get("maxReplicas")
+        high = applied_max if isinstance(applied_max, int) else int(spec.get("maxReplicas") or 1)
+        want = min(max(declared if isinstance(declared, int) else applied_min, applied_min), high)
+        if int((workload.get("spec") or {}).get("replicas", 1)) <= want:
+            continue
+        hpa_name = w.name_of(hpa)
+        facts: dict[str, Any] = {
+            "min_replicas": applied_min,
+            "target_kind": kind,
+            "target": name,
+            "replicas": want,
+        }
+        if isinstance(applied_max, int) and applied_max != spec.get("maxReplicas"):
+            facts["max_replicas"] = applied_max
+        findings.append(
+            Finding(
+                analyzer=ANALYZER,
+                mechanism="hpa-floor-raised",
+                category=Category.CAPACITY,
+                resource=w.key(snapshot, "HorizontalPodAutoscaler", hpa_name),
+                symptoms=[w.key(snapshot, kind, name)],
+                summary=f"horizontalpodautoscaler/{hpa_name} holds {kind.lower()}/{name} at "
+                f"{minimum}+ replicas, above the {applied_min} it was applied with",
+                evidence=[
+                    w.evidence(
+                        "spec", f"horizontalpodautoscaler/{hpa_name}", f"minReplicas is {minimum}"
+                    ),
+                    w.evidence(
+                        "spec",
+                        f"horizontalpodautoscaler/{hpa_name}",
+                        f"the autoscaler was applied with minReplicas {applied_min}",
+                    ),
+                    w.evidence(
+                        "spec",
+                        f"{kind.lower()}/{name}",
+                        f"spec.replicas is {(workload.get('spec') or {}).get('replicas')}; "
+                        f"{want} per its last-applied configuration",
+                    ),
+                ],
+                severity=1,
+                confidence=0.8,
+                facts=facts,
+            )
+        )
+    return findings
+
+
+ANALYZERS = [scaled_to_zero, hpa_bounds, hpa_floor]

@@ -135,7 +135,7 @@ def unschedulable_pods(snapshot: Snapshot) -> list[Finding]:
         workload = w.workload_of(snapshot, pod)
         if message is None or workload is None or workload in seen:
             continue
-        if workload[0] not in w.WORKLOAD_KINDS:
+        if workload[0] not in (*w.WORKLOAD_KINDS, *w.JOB_KINDS):
             continue
         spec = pod.get("spec") or {}
         cause = _cause(spec, message, nodes)
@@ -147,6 +147,9 @@ def unschedulable_pods(snapshot: Snapshot) -> list[Finding]:
             continue  # the nodes were tainted: the node analyzers speak to that
         if cause.mechanism == "insufficient-capacity":
             facts["container"] = _largest_requester(spec, dict(cause.facts)["requests"])
+        if workload[0] in w.JOB_KINDS:  # the runs a fix of a CronJob's template must replace
+            job = w.controller_of(pod)
+            facts["jobs"] = [job[1]] if job is not None and job[0] == "Job" else []
         seen.add(workload)
         name = w.name_of(pod)
         evidence: list[Evidence] = [w.evidence("status", f"pod/{name}", f"Pending: {message}")]

@@ -162,14 +162,45 @@ def _meant(snapshot: Snapshot, service: w.Obj) -> tuple[str, w.Obj, dict[str, st
         key=lambda item: (-item[0], not item[1], w.name_of(item[3])),
     )
     ranked = [r for r in ranked if r[0] >= SIMILAR]
-    if not ranked or (len(ranked) > 1 and ranked[1][:2] == ranked[0][:2]):
-        return None  # nothing alike, or two equally alike: no guess
+    if not ranked:
+        return _namesake(snapshot, service, selector)
+    if len(ranked) > 1 and ranked[1][:2] == ranked[0][:2]:
+        return None  # two equally alike: no guess
     _, _, kind, workload = ranked[0]
     labels = n.template_labels(workload)
     fixed = {k: labels[k] for k in selector}
     if len(n.selected_workloads(snapshot, fixed)) != 1:
         return None
     return kind, workload, fixed, "the label values of the workload whose pods look meant"
+
+
+def _namesake(
+    snapshot: Snapshot, service: w.Obj, selector: dict[str, str]
+) -> tuple[str, w.Obj, dict[str, str], str] | None:
+    """No workload's labels look like the selector's (``geo-canary`` is far from ``geo`` as
+    text): the one workload named as the Service, carrying every selector key and serving the
+    port the Service targets, is the one it was meant for — the naming every manifest uses."""
+    name = w.name_of(service)
+    named = [(k, o) for k, o in n.workloads(snapshot) if w.name_of(o) == name]
+    if len(named) != 1:
+        return None
+    kind, workload = named[0]
+    labels = n.template_labels(workload)
+    if not selector or any(k not in labels for k in selector):
+        return None
+    served = {
+        int(p["containerPort"])
+        for c in w.containers_of(w.template_of(workload))
+        for p in c.get("ports") or []
+        if "containerPort" in p
+    }
+    targets = {n.target_of(p) for p in n.service_ports(service)}
+    if not any(isinstance(t, int) and t in served for t in targets):
+        return None
+    fixed = {k: labels[k] for k in selector}
+    if len(n.selected_workloads(snapshot, fixed)) != 1:
+        return None
+    return kind, workload, fixed, f"the labels of {kind.lower()}/{name}, named as the Service"
 
 
 def selectors(snapshot: Snapshot) -> list[Finding]:
@@ -185,7 +216,8 @@ def selectors(snapshot: Snapshot) -> list[Finding]:
         if meant is None:
             continue
         kind, workload, suggested, why = meant
-        failing = _callers_failing(snapshot, name, ("refused", "timeout", "other"))
+        # A headless Service that selects nothing resolves to nothing: its callers see no-host.
+        failing = _callers_failing(snapshot, name, ("refused", "timeout", "other", "no-host"))
         applied = w.last_applied(service)
         drifted = applied is not None and n.selector_of(applied) != selector
         if not failing and not drifted:

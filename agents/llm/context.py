@@ -18,6 +18,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from agents.analyzers import _workloads as w
 from agents.llm import budget
 from agents.llm.telemetry import CLOSE, fence, line, looks_like_instruction
 from agents.model import PlanResult
@@ -92,7 +93,7 @@ def unwell(snap: Snapshot) -> bool:
 
 
 def _workload_gap(obj: dict[str, Any]) -> bool:
-    desired = int((obj.get("spec") or {}).get("replicas", 1))
+    desired = w.desired_replicas(obj)
     return int((obj.get("status") or {}).get("readyReplicas") or 0) < desired
 
 
@@ -139,7 +140,7 @@ class _Sections:
                     desired = int(status.get("desiredNumberScheduled") or 0)
                     ready = int(status.get("numberReady") or 0)
                 else:
-                    desired = int(spec.get("replicas", 1))
+                    desired = w.desired_replicas(obj)
                     ready = int(status.get("readyReplicas") or 0)
                 if ready >= desired and not spec.get("paused"):
                     healthy += 1

@@ -124,7 +124,8 @@ class LLMPlanner:
 
     async def _phases(self, run: _Run) -> PlanResult:
         request = run.request
-        tools = read_tools(self.reader, request.snapshot.namespace, model=self.model, log=run.tools)
+        reader = request.reader or self.reader  # the incident's own cluster in a fleet
+        tools = read_tools(reader, request.snapshot.namespace, model=self.model, log=run.tools)
 
         def diagnosis_of(answer: answers.DiagnosisAnswer) -> Diagnosis | None:
             if answer.healthy:

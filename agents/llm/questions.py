@@ -14,8 +14,9 @@ from __future__ import annotations
 import asyncio
 import os
 import warnings
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from enum import Enum
+from typing import Any, Protocol
 
 import openai
 from autogen_agentchat.agents import AssistantAgent
@@ -23,16 +24,50 @@ from autogen_agentchat.messages import StructuredMessage
 from autogen_core.models import ChatCompletionClient
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agents.incident import Incident
 from agents.llm import budget
 from agents.llm.config import LLMConfig, make_client
 from agents.llm.prompts import RULES
 from agents.llm.telemetry import clean, fence, line
+from agents.model import Candidate, Diagnosis
 
 ANSWER_CHARS = 1500
 FACTS_TOKENS = 1500
 MAX_EVENTS = 15
 DEFAULT_TIMEOUT = 20.0
+
+
+class AttemptFacts(Protocol):
+    """What the model is told of one attempt (``incidents.model.Attempt`` has it)."""
+
+    @property
+    def number(self) -> int: ...
+    @property
+    def candidate(self) -> Candidate: ...
+    @property
+    def outcome(self) -> str: ...
+
+
+class IncidentFacts(Protocol):
+    """What the model is told of an incident (``incidents.model.Incident`` has it): analysis
+    sits below the incident package, so it reads the incident through this shape only."""
+
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def state(self) -> Enum: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def diagnosis(self) -> Diagnosis | None: ...
+    @property
+    def candidates(self) -> Sequence[Candidate]: ...
+    @property
+    def attempts(self) -> Sequence[AttemptFacts]: ...
+    @property
+    def tried(self) -> Sequence[str]: ...
+    @property
+    def rejected(self) -> Sequence[tuple[str, str]]: ...
+
 
 SYSTEM = f"""\
 You are Stratus, a human-in-the-loop incident assistant for Kubernetes, answering a person's
@@ -66,7 +101,7 @@ def tidy(answer: str) -> str:
     return text if len(text) <= ANSWER_CHARS else text[: ANSWER_CHARS - 1] + "…"
 
 
-def facts(incident: Incident, events: list[str], *, model: str = "") -> str:
+def facts(incident: IncidentFacts, events: list[str], *, model: str = "") -> str:
     """The incident as the model reads it: fenced, quoted, within ``FACTS_TOKENS``."""
     records: list[dict[str, Any]] = [
         {"namespace": incident.namespace, "state": incident.state.value, "reason": incident.reason}
@@ -104,7 +139,7 @@ def facts(incident: Incident, events: list[str], *, model: str = "") -> str:
     return fence("the incident's facts", [body])
 
 
-def task(incident: Incident, question: str, events: list[str], *, model: str = "") -> str:
+def task(incident: IncidentFacts, question: str, events: list[str], *, model: str = "") -> str:
     asked = fence("the question a person typed in the thread", [line({"question": question})])
     return f"{facts(incident, events, model=model)}\n{asked}\n\nAnswer the question as JSON."
 
@@ -123,7 +158,9 @@ class QuestionAnswerer:
         self.model = model
         self.timeout = timeout
 
-    async def answer(self, incident: Incident, question: str, events: list[str]) -> tuple[str, str]:
+    async def answer(
+        self, incident: IncidentFacts, question: str, events: list[str]
+    ) -> tuple[str, str]:
         """``(answer, "")``, or ``("", why there is none)`` — never raises for a model's
         failure, so a surface needs nothing of this module to fall back."""
         try:
@@ -131,7 +168,7 @@ class QuestionAnswerer:
         except NoAnswer as failed:
             return "", failed.reason
 
-    async def _bounded(self, incident: Incident, question: str, events: list[str]) -> str:
+    async def _bounded(self, incident: IncidentFacts, question: str, events: list[str]) -> str:
         client = self.client_factory()
         try:
             return await asyncio.wait_for(

@@ -12,6 +12,7 @@ from typing import Protocol
 
 from agents.model import Finding, PlanResult
 from agents.snapshot import Snapshot
+from tools.reads import ClusterReader
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,9 @@ class PlanRequest:
     history: list[str] = field(default_factory=list)  # incident memory lines, for people
     # Incident memory for ranking: (mechanism, Candidate.key(), "fixed" | "undone" | "rejected").
     past: list[tuple[str, str, str]] = field(default_factory=list)
+    # The cluster the incident reads, for a planner that reads more itself (a fleet: not
+    # necessarily the one it was built with); None: the planner's own.
+    reader: ClusterReader | None = None
 
 
 class Planner(Protocol):

@@ -10,13 +10,15 @@ person can pick another.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
+from agents.analyzers import _workloads as w
 from agents.analyzers import analyze
 from agents.diagnose import diagnose
-from agents.model import Candidate, Diagnosis, Finding, PlanResult
+from agents.model import Candidate, Diagnosis, Finding, PlanResult, Step
 from agents.planner import PlanRequest
-from agents.remedies import remedies_for
+from agents.remedies import escalation, remedies_for
 from agents.snapshot import Snapshot
 
 NAME = "offline"
@@ -45,9 +47,11 @@ def remembered(candidate: Candidate, past: Iterable[Outcome]) -> tuple[float, li
 def _ranked(
     candidates: list[Candidate], past: Sequence[Outcome], skip: set[str]
 ) -> list[Candidate]:
-    adjusted = []
+    adjusted: list[Candidate] = []
     for candidate in candidates:
-        if candidate.key() in skip:
+        # Two findings on one resource (a policy that blocks both the callee and DNS) may
+        # propose the same action: it is one candidate.
+        if candidate.key() in skip or any(a.key() == candidate.key() for a in adjusted):
             continue
         delta, notes = remembered(candidate, past)
         why = "; ".join([candidate.why, *notes]) if notes else candidate.why
@@ -65,6 +69,7 @@ def candidates_for(
     past: Sequence[Outcome] = (),
 ) -> list[Candidate]:
     """Candidates of every diagnosis, the first diagnosis's first, without repeats."""
+    tried = list(tried)
     skip = set(tried)
     chosen: list[Candidate] = []
     for diagnosis in diagnoses:
@@ -74,7 +79,42 @@ def candidates_for(
         ranked = _ranked(own, past, skip)
         skip.update(c.key() for c in ranked)
         chosen += ranked
-    return chosen[:MAX_CANDIDATES]
+    # Undoing a rollback to revision M renumbers M's ReplicaSet (a rollback makes the revision
+    # it returns to the newest, the undo then makes the bad one newer still): the next look
+    # proposes the same template again under a new number. That repeat goes after every fresh
+    # idea — it changed nothing, so another fault may be masking it — and stays on the list
+    # for when nothing else is left.
+    again = renumbered_rollbacks(snapshot, tried)
+    return sorted(chosen, key=lambda c: c.key() in again)[:MAX_CANDIDATES]
+
+
+_ROLLBACK_KEY = re.compile(r"^rollout-undo Deployment/(\S+) \[\('to_revision', (\d+)\)\]$")
+
+
+def renumbered_rollbacks(snapshot: Snapshot, tried: Iterable[str]) -> set[str]:
+    """Keys of the rollbacks that return to a template already tried under another number: a
+    tried rollback of deployment D to revision M, M gone from D's revisions, is now the newest
+    revision older than D's current one."""
+    found = set()
+    for key in tried:
+        match = _ROLLBACK_KEY.match(key)
+        deployment = snapshot.get("Deployment", match[1]) if match else None
+        if match is None or deployment is None:
+            continue
+        found_revisions = w.revisions(snapshot, deployment)
+        annotations = deployment["metadata"].get("annotations") or {}
+        current = int(annotations.get(w.REVISION, "0") or 0)
+        older = [r for r in found_revisions if r < current]
+        if int(match[2]) in found_revisions or not older:
+            continue
+        step = Step(
+            action="rollout-undo",
+            kind="Deployment",
+            name=match[1],
+            params={"to_revision": max(older)},
+        )
+        found.add(step.key())
+    return found
 
 
 def _root_findings(diagnosis: Diagnosis) -> list[Finding]:
@@ -99,7 +139,12 @@ def plan_findings(
     candidates = candidates_for(diagnoses, snapshot, tried=tried, past=past)
     notes = [f"also: {d.resource} ({d.category}): {d.summary}" for d in diagnoses[1:4]]
     if not candidates:
-        notes.append("no catalog action fixes this; a person has to")
+        what = next(
+            filter(None, (escalation.manual(f) for f in _root_findings(diagnoses[0]))), None
+        )
+        notes.append(
+            "no catalog action fixes this; a person has to" + (f": {what}" if what else "")
+        )
     return PlanResult(diagnosis=diagnoses[0], candidates=candidates, planner=NAME, notes=notes)
 
 

@@ -123,9 +123,49 @@ def recreate_claim(finding: Finding, snapshot: Snapshot) -> list[Candidate]:
     ]
 
 
+def fit_limit_range(finding: Finding, snapshot: Snapshot) -> list[Candidate]:
+    """Bring each refused container inside the LimitRange (its limit down to the max, or its
+    request up to the min) where that keeps the container valid; the LimitRange itself is the
+    namespace's policy and stays as it is."""
+    resource, value = str(finding.facts["resource"]), str(finding.facts["value"])
+    steps = []
+    for entry in finding.facts.get("containers") or []:
+        if not entry.get("valid"):
+            continue
+        kind, _, name = str(entry["workload"]).partition("/")
+        steps.append(
+            Step(
+                action="set-resources",
+                kind=kind,
+                name=name,
+                params={str(entry["field"]): {resource: value}, "container": entry["container"]},
+            )
+        )
+    if not steps:
+        return []
+    shown = ", ".join(f"{s.kind.lower()}/{s.name}" for s in steps[:MAX_STEPS])
+    side = "limit" if finding.facts.get("bound") == "max" else "request"
+    return [
+        Candidate(
+            steps=steps[:MAX_STEPS],
+            intent=f"Set the {resource} {side} of {shown} to {value}, inside "
+            f"limitrange/{finding.facts['limitrange']}",
+            why=(
+                "the LimitRange is the namespace's policy, so the workload moves to fit it; the "
+                "value is the LimitRange's own bound and keeps each container valid, and undo "
+                "restores the old value"
+            ),
+            evidence=finding.evidence,
+            mechanism=finding.mechanism,
+            score=0.6,
+        )
+    ]
+
+
 REMEDIES = {
     "nodes-cordoned": uncordon,
     "node-tainted": remove_taints,
     "quota-exceeded": quota,
     "pvc-unbound": recreate_claim,
+    "limitrange-forbids-pods": fit_limit_range,
 }

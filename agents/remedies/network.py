@@ -116,9 +116,32 @@ def blocking_policy(finding: Finding, snapshot: Snapshot) -> list[Candidate]:
     ]
 
 
+def dns_blocking_policy(finding: Finding, snapshot: Snapshot) -> list[Candidate]:
+    name = finding.resource.name
+    return [
+        Candidate(
+            steps=[Step(action="delete-networkpolicy", kind="NetworkPolicy", name=name)],
+            intent=(
+                f"Delete networkpolicy/{name}, whose egress rules leave out DNS, so "
+                f"{', '.join(finding.facts.get('callers', [])) or 'its pods'} can resolve "
+                "names again"
+            ),
+            why=(
+                "the catalog cannot add a rule to a policy; deleting it restores lookups at "
+                "once and undo re-creates it exactly. Afterwards a person should re-apply it "
+                "with an egress rule to port 53 (UDP and TCP) of kube-dns in kube-system"
+            ),
+            evidence=finding.evidence,
+            mechanism=finding.mechanism,
+            score=0.7,
+        )
+    ]
+
+
 REMEDIES = {
     "service-target-port": target_port,
     "service-selector": selector,
     "service-missing": missing_service,
     "network-policy-blocks-callers": blocking_policy,
+    "network-policy-blocks-dns": dns_blocking_policy,
 }

@@ -40,17 +40,17 @@ def _workload(finding: Finding) -> tuple[str, str]:
 
 
 def rollback(finding: Finding) -> list[Candidate]:
-    """Roll back the Deployment to the revision before the change that explains the failure."""
+    """Roll back the workload to the revision before the change that explains the failure."""
     revision = finding.facts.get("rollback_to")
     kind, name = _workload(finding)
-    if revision is None or kind != "Deployment":
+    if revision is None or kind not in w.WORKLOAD_KINDS:
         return []
     changed = "; ".join(finding.facts.get("changed", [])[:3])
     return [
         _candidate(
             finding,
             [Step(action="rollout-undo", kind=kind, name=name, params={"to_revision": revision})],
-            intent=f"Roll back deployment/{name} to revision {revision}, before the change "
+            intent=f"Roll back {kind.lower()}/{name} to revision {revision}, before the change "
             f"that broke it ({changed})",
             why="undoes the rollout that introduced the fault; it restores a template that ran "
             "before, in one reversible write",
@@ -299,6 +299,42 @@ def scale_back(finding: Finding, snapshot: Snapshot) -> list[Candidate]:
             intent=f"Scale {kind.lower()}/{name} back to {replicas} replica(s)",
             why="its callers fail without it; scaling is undone by scaling back",
             score=ROLLBACK,
+        ),
+        *_scale_back_last_template(finding, snapshot, replicas),
+    ]
+
+
+def _scale_back_last_template(
+    finding: Finding, snapshot: Snapshot, replicas: int
+) -> list[Candidate]:
+    """Scaling back runs the current template, which a rollout may have changed while the
+    Deployment ran nothing: a fault that hides behind the scale-down. Ranked after the plain
+    scale, this is what is left when scaling back alone made things worse — the template of
+    the revision before that change, and the replicas, as one attempt."""
+    kind, name = _workload(finding)
+    workload = snapshot.get(kind, name)
+    change = w.latest_change(snapshot, workload) if workload and kind == "Deployment" else None
+    if change is None:
+        return []
+    changed = "; ".join(change.lines[:3])
+    return [
+        _candidate(
+            finding,
+            [
+                Step(
+                    action="rollout-undo",
+                    kind=kind,
+                    name=name,
+                    params={"to_revision": change.previous},
+                ),
+                Step(action="scale", kind=kind, name=name, params={"replicas": replicas}),
+            ],
+            intent=f"Roll back {kind.lower()}/{name} to revision {change.previous} ({changed}) "
+            f"and scale it back to {replicas} replica(s)",
+            why=f"revision {change.revision} changed the pods' template and may never have run "
+            "with replicas; if scaling back alone makes things worse, the template that ran "
+            "before it is the known-good one",
+            score=KNOWN_GOOD,
         )
     ]
 
@@ -326,6 +362,63 @@ def widen_hpa(finding: Finding, snapshot: Snapshot) -> list[Candidate]:
     ]
 
 
+def name_closest_service(finding: Finding, snapshot: Snapshot) -> list[Candidate]:
+    """Point a variable that names an unknown host at the one Service a typo away from it."""
+    suggested, variable = finding.facts.get("suggested"), finding.facts.get("variable")
+    current, _good, _source = known_good_container(finding, snapshot)
+    if not suggested or not variable or current is None:
+        return []
+    if _literal_env(current, str(variable)) == suggested:
+        return []
+    return [
+        _candidate(
+            finding,
+            [
+                _step(
+                    finding,
+                    "set-env",
+                    {"variable": variable, "value": suggested, "container": current["name"]},
+                )
+            ],
+            intent=f"Set {variable} of container {current['name']} to {suggested} "
+            f"(service/{finding.facts.get('service')}; {finding.facts.get('host')} resolves "
+            "to nothing)",
+            why="only that variable changes, to the one existing Service a typo away from the "
+            "name that does not resolve; no revision is known to have had it right",
+            score=GUESS,
+        )
+    ]
+
+
+def lower_hpa_floor(finding: Finding, snapshot: Snapshot) -> list[Candidate]:
+    """Put the autoscaler's bounds back and its target to the replicas it was applied with:
+    lowering the floor alone leaves the extra replicas running (they are within bounds)."""
+    params: dict[str, Any] = {
+        k: finding.facts[k] for k in ("min_replicas", "max_replicas") if k in finding.facts
+    }
+    kind, name = str(finding.facts["target_kind"]), str(finding.facts["target"])
+    replicas = int(finding.facts["replicas"])
+    return [
+        _candidate(
+            finding,
+            [
+                Step(
+                    action="patch-hpa",
+                    kind="HorizontalPodAutoscaler",
+                    name=finding.resource.name,
+                    params=params,
+                ),
+                Step(action="scale", kind=kind, name=name, params={"replicas": replicas}),
+            ],
+            intent=f"Set horizontalpodautoscaler/{finding.resource.name}'s minimum back to "
+            f"{params['min_replicas']} and scale {kind.lower()}/{name} back to {replicas}",
+            why="the bounds and the replica count go back to what they were applied with; both "
+            "writes are undone by writing the old numbers",
+            score=KNOWN_GOOD,
+        )
+    ]
+
+
 def _then(
     *remedies: Callable[[Finding, Snapshot], list[Candidate]],
 ) -> Callable[[Finding, Snapshot], list[Candidate]]:
@@ -335,9 +428,44 @@ def _then(
         found = rollback(finding)
         for more in remedies:
             found += more(finding, snapshot)
-        return found
+        return for_jobs(finding, found)
 
     return remedy
+
+
+def for_jobs(finding: Finding, found: list[Candidate]) -> list[Candidate]:
+    """A CronJob's fix is its template *and* the stuck runs made from the old one (a Job's
+    template is immutable, so its pods would keep failing): delete those Jobs in the same
+    attempt; the next schedule runs the fixed template. A bare Job has no fix in the catalog
+    (it cannot be edited, and deleting it loses the run): nothing to propose."""
+    kind = finding.facts.get("workload_kind")
+    if kind == "Job":
+        return []
+    if kind != "CronJob":
+        return found
+    jobs = [str(j) for j in finding.facts.get("jobs") or []]
+    extended = []
+    for candidate in found:
+        room = 4 - len(candidate.steps)
+        if len(jobs) > room:
+            continue  # one attempt cannot hold them all; a person deletes the rest
+        extended.append(
+            candidate.model_copy(
+                update={
+                    "steps": [
+                        *candidate.steps,
+                        *(Step(action="delete-job", kind="Job", name=j) for j in jobs),
+                    ],
+                    "intent": candidate.intent
+                    + (
+                        f", then delete the stuck run(s) {', '.join(f'job/{j}' for j in jobs)}"
+                        if jobs
+                        else ""
+                    ),
+                }
+            )
+        )
+    return extended
 
 
 REMEDIES = {
@@ -350,12 +478,16 @@ REMEDIES = {
     "crash-loop": _then(),
     "image-pull-failed": _then(restore_image),
     "init-container-failing": _then(),
+    "init-container-stuck": _then(),
+    "missing-config-ref": _then(),
     "unschedulable-node-selector": _then(restore_node_selector),
     "insufficient-capacity": _then(restore_requests),
     "untolerated-taint": _then(),
     "probe-wrong-port": _then(),
     "probe-wrong-path": _then(),
     "rollout-broke-calls": _then(restore_env, restore_image, restore_command),
+    "env-names-unknown-host": _then(restore_env, name_closest_service),
     "scaled-to-zero": scale_back,
     "hpa-caps-replicas": widen_hpa,
+    "hpa-floor-raised": lower_hpa_floor,
 }

@@ -17,6 +17,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from lab.cluster import admission, conversion, patching
+from lab.cluster.audit import AuditTrail
 from lab.cluster.clock import Clock
 from lab.cluster.errors import (
     already_exists,
@@ -63,6 +64,10 @@ class ApiService:
         self.admission_hooks: list[AdmissionHook] = []
         self.denials: list[Denial] = []
         self.access = AccessControl(store)
+        self.audit = AuditTrail()  # writes, and who sent them as whom
+        # Pods deleted with DeleteOptions.gracePeriodSeconds (uid -> seconds): the kubelet's
+        # grace for a pod running a real process (``--grace-period=0 --force`` kills at once).
+        self.pod_grace: dict[str, float] = {}
 
     # ------------------------------------------------------------ authorization
 
@@ -302,6 +307,9 @@ class ApiService:
             raise conflict(rt.plural, name, rt.group)
         if dry_run:
             return obj
+        grace = options.get("gracePeriodSeconds")
+        if rt.plural == "pods" and isinstance(grace, int) and grace >= 0:
+            self.pod_grace[meta["uid"]] = float(grace)
         propagation = options.get("propagationPolicy") or "Background"
         if options.get("orphanDependents") is True:
             propagation = "Orphan"

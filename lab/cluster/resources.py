@@ -165,6 +165,7 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         "", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", True, ("pvc",), ("status",)
     ),
     ResourceType("", "v1", "ResourceQuota", "resourcequotas", True, ("quota",), ("status",)),
+    ResourceType("", "v1", "LimitRange", "limitranges", True, ("limits",)),
     ResourceType(
         "apps", "v1", "Deployment", "deployments", True, ("deploy",), ("scale", "status"), ("all",)
     ),
@@ -227,6 +228,8 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ResourceType(
         "apiregistration.k8s.io", "v1", "APIService", "apiservices", False, (), ("status",)
     ),
+    # Leader election (Stratus's one active instance, as every controller's).
+    ResourceType("coordination.k8s.io", "v1", "Lease", "leases", True),
     *RBAC_TYPES,
 )
 

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from aiohttp import web
 
 from lab.cluster import (
+    audit,
     conversion,
     discovery,
     logstream,
@@ -80,6 +81,30 @@ def _json_response(body: Any, status: int = 200) -> web.Response:
 def _error_response(error: ApiError) -> web.Response:
     # Go's json.Encoder ends the Status with a newline; clients that print bodies show it.
     return web.Response(body=_dump(error.status()) + b"\n", status=error.code, content_type=JSON)
+
+
+def _object_ref(path: str) -> dict[str, str] | None:
+    """The audit event's objectRef for a resource path (None for anything else)."""
+    parts = [p for p in path.split("/") if p]
+    try:
+        if parts[:2] == ["api", "v1"] and len(parts) > 2:
+            target = parse_target("", "v1", parts[2:])
+        elif parts[:1] == ["apis"] and len(parts) > 3:
+            target = parse_target(parts[1], parts[2], parts[3:])
+        else:
+            return None
+    except ApiError:
+        return None
+    ref = {
+        "resource": target.rt.plural,
+        "namespace": target.namespace,
+        "name": target.name,
+        "apiGroup": target.rt.group,
+        "apiVersion": target.rt.version,
+    }
+    if target.subresource:
+        ref["subresource"] = target.subresource
+    return {k: v for k, v in ref.items() if v}
 
 
 def parse_target(group: str, version: str, parts: list[str]) -> Target:
@@ -179,10 +204,16 @@ class ApiHttpServer:
         return self.backend.api
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        sender: rbac.UserInfo | None = None
         try:
-            request[_USER] = self.api.access.authenticate(request.headers.get("Authorization"))
-            return await self._route(request)
+            sender = self.api.access.authenticate(request.headers.get("Authorization"))
+            request[_USER] = rbac.impersonate(self.api.access, sender, request.headers)
+            response = await self._route(request)
+            self._audit(request, sender, response.status, response)
+            return response
         except ApiError as error:
+            if sender is not None:
+                self._audit(request, sender, error.code)
             return _error_response(error)
         except (ConnectionResetError, asyncio.CancelledError):
             raise
@@ -191,6 +222,38 @@ class ApiHttpServer:
             return _error_response(
                 ApiError(500, "InternalError", f"Internal error occurred: {exc}")
             )
+
+    def _audit(
+        self,
+        request: web.Request,
+        sender: rbac.UserInfo,
+        code: int,
+        response: web.StreamResponse | None = None,
+    ) -> None:
+        """A write, refused or not, with who sent it and whom it acted as."""
+        if not audit.is_write(request.method):
+            return
+        acting = request.get(_USER, sender)
+        object_ref = _object_ref(request.path)
+        if object_ref is not None and "name" not in object_ref:
+            # A create names its object in the body; the real audit log fills it in too.
+            body = response.body if isinstance(response, web.Response) else None
+            try:
+                created = json.loads(body) if isinstance(body, bytes) and code < 300 else None
+                name = created["metadata"]["name"] if isinstance(created, dict) else None
+            except (ValueError, KeyError, TypeError):
+                name = None
+            if isinstance(name, str):
+                object_ref["name"] = name
+        self.api.audit.record(
+            method=request.method,
+            uri=request.path_qs,
+            user=sender,
+            acting=acting,
+            code=code,
+            object_ref=object_ref,
+            stamp=self.api.clock.timestamp(),
+        )
 
     async def _route(self, request: web.Request) -> web.StreamResponse:
         parts = [p for p in request.path.split("/") if p]

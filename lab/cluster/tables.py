@@ -342,6 +342,17 @@ PRINTERS: dict[str, Printer] = {
     ),
 }
 PRINTERS.update(STORAGE_PRINTERS)
+
+
+def _lease_row(obj: dict[str, Any], now: float) -> list[Any]:
+    holder = (obj.get("spec") or {}).get("holderIdentity") or "<none>"
+    return [obj["metadata"]["name"], holder, age(obj["metadata"].get("creationTimestamp"), now)]
+
+
+PRINTERS["leases"] = (
+    [("Name", "string", 0), ("Holder", "string", 0), ("Age", "string", 0)],
+    _lease_row,
+)
 _DEFAULT: Printer = ([("Name", "string", 0), ("Age", "string", 0)], _default_row)
 
 

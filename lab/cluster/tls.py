@@ -15,6 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
+class TlsUnavailable(RuntimeError):
+    """No certificate could be made: the lab cannot serve HTTPS, so not with RBAC on."""
+
+
 @dataclass(frozen=True)
 class ServingCert:
     cert_pem: str
@@ -24,11 +28,15 @@ class ServingCert:
 def self_signed(host: str = "127.0.0.1") -> ServingCert:
     openssl = shutil.which("openssl")
     if openssl is None:
-        raise RuntimeError("serving the lab over HTTPS (--rbac) needs the openssl command")
+        raise TlsUnavailable(
+            "the lab with RBAC on serves HTTPS, and its certificate is made by the openssl "
+            "command, which is not on PATH: install it (apt-get install openssl) or start the "
+            "lab with --no-rbac"
+        )
     with tempfile.TemporaryDirectory(prefix="stratus-lab-tls-") as folder:
         cert, key = Path(folder) / "cert.pem", Path(folder) / "key.pem"
         names = sorted({f"IP:{host}" if host[:1].isdigit() else f"DNS:{host}", "IP:127.0.0.1"})
-        subprocess.run(
+        made = subprocess.run(
             [
                 openssl,
                 "req",
@@ -49,10 +57,14 @@ def self_signed(host: str = "127.0.0.1") -> ServingCert:
                 "-out",
                 str(cert),
             ],
-            check=True,
+            check=False,
             capture_output=True,
+            text=True,
             timeout=30,
         )
+        if made.returncode != 0:
+            last = (made.stderr.strip().splitlines() or ["no message"])[-1]
+            raise TlsUnavailable(f"openssl could not make the lab's certificate: {last}")
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.load_cert_chain(cert, key)
         return ServingCert(cert.read_text(), context)

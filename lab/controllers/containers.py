@@ -59,6 +59,18 @@ class ContainerRun:
         self.log_times.append(at)
         self.log_total += 1
 
+    @property
+    def sidecar(self) -> bool:
+        """A native sidecar: an init container with ``restartPolicy: Always``. It runs beside
+        the app containers for the pod's life, restarts whatever its exit, and counts as
+        initialized once started."""
+        return self.init and self.spec.get("restartPolicy") == "Always"
+
+    @property
+    def init_done(self) -> bool:
+        """This init container no longer holds the next one back."""
+        return self.completed or (self.sidecar and self.ever_started)
+
     def rotate_logs(self) -> None:
         """A new run begins: the current log becomes ``--previous``."""
         self.previous_logs, self.previous_times = list(self.logs), list(self.log_times)
@@ -87,11 +99,11 @@ class PodRun:
         return next((c for c in self.all() if c.name == name), None)
 
     def initialized(self) -> bool:
-        return all(c.completed for c in self.init)
+        return all(c.init_done for c in self.init)
 
     def finished(self) -> bool:
         """No container will run again: the pod ends Succeeded or Failed."""
-        if any(c.state == "terminated" and not c.completed and c.init for c in self.init):
+        if any(c.state == "terminated" and not c.completed and not c.sidecar for c in self.init):
             return self.restart_policy == "Never"
         return bool(self.main) and all(c.completed for c in self.main)
 
@@ -144,6 +156,8 @@ def resolve_environment(
         "metadata.namespace": namespace,
         "status.podIP": pod_ip,
         "spec.nodeName": (pod.get("spec") or {}).get("nodeName", ""),
+        "spec.serviceAccountName": (pod.get("spec") or {}).get("serviceAccountName") or "default",
+        "metadata.uid": pod["metadata"].get("uid", ""),
     }
     for var in container.get("env") or []:
         name = var.get("name", "")
@@ -300,8 +314,9 @@ def pod_status(run: PodRun, pod: dict[str, Any], clock: Clock) -> dict[str, Any]
     now = clock.timestamp()
     previous = {c["type"]: c for c in (pod.get("status") or {}).get("conditions") or []}
     initialized = run.initialized()
-    unready = [c.name for c in run.main if not c.ready]
-    incomplete = [c.name for c in run.init if not c.completed]
+    # A native sidecar's readiness is part of the pod's, as the kubelet counts it.
+    unready = [c.name for c in [*run.main, *(i for i in run.init if i.sidecar)] if not c.ready]
+    incomplete = [c.name for c in run.init if not c.init_done]
     phase = run.phase()
     done = phase in ("Succeeded", "Failed")
     conditions = [

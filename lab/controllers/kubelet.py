@@ -26,6 +26,7 @@ from lab.controllers.containers import (
     resolve_environment,
 )
 from lab.controllers.context import ControllerContext
+from lab.controllers.processes import ProcessHost
 from lab.controllers.programs import plan
 
 COMPONENT = "kubelet"
@@ -45,6 +46,9 @@ class Kubelet:
         self.runs: dict[str, PodRun] = {}
         self._pulled: set[tuple[str, str]] = set()
         self._ip_counter: dict[str, int] = {}
+        # Containers of images that run for real (Stratus) are child processes of the lab.
+        self.processes = ProcessHost(ctx, self)
+        self.on_change: Callable[[], None] | None = None  # set by the cluster: reconcile soon
 
     # ------------------------------------------------------------ reconcile
 
@@ -63,9 +67,11 @@ class Kubelet:
         for uid in [u for u in self.runs if u not in live]:
             for container in self.runs.pop(uid).all():
                 container.generation += 1
+        self.processes.sync(self.runs)
 
     def reset(self) -> None:
         self.runs.clear()
+        self.processes.sync(self.runs)
         self._pulled.clear()
         self._ip_counter.clear()
 
@@ -81,7 +87,15 @@ class Kubelet:
         )
         cidr = (node_obj.get("spec") or {}).get("podCIDR") or "10.244.0.0/24"
         spec = pod.get("spec") or {}
-        if spec.get("hostNetwork"):  # the node's own address
+        if any(
+            self.processes.runs_processes(self.ctx.images.lookup(c.get("image", ""))[0])
+            for c in (spec.get("containers") or []) + (spec.get("initContainers") or [])
+            if isinstance(c, dict)
+        ):
+            # A pod whose processes really listen gets an address of its own on this machine
+            # (even with hostNetwork: the simulated node's address is nowhere to bind).
+            ip = self.processes.address(pod["metadata"]["uid"])
+        elif spec.get("hostNetwork"):  # the node's own address
             ip = host_ip
         else:
             counter = self._ip_counter.get(node, 1) + 1
@@ -224,7 +238,7 @@ class Kubelet:
 
     def _advance(self, run: PodRun) -> None:
         """Start the next init container, or every main container once init is done."""
-        pending_init = next((c for c in run.init if not c.completed), None)
+        pending_init = next((c for c in run.init if not c.init_done), None)
         if pending_init is not None:
             if (
                 pending_init.state == "waiting"
@@ -342,11 +356,18 @@ class Kubelet:
         self._event(run, "Normal", "Started", f"Started container {container.name}", container)
         container.state, container.reason, container.message = "running", "", ""
         container.started_at = self.ctx.clock.now()
+        first_start = not container.ever_started
         container.ever_started = True
         container.ready = False
+        if container.sidecar and first_start:
+            # Started is enough for a native sidecar: the next container starts beside it.
+            self._later(run, container, 0.0, lambda: self._advance(run))
         container.exiting = False
         container.listens, container.http = [], {}
         if spec is None:
+            return
+        if self.processes.runs_processes(spec):
+            self._start_process(run, container)
             return
         program = plan(spec, container.spec, container.env, run.name)
         if program.missing:
@@ -396,6 +417,51 @@ class Kubelet:
                 steady=True,
             )
 
+    def _start_process(self, run: PodRun, container: ContainerRun) -> None:
+        pod = self._pod(run)
+        behaviour = container.behaviour
+        assert behaviour is not None
+        problem = (
+            "the pod is gone"
+            if pod is None
+            else self.processes.start(run, container, pod, behaviour)
+        )
+        if problem:
+            container.message = problem
+            self._event(run, "Warning", "Failed", f"Error: {problem}", container)
+            self._terminate(run, container, "StartError", 128)
+
+    # What the processes report (``processes.KubeletHooks``); a stale run's news is ignored.
+
+    def _current(self, run: PodRun, container: ContainerRun, generation: int) -> bool:
+        return self.runs.get(run.uid) is run and container.generation == generation
+
+    def process_exited(
+        self, run: PodRun, container: ContainerRun, generation: int, code: int
+    ) -> None:
+        if not self._current(run, container, generation):
+            return
+        self._terminate(run, container, "Completed" if code == 0 else "Error", code)
+        self._changed(run)
+
+    def process_ready(
+        self, run: PodRun, container: ContainerRun, generation: int, ready: bool
+    ) -> None:
+        if self._current(run, container, generation) and container.ready != ready:
+            container.ready = ready
+            self._changed(run)
+
+    def process_event(
+        self, run: PodRun, container: ContainerRun, event_type: str, reason: str, message: str
+    ) -> None:
+        if self.runs.get(run.uid) is run:
+            self._event(run, event_type, reason, message, container)
+
+    def _changed(self, run: PodRun) -> None:
+        self._flush(run)
+        if self.on_change is not None:
+            self.on_change()
+
     def _exit_later(
         self, run: PodRun, container: ContainerRun, delay: float, reason: str, code: int
     ) -> None:
@@ -440,7 +506,9 @@ class Kubelet:
         container.ready = False
         container.exiting = False
         policy = run.restart_policy
-        if container.init:
+        if container.sidecar:
+            pass  # restarts whatever its exit and the pod's policy, with the crash back-off
+        elif container.init:
             if code == 0:
                 container.completed = True
                 self._advance(run)
@@ -496,7 +564,19 @@ class Kubelet:
 
     def _schedule_probes(self, run: PodRun, container: ContainerRun) -> None:
         readiness = container.spec.get("readinessProbe")
-        if container.init:
+        if container.init and not container.sidecar:
+            return
+        startup = container.spec.get("startupProbe")
+        if startup is not None and not probe_result(container, startup)[0]:
+            # Readiness and liveness wait for the startup probe to pass; one that never
+            # passes kills the run after its failure threshold, as a liveness probe does.
+            self._later(
+                run,
+                container,
+                _probe_deadline(startup),
+                lambda: self._probe_kill(run, container, "startupProbe"),
+                urgent=True,
+            )
             return
         if readiness is None:
             container.ready = True
@@ -507,12 +587,13 @@ class Kubelet:
         if liveness is not None:
             ok, _ = probe_result(container, liveness)
             if not ok:
-                delay = float(liveness.get("initialDelaySeconds", 0)) + float(
-                    liveness.get("periodSeconds", 10)
-                ) * int(liveness.get("failureThreshold", 3))
                 # The run is doomed from its start: a settle never ends before the kill.
                 self._later(
-                    run, container, delay, lambda: self._liveness_kill(run, container), urgent=True
+                    run,
+                    container,
+                    _probe_deadline(liveness),
+                    lambda: self._probe_kill(run, container, "livenessProbe"),
+                    urgent=True,
                 )
 
     def _readiness(self, run: PodRun, container: ContainerRun) -> None:
@@ -535,22 +616,23 @@ class Kubelet:
                 steady=True,
             )
 
-    def _liveness_kill(self, run: PodRun, container: ContainerRun) -> None:
-        probe = container.spec.get("livenessProbe") or {}
+    def _probe_kill(self, run: PodRun, container: ContainerRun, field: str) -> None:
+        probe = container.spec.get(field) or {}
+        word = "Startup" if field == "startupProbe" else "Liveness"
         _, message = probe_result(container, probe)
         for _ in range(max(int(probe.get("failureThreshold", 3)), 1)):  # one per failed try
             self._event(
                 run,
                 "Warning",
                 "Unhealthy",
-                f"Liveness probe failed: {message.replace('{ip}', run.ip)}",
+                f"{word} probe failed: {message.replace('{ip}', run.ip)}",
                 container,
             )
         self._event(
             run,
             "Normal",
             "Killing",
-            f"Container {container.name} failed liveness probe, will be restarted",
+            f"Container {container.name} failed {word.lower()} probe, will be restarted",
             container,
         )
         self._log(container, "INFO", "received SIGTERM, shutting down")
@@ -583,3 +665,10 @@ class Kubelet:
         return pod_logs.log_source(
             self.ctx.store, self.runs, namespace, pod_name, container_name, previous=previous
         )
+
+
+def _probe_deadline(probe: dict[str, Any]) -> float:
+    """Seconds from a run's start until a probe that always fails has failed enough to kill."""
+    return float(probe.get("initialDelaySeconds", 0)) + float(probe.get("periodSeconds", 10)) * int(
+        probe.get("failureThreshold", 3)
+    )

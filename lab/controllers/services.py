@@ -186,7 +186,96 @@ class EndpointsController:
 def network_policy_allows(
     ctx: ControllerContext, caller: dict[str, Any] | None, callee: dict[str, Any], port: int
 ) -> bool:
-    """Whether ingress to ``callee`` on ``port`` from ``caller`` (None: outside) is allowed."""
+    """Whether ``caller`` (None: outside) may reach ``callee`` on TCP ``port``: the caller's
+    egress policies must let it out and the callee's ingress policies let it in."""
+    if caller is not None and not egress_allows(ctx, caller, callee, port, "TCP"):
+        return False
+    return _ingress_allows(ctx, caller, callee, port)
+
+
+def egress_allows(
+    ctx: ControllerContext,
+    caller: dict[str, Any],
+    callee: dict[str, Any],
+    port: int,
+    protocol: str,
+) -> bool:
+    """Whether the caller's egress policies let it reach ``callee`` on ``port``/``protocol``.
+    A pod no Egress policy selects may go anywhere; one that is selected may only go where
+    some rule of those policies lets it (an Egress policy without rules denies everything,
+    DNS included — the usual way an egress lockdown breaks a whole service)."""
+    namespace = caller["metadata"]["namespace"]
+    policies = _egress_policies(ctx, caller)
+    if not policies:
+        return True
+    for policy in policies:
+        for rule in policy["spec"].get("egress") or []:
+            ports = rule.get("ports") or []
+            if ports and not any(
+                (entry.get("protocol") or "TCP") == protocol
+                and (
+                    entry.get("port") is None
+                    or entry.get("port") == port
+                    or resolve_target_port(callee, entry.get("port")) == port
+                    or (
+                        isinstance(entry.get("port"), int)
+                        and entry["port"] <= port <= int(entry.get("endPort") or entry["port"])
+                    )
+                )
+                for entry in ports
+            ):
+                continue
+            peers = rule.get("to")
+            if not peers:
+                return True
+            if any(_peer_matches(ctx, peer, callee, namespace) for peer in peers):
+                return True
+    return False
+
+
+def _egress_policies(ctx: ControllerContext, pod: dict[str, Any]) -> list[dict[str, Any]]:
+    labels = pod["metadata"].get("labels") or {}
+    return [
+        p
+        for p in ctx.store.list_objects(
+            "networkpolicies.networking.k8s.io", pod["metadata"]["namespace"]
+        )
+        if matches_labels(label_selector_from_object(p["spec"].get("podSelector")), labels)
+        and "Egress" in _policy_types(p)
+    ]
+
+
+def _policy_types(policy: dict[str, Any]) -> list[str]:
+    declared = policy["spec"].get("policyTypes")
+    if declared:
+        return list(declared)
+    return ["Ingress", "Egress"] if policy["spec"].get("egress") else ["Ingress"]
+
+
+def dns_allowed(ctx: ControllerContext, caller: dict[str, Any]) -> bool:
+    """Whether the caller's egress policies let it ask the cluster DNS (UDP 53 to a
+    kube-dns pod); a cluster without DNS pods answers from nowhere, so nothing is blocked."""
+    if not _egress_policies(ctx, caller):
+        return True
+    resolvers = [
+        pod
+        for pod in ctx.store.list_objects("pods", "kube-system")
+        if (pod["metadata"].get("labels") or {}).get("k8s-app") == "kube-dns"
+    ]
+    if not resolvers:
+        return egress_allows(ctx, caller, _ANY_RESOLVER, 53, "UDP")
+    return any(egress_allows(ctx, caller, pod, 53, "UDP") for pod in resolvers)
+
+
+_ANY_RESOLVER: dict[str, Any] = {
+    "metadata": {"namespace": "kube-system", "labels": {"k8s-app": "kube-dns"}},
+    "spec": {},
+}
+
+
+def _ingress_allows(
+    ctx: ControllerContext, caller: dict[str, Any] | None, callee: dict[str, Any], port: int
+) -> bool:
     namespace = callee["metadata"]["namespace"]
     labels = callee["metadata"].get("labels") or {}
     policies = [
@@ -273,7 +362,10 @@ class QuotaAdmission:
                     )
                 from lab.cluster import quantity
 
-                if used[resource] + wanted[resource] > float(quantity.parse(hard[resource])):
+                limit = float(quantity.parse(hard[resource]))
+                # Sums of float quantities drift (0.91 + 0.1 > 1.01): the API server compares
+                # exact quantities, so a request that lands exactly on the limit is admitted.
+                if used[resource] + wanted[resource] - limit > 1e-9 * max(1.0, limit):
                     raise ApiError(
                         403,
                         "Forbidden",

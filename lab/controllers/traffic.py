@@ -25,7 +25,7 @@ from lab.controllers.containers import ContainerRun, PodRun
 from lab.controllers.context import ControllerContext
 from lab.controllers.kubelet import Kubelet
 from lab.controllers.request_metrics import PodRequests, service_label
-from lab.controllers.services import network_policy_allows
+from lab.controllers.services import dns_allowed, network_policy_allows
 from lab.images import Call
 
 CLIENT_TIMEOUT = 1.0  # seconds a caller waits for an answer that never comes
@@ -157,7 +157,7 @@ class TrafficSimulator:
         assert container.behaviour is not None
         caller = self.ctx.store.get("pods", run.namespace, run.name)
         metrics = self.pods.get(run.uid)
-        for call in container.behaviour.calls:
+        for call in [c.resolved(container.env) for c in container.behaviour.calls]:
             outcome, _, backends = self._service_outcome(
                 caller, run.namespace, call.service, call, runs_by_ip, memo, {run.uid}, container
             )
@@ -237,11 +237,28 @@ class TrafficSimulator:
         how they fare on each backend."""
         service = self.ctx.store.get("services", namespace, service_name)
         port = call.port if call else None
+        if caller is not None and not dns_allowed(self.ctx, caller):
+            # An egress lockdown that forgot DNS: the name never resolves, after a wait.
+            ip = (caller.get("status") or {}).get("podIP", "")
+            return (
+                _failed(
+                    f"dial tcp: lookup {service_name} on 10.96.0.10:53: read udp "
+                    f"{ip}:53211->10.96.0.10:53: i/o timeout",
+                    "504",
+                    CLIENT_TIMEOUT,
+                ),
+                0.0,
+                [],
+            )
         if service is None:
             return (
                 _failed(f"dial tcp: lookup {service_name} on 10.96.0.10:53: no such host", "503"),
                 0.0,
                 [],
+            )
+        if service["spec"].get("clusterIP") == "None":
+            return self._headless_outcome(
+                caller, service, call, runs_by_ip, memo, visiting, caller_container
             )
         # Callers speak TCP: a UDP or SCTP port in front of a TCP server answers nothing.
         ports = [p for p in service["spec"].get("ports") or [] if p.get("protocol", "TCP") == "TCP"]
@@ -296,6 +313,51 @@ class TrafficSimulator:
             )
             for run, target in live
         ]
+        ok = sum(b.outcome.ok for b in backends) / len(backends)
+        error = next((b.outcome.error for b in backends if b.outcome.error), "")
+        code = next((b.outcome.code for b in backends if b.outcome.ok < 1.0), "200")
+        latency = sum(b.outcome.latency for b in backends) / len(backends)
+        return _Outcome(ok, error, code, latency), rps, backends
+
+    def _headless_outcome(
+        self,
+        caller: dict[str, Any] | None,
+        service: dict[str, Any],
+        call: Call | None,
+        runs_by_ip: dict[str, PodRun],
+        memo: dict[str, _Outcome],
+        visiting: set[str],
+        caller_container: ContainerRun | None,
+    ) -> tuple[_Outcome, float, list[_Backend]]:
+        """A headless Service (``clusterIP: None``) is only a DNS name: it resolves to the
+        ready pods' addresses — to nothing at all when none is ready — and the client connects
+        to each pod on the port it dialed, since no proxy maps ``port`` to ``targetPort``."""
+        namespace, name = service["metadata"]["namespace"], service["metadata"]["name"]
+        declared: list[dict[str, Any]] = service["spec"].get("ports") or [{}]
+        port = call.port if call else declared[0].get("port")
+        endpoints = self.ctx.store.get("endpoints", namespace, name)
+        ips = [
+            a["ip"]
+            for subset in (endpoints or {}).get("subsets") or []
+            for a in subset.get("addresses") or []
+        ]
+        live = [run for ip in dict.fromkeys(ips) if (run := runs_by_ip.get(ip)) is not None]
+        if not live or port is None:
+            return (
+                _failed(f"dial tcp: lookup {name} on 10.96.0.10:53: no such host", "503"),
+                10.0 if call is None else 0.0,
+                [],
+            )
+        backends = [
+            self._backend_outcome(
+                caller, run, int(port), call, caller_container, runs_by_ip, memo, visiting
+            )
+            for run in live
+        ]
+        rps = max(
+            (c.behaviour.rps for run in live for c in self._running(run) if c.behaviour),
+            default=10.0,
+        )
         ok = sum(b.outcome.ok for b in backends) / len(backends)
         error = next((b.outcome.error for b in backends if b.outcome.error), "")
         code = next((b.outcome.code for b in backends if b.outcome.ok < 1.0), "200")
@@ -377,7 +439,7 @@ class TrafficSimulator:
         ok = 1.0
         error = ""
         latency = self._own_latency(server)
-        for call in server.behaviour.calls:
+        for call in [c.resolved(server.env) for c in server.behaviour.calls]:
             outcome, _, _ = self._service_outcome(
                 caller,
                 run.namespace,

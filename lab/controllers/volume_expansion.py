@@ -1,4 +1,5 @@
-"""The resize controller: a bound claim whose request grew gets the bigger capacity.
+"""The resize controller: a bound claim whose request grew gets the bigger capacity, and so
+does its PersistentVolume (the external resizer grows the volume, the kubelet the file system).
 
 Admission (``lab.cluster.update_rules``) only lets a claim grow when its StorageClass allows
 expansion, so every claim asking for more than it has is one the volume can grow for.
@@ -29,6 +30,7 @@ class VolumeExpander:
                 continue
             if quantity.parse(wanted) <= quantity.parse(has):
                 continue
+            self._grow_volume((pvc.get("spec") or {}).get("volumeName") or "", wanted)
             self.ctx.write_status(
                 "persistentvolumeclaims",
                 pvc,
@@ -42,3 +44,14 @@ class VolumeExpander:
                 f'"{(pvc.get("spec") or {}).get("volumeName", "")}"',
                 component="kubelet",
             )
+
+    def _grow_volume(self, name: str, size: str) -> None:
+        volume = self.ctx.store.get("persistentvolumes", "", name) if name else None
+        if volume is None:
+            return
+        capacity = (volume.get("spec") or {}).get("capacity") or {}
+        has = capacity.get("storage")
+        if quantity.is_valid(has) and quantity.parse(has) >= quantity.parse(size):
+            return
+        spec = {**volume["spec"], "capacity": {**capacity, "storage": size}}
+        self.ctx.write_object("persistentvolumes", {**volume, "spec": spec})

@@ -122,6 +122,22 @@ def update_message(call: Call) -> Json:
     return {"channel": channel, "ts": ts, "text": text, "message": message}
 
 
+def delete_message(call: Call) -> Json:
+    """Slack's ``chat.delete``: a bot token deletes only its own messages. A deleted thread
+    parent takes its thread with it as far as a bot can tell: replying to it, reading it or
+    updating it answers ``thread_not_found`` / ``message_not_found`` from then on."""
+    ws = call.workspace
+    channel = _channel(call, member=False)
+    ts = call.str_arg("ts", "message_not_found")
+    message = ws.find_message(channel, ts)
+    if message is None:
+        raise SlackError("message_not_found")
+    if message.get("bot_id") != ws.config.bot_id:
+        raise SlackError("cant_delete_message")
+    ws.delete_message(channel, ts)
+    return {"channel": channel, "ts": ts}
+
+
 def post_ephemeral(call: Call) -> Json:
     ws = call.workspace
     channel = _channel(call)
@@ -235,6 +251,17 @@ def usergroup_users(call: Call) -> Json:
     return {"users": members}
 
 
+def usergroups_list(call: Call) -> Json:
+    """The workspace's user groups with their handles (Slack's ``usergroups.list``)."""
+    groups = call.workspace.groups.values()
+    return {
+        "usergroups": [
+            {"id": g.id, "handle": g.handle, "name": g.name, "user_count": len(g.members)}
+            for g in groups
+        ]
+    }
+
+
 def add_reaction(call: Call) -> Json:
     ws = call.workspace
     channel = _channel(call)
@@ -265,6 +292,7 @@ METHODS: dict[str, MethodSpec] = {
     "auth.test": MethodSpec(auth_test, (BOT, APP)),
     "chat.postMessage": MethodSpec(post_message),
     "chat.update": MethodSpec(update_message),
+    "chat.delete": MethodSpec(delete_message),
     "chat.postEphemeral": MethodSpec(post_ephemeral),
     "chat.getPermalink": MethodSpec(get_permalink),
     "conversations.replies": MethodSpec(replies),
@@ -272,6 +300,7 @@ METHODS: dict[str, MethodSpec] = {
     "conversations.info": MethodSpec(conversation_info),
     "users.info": MethodSpec(user_info),
     "usergroups.users.list": MethodSpec(usergroup_users),
+    "usergroups.list": MethodSpec(usergroups_list),
     "reactions.add": MethodSpec(add_reaction),
     "views.open": MethodSpec(views.open_view),
     "views.push": MethodSpec(views.push_view),

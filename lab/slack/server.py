@@ -50,6 +50,7 @@ class Playground:
         self.app.add_routes(
             [
                 web.get("/", self._page),
+                web.get("/favicon.ico", self._favicon),
                 web.get("/archives/{channel}/{message}", self._permalink),
                 web.static("/static", STATIC),
             ]
@@ -58,6 +59,10 @@ class Playground:
 
     async def _page(self, request: web.Request) -> web.FileResponse:
         return web.FileResponse(STATIC / "index.html")
+
+    async def _favicon(self, request: web.Request) -> web.FileResponse:
+        # Browsers ask for /favicon.ico whatever the page says; an SVG answers both.
+        return web.FileResponse(STATIC / "favicon.svg", headers={"Content-Type": "image/svg+xml"})
 
     async def _permalink(self, request: web.Request) -> web.Response:
         channel = request.match_info["channel"]
@@ -139,6 +144,15 @@ class PlaygroundServer:
             self._error = exc
             self._ready.set()
         finally:
+            # A browser's long-poll still open at shutdown leaves its handler task cancelling;
+            # closing the loop under it printed "Task was destroyed but it is pending!" as the
+            # demo stopped. Let every task finish its cancellation first, as asyncio.run does.
+            pending = asyncio.all_tasks(self._loop)
+            for task in pending:
+                task.cancel()
+            if pending:
+                self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            self._loop.run_until_complete(self._loop.shutdown_asyncgens())
             self._loop.close()
 
     def start(self, timeout: float = 30.0) -> PlaygroundServer:

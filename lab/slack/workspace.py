@@ -73,6 +73,7 @@ SLACK_TIERS: dict[str, int] = {
     "conversations.info": 100,
     "users.info": 100,
     "usergroups.users.list": 50,
+    "usergroups.list": 20,
     "reactions.add": 50,
     "apps.connections.open": 1,
 }
@@ -357,6 +358,14 @@ class Workspace:
         self.messages.setdefault(channel, []).append(message)
         self.changed()
         return message
+
+    def delete_message(self, channel: str, ts: str) -> None:
+        """Remove a message; a deleted parent takes its replies with it (the page shows a
+        thread only from its parent)."""
+        self.messages[channel] = [
+            m for m in self.messages.get(channel, []) if ts not in (m["ts"], m.get("thread_ts"))
+        ]
+        self.changed()
 
     def add_ephemeral(self, channel: str, user: str, message: Json) -> Json:
         message["ts"] = self.new_ts()

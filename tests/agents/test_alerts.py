@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from agents.alert_text import ANNOTATION, LABEL_VALUE, alert_name, clean
-from agents.alerts import (
+from incidents.alert_text import ANNOTATION, LABEL_VALUE, alert_name, clean
+from incidents.alerts import (
     AlertGroup,
     AlertmanagerPayload,
     AlertStatus,

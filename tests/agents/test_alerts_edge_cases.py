@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agents.alert_text import MAX_LABELS
-from agents.alerts import (
+from incidents.alert_text import MAX_LABELS
+from incidents.alerts import (
     KEPT_ALERTS,
     KEPT_SEEN,
     MAX_ALERTS,

@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from agents.alert_store import AlertGroupRepository, AlertIntake, IntakeResult
-from agents.alerts import AlertmanagerPayload, outcome
-from agents.incident import IncidentState
-from agents.incident_store import IncidentEventType, IncidentRepository
 from agents.planner.offline import OfflinePlanner
-from agents.settings import WorkflowConfig
-from agents.workflow import IncidentWorkflow
+from incidents.alert_store import AlertGroupRepository, AlertIntake, IntakeResult
+from incidents.alerts import AlertmanagerPayload, outcome
+from incidents.model import IncidentState
+from incidents.repository import IncidentEventType, IncidentRepository
+from incidents.settings import WorkflowConfig
+from incidents.workflow import IncidentWorkflow
 from policies.model import Rule
 from proposals.service import ProposalService
 from store.audit import AuditLog

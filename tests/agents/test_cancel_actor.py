@@ -5,12 +5,9 @@ canceller as the actor of its event and audit row (`withdrawn: incident … was 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
-from agents.incident import IncidentState
+from incidents.model import IncidentState
 from proposals.errors import AnswerRefused
 from proposals.model import ProposalState
 from proposals.service import ProposalService
@@ -19,34 +16,7 @@ from store.db import Store
 from tests.agents.test_workflow import ASK, FIX, ScriptedPlanner, replicas, workflow
 from tests.conftest import Lab
 from tests.proposals.conftest import PolicyBox
-from tools.executor import Executor
 from tools.k8s import KubeClient
-
-
-@pytest.fixture
-def wstore(tmp_path: Path) -> Iterator[Store]:
-    store = Store(tmp_path / "cancel.db")
-    yield store
-    store.close()
-
-
-@pytest.fixture
-def policy() -> PolicyBox:
-    return PolicyBox()
-
-
-@pytest.fixture
-def service(kube: KubeClient, wstore: Store, policy: PolicyBox) -> ProposalService:
-    return ProposalService(
-        store=wstore, executor=Executor(kube, wstore, lock_wait=0.5), policy=policy
-    )
-
-
-@pytest.fixture
-def broken(lab: Lab) -> Lab:
-    lab.control.post("/lab/v1/scenarios/hotel-recommendation-scaled-to-zero/inject")
-    lab.settle()
-    return lab
 
 
 def test_the_waiting_proposal_is_withdrawn_by_whoever_cancelled(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -258,3 +259,41 @@ def test_an_unwritable_report_path_is_refused_before_the_run(tmp_path: Path) -> 
     )
     assert result.returncode == 1 and "not a writable folder" in result.stderr
     assert "running" not in result.stdout  # nothing ran
+
+
+def test_a_scenario_that_expects_an_escalation_is_counted_as_one() -> None:
+    """A fault no catalog action fixes: escalating is the right end. The oracle still says
+    unmitigated (the rate stays honest); the row says ``escalated`` and the totals count it."""
+    report = evaluation.evaluate(
+        ["s1-hotel-job-image-missing", "hotel-recommendation-scaled-to-zero"], idle_agent, jobs=1
+    )
+    expected, ordinary = report.results
+    assert expected.expected == "escalated" and ordinary.expected == "mitigated"
+    assert expected.mitigated is False and ordinary.mitigated is False
+    totals = report.totals()
+    assert totals["escalated_as_expected"] == 1 and totals["mitigated"] == 0
+    rows = evaluation.table(report).splitlines()
+    mitigated_column = evaluation.COLUMNS.index("mitigated")
+
+    def cell(scenario: str) -> str:
+        row = next(r for r in rows if r.startswith(scenario))
+        return re.split(r"\s{2,}", row)[mitigated_column]
+
+    assert cell("s1-hotel-job-image-missing") == "escalated"
+    assert cell("hotel-recommendation-scaled-to-zero") == "NO"
+    assert "0 of 2 fault scenarios mitigated (0%), 1 escalated as expected" in rows[-1]
+
+
+HELDOUT = Path(__file__).resolve().parents[2] / "benchmarks" / "heldout"
+
+
+def test_harmless_changes_marked_healthy_count_as_a_noop_scenario() -> None:
+    """A scenario that injects changes harming nothing (``expected: healthy``) is scored as a
+    noop: doing nothing is right, any proposal is a false positive — not "mitigated" because
+    the oracle passes whatever the agent did."""
+    quiet = evaluation.run_scenario("h-noop-shop-scale-up", idle_agent, pack=HELDOUT)
+    assert quiet.fault is False and quiet.false_positive is False
+    noisy = evaluation.run_scenario("h-noop-shop-scale-up", scaling_agent_on_shop, pack=HELDOUT)
+    assert noisy.fault is False and noisy.false_positive is True
+    report = evaluation.evaluate(["h-noop-shop-scale-up"], idle_agent, jobs=1, pack=HELDOUT)
+    assert report.totals()["noop_scenarios"] == 1

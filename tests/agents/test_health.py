@@ -67,12 +67,56 @@ def test_only_new_warnings_count_and_a_noisy_namespace_is_capped() -> None:
     assert score(noisy).healthy  # warnings alone do not make a namespace sick
 
 
+def test_a_service_at_zero_that_callers_fail_against_is_without_endpoints() -> None:
+    """Issue 18: ``hotel-recommendation-scaled-to-zero`` scored "2: 1 failure callers log"
+    although the Service's endpoints were ``<none>``. A Service whose workload is at zero is
+    left alone while nobody calls it (intentional zero), but once a caller's latest log lines
+    fail against it, it is a Service without endpoints like any other (3 points)."""
+    called = "frontend: ERROR request to web:# failed: no healthy upstream: service web has no"
+    at_zero = state(
+        workloads=(Workload("Deployment", "web", 0, 0, WEB),),
+        services=(ServiceState("web", WEB, 0), ServiceState("web-db", {"app": "db"}, 0)),
+        failing_requests=(called,),
+    )
+    result = score(at_zero)
+    assert result.parts["services_without_endpoints"] == 1
+    assert result.details["services_without_endpoints"] == ["web"]
+    assert result.total == 3 + 2 and not result.healthy
+    # A failure naming another service ("web-db", "web2") does not make this one dark.
+    other = state(
+        workloads=(Workload("Deployment", "web", 0, 0, WEB),),
+        services=(ServiceState("web", WEB, 0),),
+        failing_requests=("frontend: ERROR request to web-db:# failed: refused",),
+    )
+    assert score(other).parts["services_without_endpoints"] == 0
+    # A Service whose selector matches no pod at all, failed against by its callers, is dark.
+    orphan = state(
+        workloads=(Workload("Deployment", "web", 1, 1, WEB),),
+        services=(ServiceState("web", {"app": "wbe"}, 0),),
+        failing_requests=(called,),
+    )
+    assert score(orphan).details["services_without_endpoints"] == ["web"]
+
+
 def test_verdicts() -> None:
     well = score(state())
     one = score(state(pods=(PodState("a", "Running", False, 0),)))
     two = score(state(pods=(PodState("a", "Running", False, 1),)))
     assert verdict(two, one) == "better" and verdict(one, two) == "worse"
     assert verdict(one, one) == "same" and verdict(two, well) == "healthy"
+
+
+def test_new_warnings_alone_do_not_make_a_verdict_worse() -> None:
+    # Issue 18 F1(b): "worse (4 → 5: crash looping 1, new warning events 1, unready 1)" —
+    # the only part that grew was a warning (the back-off of a pod yet to read the fix).
+    looping = (PodState("payment", "Running", False, 1),)
+    before = score(state(pods=looping))
+    warned = state(pods=looping, warnings=(WarningEvent("BackOff", "pod/payment", "z"),))
+    after = score(warned)
+    assert after.total == before.total + 1
+    assert verdict(before, after) == "same"
+    fewer = score(state(pods=(PodState("payment", "Running", False, 0),), warnings=warned.warnings))
+    assert verdict(before, fewer) == "better"  # fixed a crash loop, made a warning
 
 
 def test_the_lab_baseline_is_healthy_and_a_crash_loop_is_worse(lab: Lab, kube: KubeClient) -> None:
@@ -120,6 +164,9 @@ def test_callers_failing_against_a_service_scaled_to_zero_make_the_namespace_unh
         for f in broken.details["failing_requests"]
     ), broken.to_dict()
     assert not broken.healthy
+    # Its endpoints are <none>: the score counts the Service (3 points), as the legend says.
+    assert broken.details["services_without_endpoints"] == ["recommendation"], broken.to_dict()
+    assert broken.parts["services_without_endpoints"] == 1
 
 
 def _pod(

@@ -183,6 +183,11 @@ def test_bad_namespaces_are_refused_with_a_clear_error(
     assert incident_state(run_env["STRATUS_DB"]) == []
     unknown = stratus("incidents", "show", "inc-nope", env=run_env)
     assert unknown.returncode != 0 and "no incident inc-nope" in unknown.stderr
+    # Seen: "Error: no incident " with nothing after it.
+    for verb in ("cancel", "resume", "show"):
+        empty = stratus("incidents", verb, "", env=run_env)
+        assert empty.returncode != 0 and "the incident id is empty" in empty.stderr, empty.stderr
+        assert "no incident \n" not in empty.stderr and "Traceback" not in empty.stderr
 
 
 QUORUM = """apiVersion: stratus/v1

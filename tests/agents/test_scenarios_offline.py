@@ -43,6 +43,15 @@ def test_the_offline_planner_diagnoses_and_mitigates(
         assert plan.diagnosis.category == scenario.root_cause.category
     assert plan.diagnosis.evidence, "a diagnosis cites what it rests on"
 
+    if scenario.expected == "escalated":
+        # No catalog action can fix it: nothing is proposed, and the escalation says what a
+        # person should do and why Stratus cannot.
+        assert plan.candidates == [], [c.intent for c in plan.candidates]
+        [note] = [n for n in plan.notes if n.startswith("no catalog action fixes this")]
+        assert "a person has to: " in note and "Stratus cannot: " in note, note
+        assert diagnosed[1] in note, note
+        return
+
     service = allow_all_service(kube, tmp_path / "stratus.db")
     outcome = mitigate(lab, kube, service, scenario.name, scenario.namespace)
     tried = [f"{a.candidate.key()} → {a.verdict}" for a in outcome.attempts]

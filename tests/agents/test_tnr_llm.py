@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from agents.incident import IncidentState
-from agents.incident_store import IncidentEventType
 from agents.llm import planner_from_env
 from agents.planner.offline import OfflinePlanner
-from agents.settings import WorkflowConfig
-from agents.workflow import IncidentWorkflow
+from incidents.model import IncidentState
+from incidents.repository import IncidentEventType
+from incidents.settings import WorkflowConfig
+from incidents.workflow import IncidentWorkflow
 from lab.llm import FakeChatServer
 from policies.model import Rule
 from proposals.model import ProposalState

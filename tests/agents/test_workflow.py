@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from agents.incident import IncidentState
-from agents.incident_store import IncidentEventType
 from agents.model import Candidate, Category, Diagnosis, PlanResult, ResourceKey, Step
 from agents.planner import PlanRequest
-from agents.settings import WorkflowConfig
-from agents.workflow import IncidentWorkflow
+from incidents.model import IncidentState
+from incidents.repository import IncidentEventType
+from incidents.settings import WorkflowConfig
+from incidents.workflow import IncidentWorkflow
 from policies.model import Match, Rule
 from proposals.model import ProposalState
 from proposals.service import ProposalService
@@ -303,13 +303,13 @@ def test_a_rejected_undo_escalates_instead_of_asking_again(
 
 
 def test_planning_may_resolve_when_a_fresh_look_finds_nothing_left() -> None:
-    from agents.incident import TRANSITIONS
+    from incidents.model import TRANSITIONS
 
     assert St.RESOLVED in TRANSITIONS[St.PLANNING]
 
 
 def test_questions_are_made_safe_to_print() -> None:
-    from agents.workflow import printable
+    from incidents.workflow import printable
 
     assert printable("x\x07y\r\nline2 \u202e evil") == "x y  line2   evil"
 

@@ -18,15 +18,14 @@ import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from agents.incident import IncidentState
-from agents.incident_store import IncidentEventType
 from agents.model import Candidate
-from agents.workflow import IncidentWorkflow
+from incidents.model import IncidentState
+from incidents.repository import IncidentEventType
+from incidents.workflow import IncidentWorkflow
 from policies.model import Defaults, Match, Rule
 from policies.reload import LivePolicy
 from proposals.errors import AnswerRefused, NotExecutable
@@ -49,32 +48,6 @@ REC_PATH = r"/apis/apps/v1/namespaces/hotel/deployments/recommendation(/scale)?$
 FIX_REC = Candidate(steps=[scale("recommendation", 1)], intent="scale recommendation to 1")
 FIX_GEO = Candidate(steps=[scale("geo", 1)], intent="scale geo to 1")
 APPROVERS = Defaults(approvers=["U0BOB"])  # not "*": the sweep is no approver
-
-
-@pytest.fixture
-def wstore(tmp_path: Path) -> Iterator[Store]:
-    store = Store(tmp_path / "sweep.db")
-    yield store
-    store.close()
-
-
-@pytest.fixture
-def policy() -> PolicyBox:
-    return PolicyBox()
-
-
-@pytest.fixture
-def service(kube: KubeClient, wstore: Store, policy: PolicyBox) -> ProposalService:
-    return ProposalService(
-        store=wstore, executor=Executor(kube, wstore, lock_wait=0.5), policy=policy
-    )
-
-
-@pytest.fixture
-def broken(lab: Lab) -> Lab:
-    lab.control.post("/lab/v1/scenarios/hotel-recommendation-scaled-to-zero/inject")
-    lab.settle()
-    return lab
 
 
 def scale_to_zero(lab: Lab, kube: KubeClient, name: str) -> None:

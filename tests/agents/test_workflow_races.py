@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
-from agents.incident import IncidentState
 from agents.model import Candidate
-from agents.workflow import IncidentWorkflow
+from incidents.model import IncidentState
+from incidents.workflow import IncidentWorkflow
 from policies.model import Match, Rule
 from proposals.errors import AnswerRefused
 from proposals.model import ProposalState
@@ -38,32 +36,6 @@ GEO_PATH = r"/apis/apps/v1/namespaces/hotel/deployments/geo$"
 TWO_STEPS = Candidate(
     steps=[scale("recommendation", 2), scale("geo", 2)], intent="scale recommendation and geo"
 )
-
-
-@pytest.fixture
-def wstore(tmp_path: Path) -> Iterator[Store]:
-    store = Store(tmp_path / "races.db")
-    yield store
-    store.close()
-
-
-@pytest.fixture
-def policy() -> PolicyBox:
-    return PolicyBox()
-
-
-@pytest.fixture
-def service(kube: KubeClient, wstore: Store, policy: PolicyBox) -> ProposalService:
-    return ProposalService(
-        store=wstore, executor=Executor(kube, wstore, lock_wait=0.5), policy=policy
-    )
-
-
-@pytest.fixture
-def broken(lab: Lab) -> Lab:
-    lab.control.post("/lab/v1/scenarios/hotel-recommendation-scaled-to-zero/inject")
-    lab.settle()
-    return lab
 
 
 def race(*works: Callable[[], object]) -> None:

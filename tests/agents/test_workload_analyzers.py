@@ -246,9 +246,12 @@ def test_memory_and_tried_reorder_and_drop_candidates(lab: Lab, kube: KubeClient
 
 
 @pytest.mark.parametrize("fault", ["memory-limit", "wrong-command"])
-def test_a_statefulset_is_patched_in_place_since_it_has_no_rollout_undo(
+def test_a_statefulset_rolls_back_through_its_controller_revisions(
     lab: Lab, kube: KubeClient, fault: str
 ) -> None:
+    """Issue 18: a StatefulSet's template history is its ControllerRevisions, so it rolls back
+    like a Deployment (``kubectl rollout undo statefulset/x``); patching the one field in place
+    stays the alternative."""
     params = {"memory": "4Mi"} if fault == "memory-limit" else {"binary": "pg-nope"}
     statefulset = kube.get(ObjectRef("StatefulSet", "postgres", "shop"))
     container = statefulset["spec"]["template"]["spec"]["containers"][0]["name"]
@@ -265,8 +268,16 @@ def test_a_statefulset_is_patched_in_place_since_it_has_no_rollout_undo(
     lab.settle()
     _, findings, plan = look(kube, "shop")
     assert plan.diagnosis is not None and str(plan.diagnosis.resource) == "StatefulSet/postgres"
-    assert all(c.steps[0].action != "rollout-undo" for c in plan.candidates)
     assert plan.candidates, findings
+    first = plan.candidates[0].steps[0]
+    assert (first.action, first.kind, first.name, first.params) == (
+        "rollout-undo",
+        "StatefulSet",
+        "postgres",
+        {"to_revision": 1},
+    )
+    in_place = "set-resources" if fault == "memory-limit" else "set-command"
+    assert any(c.steps[0].action == in_place for c in plan.candidates[1:]), plan.candidates
 
 
 def _as_statefulset(fault: str) -> dict[str, Any]:

@@ -13,11 +13,11 @@ import pytest_asyncio
 
 from agents.llm.questions import QuestionAnswerer
 from agents.planner.offline import OfflinePlanner
-from agents.settings import WorkflowConfig
-from agents.workflow import IncidentWorkflow
 from bot.app import StratusBot
 from bot.config import BotConfig
 from bot.runtime import Runtime
+from incidents.settings import WorkflowConfig
+from incidents.workflow import IncidentWorkflow
 from lab.slack.client import AsyncPlaygroundClient
 from lab.slack.server import PlaygroundServer
 from lab.slack.workspace import PlaygroundConfig

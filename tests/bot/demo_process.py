@@ -16,14 +16,18 @@ from pathlib import Path
 from typing import Any
 
 from lab.slack.client import PlaygroundClient
+from tests.conftest import interruptible
 
 REPO = Path(__file__).resolve().parents[2]
 READY = "stratus demo ready: "
 
 
 class DemoProcess:
-    def __init__(self, directory: Path, *, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, directory: Path, *, env: dict[str, str] | None = None, args: tuple[str, ...] = ()
+    ) -> None:
         self.directory = directory
+        self.args = args
         self.env = {**(env or os.environ), "PYTHONUNBUFFERED": "1"}
         self.env.pop("OPENAI_API_KEY", None)  # the offline planner: deterministic
         self.process: subprocess.Popen[str] | None = None
@@ -34,13 +38,24 @@ class DemoProcess:
 
     def start(self, timeout: float = 120.0) -> DemoProcess:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "cli", "demo", "--port", "0", "--dir", str(self.directory)],
+            [
+                sys.executable,
+                "-m",
+                "cli",
+                "demo",
+                "--port",
+                "0",
+                "--dir",
+                str(self.directory),
+                *self.args,
+            ],
             cwd=REPO,
             env=self.env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
+            preexec_fn=interruptible,  # noqa: PLW1509 - only signal dispositions, before exec
         )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()

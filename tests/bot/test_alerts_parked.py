@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from agents.incident import Incident, IncidentState
 from bot import parking
 from bot.app import StratusBot
 from bot.config import AlertsConfig, BotConfig
+from incidents.model import Incident, IncidentState
 from lab.slack.client import AsyncPlaygroundClient
 from lab.slack.server import PlaygroundServer
 from tests.agents.alert_payloads import alert, payload

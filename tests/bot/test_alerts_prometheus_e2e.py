@@ -16,11 +16,11 @@ import pytest
 import pytest_asyncio
 
 from agents.planner.offline import OfflinePlanner
-from agents.settings import WorkflowConfig
-from agents.workflow import IncidentWorkflow
 from bot.app import StratusBot
 from bot.config import AlertsConfig, BotConfig
 from bot.runtime import Runtime
+from incidents.settings import WorkflowConfig
+from incidents.workflow import IncidentWorkflow
 from lab.client import LabClient
 from lab.prometheus import PrometheusStack, WebhookTarget, unavailable
 from lab.prometheus.stack import free_port

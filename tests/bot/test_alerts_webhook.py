@@ -182,33 +182,37 @@ async def test_socket_mode_serves_the_webhook_on_its_own_listener(
     assert "Incident in hotel" in blocks_text(parent)
 
 
-async def test_alerts_clearing_after_the_incident_ended_repost_the_summary(
+async def test_alerts_clearing_after_the_incident_ended_edit_the_one_summary(
     lab: Lab, slack: AsyncPlaygroundClient, alert_bot: AlertBotHandle
 ) -> None:
-    """A healthy namespace: the alert's incident ends as healthy; when the alert clears later,
-    the thread says so and the summary is posted again saying the alerts all cleared."""
+    """A healthy namespace: the alert's incident ends as healthy and its summary is posted;
+    when the alert clears later, the thread says so and that same summary is edited in place
+    to say the alerts all cleared — one summary per incident, never a second one."""
     bot = alert_bot.bot
     assert bot is not None
     firing = alert("KubePodCrashLooping", pod="geo-1")
     await send(bot.alerts_url, payload(firing))
+    (parent,) = await wait_for(lambda: parents(slack))
 
-    async def ended() -> bool:
-        found = await bot.rt.call(bot.rt.incidents.recent)
-        return bool(found) and not found[0].is_open
+    async def summaries() -> list[dict[str, Any]]:
+        replies = (await slack.messages(channel=CHANNEL, thread_ts=parent["ts"]))["messages"]
+        return [m for m in replies if "Incident summary" in blocks_text(m)]
 
-    await wait_for(ended)
-    await alert_bot.settle()
+    # The clear is sent only once the first summary is in the thread: the summary that then
+    # says "all cleared" is that one, edited, not a second one built before the clear was saved.
+    (first,) = await wait_for(summaries)
+    assert "not all cleared yet" in blocks_text(first)
     status, _ = await send(bot.alerts_url, payload({**firing, "status": "resolved"}))
     assert status == 200
-    (parent,) = await parents(slack)
 
-    async def reposted() -> list[str] | None:
-        replies = (await slack.messages(channel=CHANNEL, thread_ts=parent["ts"]))["messages"]
-        summaries = [blocks_text(m) for m in replies if "Incident summary" in blocks_text(m)]
-        return summaries if len(summaries) == 2 else None
+    async def cleared() -> list[dict[str, Any]] | None:
+        found = await summaries()
+        return found if any("all cleared (at" in blocks_text(m) for m in found) else None
 
-    first, second = await wait_for(reposted)
-    assert "not all cleared yet" in first and "all cleared (at" in second
+    (edited,) = await wait_for(cleared)
+    await alert_bot.settle()
+    (edited,) = await summaries()
+    assert edited["ts"] == first["ts"] and "all cleared (at" in blocks_text(edited)
     assert "after the incident ended" in await thread_text(slack, parent["ts"])
 
 

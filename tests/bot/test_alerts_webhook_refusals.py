@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from bot.app import StratusBot
 from bot.config import AlertsConfig, BotConfig
+from bot.runtime import Runtime
 from lab.slack.client import PlaygroundClient
 from lab.slack.server import PlaygroundServer
 from store.db import Store
@@ -39,6 +40,7 @@ class World:
     off_url: str  # … of a bot without STRATUS_ALERTS_TOKEN
     db: Path
     playground: PlaygroundServer
+    runtime: Runtime  # the bot behind ``url``
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +63,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             alerts=alerts,
         )
 
+    runtime = make_runtime(kube, db, PolicyBox())
     on = StratusBot(
-        make_runtime(kube, db, PolicyBox()),
+        runtime,
         config(AlertsConfig(token=TOKEN, channel="C0INCIDENT")),
     )
     off = StratusBot(
@@ -70,7 +73,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         config(AlertsConfig()),
     )
     with ThreadedBot(on), ThreadedBot(off):
-        yield World(on.alerts_url, off.alerts_url, db, playground)
+        yield World(on.alerts_url, off.alerts_url, db, playground, runtime)
         calls = PlaygroundClient(playground.url).calls()["calls"]
         # Nothing a refused request could have caused: no message posted anywhere.
         assert not [c for c in calls if c["method"].startswith("chat.")], calls
@@ -108,6 +111,18 @@ def nothing_opened(world: World) -> None:
         assert [r for r in EventStore(store).since(0) if r.stream == "incident"] == []
     finally:
         store.close()
+
+
+def test_a_stratus_that_does_not_lead_stores_no_notification(world: World) -> None:
+    """A deposed leader (docs/operations.md, the door) answers 503, which Alertmanager retries
+    to whoever leads then; a notification it stored would be opened by no one."""
+    world.runtime.acting = lambda: False
+    try:
+        status, body = post(world.url, valid(), bearer(TOKEN))
+    finally:
+        world.runtime.acting = lambda: True
+    assert status == 503 and "handing over" in body["error"], body
+    nothing_opened(world)
 
 
 def test_the_endpoint_is_off_without_a_token_and_says_so(world: World) -> None:

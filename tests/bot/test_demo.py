@@ -86,7 +86,7 @@ def test_the_demo_investigates_approves_verifies_undoes_and_stops_cleanly(
     assert "Root cause" in text_of(summary)
 
     slack.click("U0ALICE", "stratus.undo", value=pid)
-    undo = wait_for(lambda: card(slack, "Undo: ", "stratus.approve"), timeout=60)
+    undo = wait_for(lambda: card(slack, "as before Stratus", "stratus.approve"), timeout=60)
     slack.click("U0ALICE", "stratus.approve", value=button_value(undo, "stratus.approve"))
     wait_for(lambda: card(slack, f"`{pid}`", "Undone", "Diff"), timeout=60)
     wait_for(lambda: card(slack, "Undone:"), timeout=60)
@@ -95,11 +95,40 @@ def test_the_demo_investigates_approves_verifies_undoes_and_stops_cleanly(
 
     children = demo.children()
     assert len(children) == 2
+    used = _secrets_of(children)
+    assert {"SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "STRATUS_ALERTS_TOKEN"} <= set(used), used
     assert demo.stop() == 0, "\n".join(demo.lines)
+    # Issue 19: no token or secret the run used is in anything it logged or printed.
+    logs = {path.name: path.read_text(errors="replace") for path in demo.directory.glob("*.log")}
+    logs["stdout"] = "\n".join(demo.lines)
+    assert {"bot.log", "lab.log"} <= set(logs), sorted(logs)
+    leaks = [(name, key) for name, text in logs.items() for key, v in used.items() if v in text]
+    assert leaks == [], leaks
     assert demo.lines[-1] == "stratus demo stopped"
     for pid_ in children:
         assert not os.path.exists(f"/proc/{pid_}") or _zombie(pid_), f"{pid_} still runs"
     assert "Traceback" not in demo.log("bot") and "Traceback" not in demo.log("lab")
+
+
+SECRET_VARIABLES = (
+    "SLACK_BOT_TOKEN",
+    "SLACK_APP_TOKEN",
+    "SLACK_SIGNING_SECRET",
+    "STRATUS_ALERTS_TOKEN",
+    "STRATUS_AUDIT_KEY",
+)
+
+
+def _secrets_of(pids: list[int]) -> dict[str, str]:
+    """The tokens and secrets the demo's processes were given, read from their environments."""
+    found: dict[str, str] = {}
+    for pid in pids:
+        raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        for entry in raw:
+            key, _, value = entry.decode(errors="replace").partition("=")
+            if key in SECRET_VARIABLES and len(value) >= 8:
+                found[key] = value
+    return found
 
 
 def _zombie(pid: int) -> bool:

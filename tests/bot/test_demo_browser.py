@@ -100,7 +100,7 @@ async def test_a_person_runs_the_demo_in_the_browser(demo: DemoProcess) -> None:
 
             await undo.click()
             await _confirm_if_asked(page)
-            undo_card = thread.locator(".message", has_text="Undo: ")
+            undo_card = thread.locator(".message", has_text="as before Stratus")
             await expect(
                 undo_card.locator('button[data-action-id="stratus.approve"]')
             ).to_have_count(1, timeout=30_000)
@@ -127,3 +127,18 @@ async def _confirm_if_asked(page: object) -> None:
     except NoDialog:  # the click went straight through
         return
     await yes.click()
+
+
+async def scroll_to(locator: object) -> None:
+    """Bring a message into view to frame a screenshot. The playground re-renders a message
+    when the bot edits it, which can detach the element mid-scroll: look it up again."""
+    from playwright.async_api import Error, Locator
+
+    assert isinstance(locator, Locator)
+    for _ in range(10):
+        try:
+            await locator.scroll_into_view_if_needed(timeout=5_000)
+            return
+        except Error:  # detached by a re-render; the locator finds the new element
+            await locator.page.wait_for_timeout(300)
+    await locator.scroll_into_view_if_needed(timeout=5_000)

@@ -99,6 +99,14 @@ async def test_investigate_approve_verify_undo_and_summary(
     assert replicas(kube, "recommendation") == 0
     await wait_for(lambda: _thread_has(slack, "Undone:"))
 
+    # The incident's one summary is edited in place to say its write was undone.
+    async def summaries() -> list[str] | None:
+        found = [blocks_text(m) for m in await messages(slack) if "Incident summary" in str(m)]
+        return found if any(":leftwards_arrow_with_hook: Undone" in f for f in found) else None
+
+    (edited,) = await wait_for(summaries, timeout=30)
+    assert "Root cause" in edited
+
 
 async def _has(slack: AsyncPlaygroundClient, user: str, needle: str) -> bool:
     return any(needle in t for t in await ephemerals(slack, user))
@@ -114,7 +122,7 @@ async def _thread_has(slack: AsyncPlaygroundClient, needle: str) -> str:
 async def _undo_card(slack: AsyncPlaygroundClient) -> dict[str, Any] | None:
     for message in await messages(slack):
         text = blocks_text(message)
-        if "Undo: " in text and "stratus.approve" in text:
+        if "as before Stratus" in text and "stratus.approve" in text:
             return message
     return None
 

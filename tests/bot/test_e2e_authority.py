@@ -5,8 +5,12 @@ Reject — the same authorization — asked from the incident's own channel (or 
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
+import pytest
+from click.testing import CliRunner
+
+from cli.main import stratus as stratus_cli
 from lab.slack.client import AsyncPlaygroundClient
 from policies.model import Defaults, Match, Rule
 from proposals.model import ProposalState
@@ -55,6 +59,8 @@ async def test_the_undo_command_asks_what_the_undo_button_asks(
     for words in ("undo", "undo last", f"undo {undo_id}"):
         reply = said(await slack.command("U0DAVE", "/stratus", words))
         assert "may not undo" in reply and "Nothing changed" in reply, words
+        # Names, not ids (seen: "… S0SRE …" in Slack's undo refusal).
+        assert "@sre" in reply and "S0SRE" not in reply, reply
     await stratus_bot.settle()
     assert replicas(kube, "recommendation") == 1
     undos = await rt.call(rt.service.by_incident, (await rt.call(rt.service.get, pid)).incident_id)
@@ -118,3 +124,54 @@ async def test_an_admin_may_cancel_from_anywhere(
         return not (await rt.call(rt.incidents.get, incident.id)).is_open
 
     await wait_for(cancelled, timeout=60)
+
+
+SRE_POLICY_FILE = """apiVersion: stratus/v1
+kind: ApprovalPolicy
+metadata: {name: sre}
+defaults: {approvers: ["S0SRE"]}
+rules:
+  - name: sre-approves
+    match: {actions: [scale]}
+    decision: ask
+    approvers: ["S0SRE"]
+  - name: undo-is-fine
+    match: {actions: [undo]}
+    decision: allow
+"""
+
+
+async def test_the_terminal_refuses_the_undo_the_bot_refuses(
+    lab: Lab,
+    kube: KubeClient,
+    slack: AsyncPlaygroundClient,
+    stratus_bot: BotHandle,
+    policy: PolicyBox,
+    env: dict[str, str],
+    db_path: Path,
+    tmp_path: Path,
+) -> None:
+    """The issue's example: `stratus undo --last --yes` against the bot's database executed a
+    write the bot refused. Both surfaces ask ``policies.authority`` now: Dave is refused in
+    Slack, and a terminal user who is no SRE is refused on the same database and policy."""
+    policy.set(UNDO_ALLOWED, SRE_ASK, defaults=SRE_ADMINS)
+    policies = tmp_path / "policies"
+    policies.mkdir()
+    (policies / "sre.yaml").write_text(SRE_POLICY_FILE)
+    inject(lab, SCENARIO)
+    pid = await _executed(slack, stratus_bot)
+    refused = said(await slack.command("U0DAVE", "/stratus", "undo last"))
+    assert "may not undo" in refused
+    terminal = {
+        **env,
+        "STRATUS_DB": str(db_path),
+        "STRATUS_POLICY_DIR": str(policies),
+        "STRATUS_ACTOR": "dave",
+    }
+    typed = CliRunner().invoke(stratus_cli, ["undo", "--last", "--yes"], env=terminal)
+    assert typed.exit_code == 1, typed.output
+    assert "may not undo this change" in typed.stderr and "nothing was undone" in typed.stderr
+    await stratus_bot.settle()
+    assert replicas(kube, "recommendation") == 1
+    rt = stratus_bot.runtime
+    assert (await rt.call(rt.service.get, pid)).state == ProposalState.EXECUTED

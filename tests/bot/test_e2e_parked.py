@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from agents.incident import Incident, IncidentState
 from bot import parking
+from incidents.model import Incident, IncidentState
 from lab.slack.client import AsyncPlaygroundClient
 from lab.slack.server import PlaygroundServer
 from tests.bot.conftest import BotHandle, blocks_text, inject, resend_click, wait_for

@@ -19,7 +19,14 @@ from bot import text
 from lab.llm import FakeChatServer
 from lab.slack.client import AsyncPlaygroundClient
 from tests.bot.conftest import BotHandle, inject, wait_for
-from tests.bot.test_e2e import CHANNEL, SCENARIO, first_card
+from tests.bot.test_e2e import (
+    CHANNEL,
+    SCENARIO,
+    _card_state,
+    _undo_card,
+    first_card,
+    proposal_id,
+)
 from tests.conftest import Lab
 
 pytestmark = pytest.mark.asyncio
@@ -39,10 +46,12 @@ def answerer(server: FakeChatServer, timeout: float = 10.0) -> QuestionAnswerer:
     return QuestionAnswerer(lambda: make_client(config), model="local-model", timeout=timeout)
 
 
-async def ask(slack: AsyncPlaygroundClient, question: str) -> str:
-    """Post ``question`` in the incident's thread as Alice; the bot's reply to it."""
-    card = await first_card(slack)
-    thread = str(card.get("thread_ts") or card["ts"])
+async def ask(slack: AsyncPlaygroundClient, question: str, thread: str = "") -> str:
+    """Post ``question`` in the incident's thread (by default: that of the card waiting for
+    approval) as Alice; the bot's reply to it."""
+    if not thread:
+        card = await first_card(slack)
+        thread = str(card.get("thread_ts") or card["ts"])
     posted = await slack.post_message("U0ALICE", question, channel=CHANNEL, thread_ts=thread)
     assert posted["ok"], posted
 
@@ -142,3 +151,26 @@ async def test_a_mention_in_the_thread_is_answered_once(
     await wait_for(replies, timeout=30)
     await stratus_bot.settle()
     assert len(await replies()) == 1
+
+
+async def test_was_anything_undone_is_answered_from_the_proposals(
+    lab: Lab, slack: AsyncPlaygroundClient, stratus_bot: BotHandle
+) -> None:
+    """Issue 18 §6: "was anything undone?" is answered — no, then yes with what — not with
+    the diagnosis."""
+    inject(lab, SCENARIO)
+    await slack.command("U0DAVE", "/stratus", "investigate hotel")
+    before = await ask(slack, "was anything undone?")
+    assert before.startswith("No: nothing of this incident was undone."), before
+    assert "I suspect" not in before
+    card = await first_card(slack)
+    pid, thread = proposal_id(card), str(card.get("thread_ts") or card["ts"])
+    await slack.click("U0ALICE", "stratus.approve", value=pid)
+    await wait_for(lambda: _card_state(slack, pid, "stratus.undo"), timeout=60)
+    await slack.click("U0ALICE", "stratus.undo", value=pid)
+    undo_card = await wait_for(lambda: _undo_card(slack))
+    await slack.click("U0ALICE", "stratus.approve", value=proposal_id(undo_card))
+    await wait_for(lambda: _card_state(slack, pid, "Undone"), timeout=30)
+    after = await ask(slack, "did you roll it back?", thread=thread)
+    assert after.startswith("Yes: 1 change(s) of this incident were undone."), after
+    assert "undone: `Scale deployment/recommendation in hotel from 0 to 1" in after, after

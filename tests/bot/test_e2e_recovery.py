@@ -21,13 +21,13 @@ import pytest_asyncio
 from lab.slack.client import AsyncPlaygroundClient
 from lab.slack.server import PlaygroundServer
 from proposals.model import ProposalState
-from store.records import UndoEntries
 from tests.bot.conftest import BotHandle, blocks_text, inject, wait_for
 from tests.bot.test_e2e import SCENARIO, first_card, messages, proposal_id, replicas
 from tests.conftest import Lab, stratus
 from tests.faultproxy import FaultProxy, fault_proxy
 from tests.proposals.conftest import PolicyBox
 from tools.k8s import KubeClient
+from undo.entries import UndoEntries
 
 pytestmark = pytest.mark.asyncio
 PATH = r"/apis/apps/v1/namespaces/hotel/deployments/recommendation$"
@@ -88,7 +88,7 @@ async def test_a_write_that_lands_after_its_answer_was_lost_gets_its_undo_button
     await wait_for(recorded, timeout=30)
     assert replicas(kube, "recommendation") == 1
     assert [s.status for s in proxy.seen("PUT", PATH, dry_run=False, outcome="late")] == [200]
-    entries = UndoEntries(proxied_bot.runtime.store).all()
+    entries = UndoEntries(proxied_bot.runtime.store).history()
     assert len(entries) == 1 and entries[0].execution.proposal_id == pid
 
     async def undo_button() -> str:

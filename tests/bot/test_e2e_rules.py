@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from lab.slack.client import AsyncPlaygroundClient
-from policies.model import Rule
+from policies.model import Defaults, Rule
 from proposals.model import ProposalState
-from tests.bot.conftest import ALLOW, SRE, BotHandle, blocks_text, inject, wait_for
+from tests.bot.conftest import ALLOW, ASK, SRE, BotHandle, blocks_text, inject, wait_for
 from tests.bot.test_e2e import (
     SCENARIO,
     _card_state,
@@ -107,7 +107,11 @@ async def test_an_undo_made_from_the_cli_updates_the_card(
     stratus_bot: BotHandle,
     db_path: Path,
     env: dict[str, str],
+    policy: PolicyBox,
 ) -> None:
+    # Undoing needs an approver of the write's decision (policies.authority), at a terminal as
+    # in Slack: sre-bob approves for this team at the terminal too.
+    policy.set(ASK, defaults=Defaults(approvers=["S0SRE", "cli:sre-bob"]))
     inject(lab, SCENARIO)
     await slack.command("U0DAVE", "/stratus", "investigate hotel")
     pid = proposal_id(await first_card(slack))

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 import pytest
 
 from bot import text
+from store.errors import Remedy, StratusError
 
 HOSTILE = "boom <!channel> <@U0BOB> <https://evil.example|runbook> & more"
 RENDERERS: list[Callable[[str], str]] = [
@@ -39,6 +40,13 @@ RENDERERS: list[Callable[[str], str]] = [
     lambda s: text.timeline_line("12:00:00", s),
     lambda s: text.incident_context("inc-1", s, "offline"),
     text.model_fallback,
+    *(
+        lambda s, r=remedy: text.refused_error(
+            StratusError(s, subject=s, remedy=r, details={"open": s})
+        )
+        for remedy in Remedy
+    ),
+    lambda s: text.failed_error("what", StratusError(s, remedy=Remedy.CANCEL_OPEN)),
 ]
 
 
@@ -180,3 +188,23 @@ def test_the_parked_notice_s_remedy_fits_the_error() -> None:
     assert "invite me to this channel" in outside
     assert "invite me" not in text.parked_notice("inc-1", "hotel", "fatal_error", 10)
     assert "follows in this channel" not in text.investigating("hotel")
+
+
+def test_telemetry_error_lines_and_event_reasons_are_quoted_data() -> None:
+    """A log line or an Event's reason (anyone who can create an Event writes it) that carries
+    a backtick cannot close its code span and format what follows."""
+    shown = text.telemetry("1/1", 0, "1", [FORMATTED], [FORMATTED])
+    for line in shown.splitlines()[1:]:
+        _, _, said = line.partition(": ")
+        code_spans_hold(said)
+
+
+def test_names_read_from_metrics_labels_format_nothing() -> None:
+    """A caller's or a service's name comes from a Prometheus label, which whoever runs the
+    workload sets: shown as itself, never as markup."""
+    for shown in (
+        text.caller_figure(FORMATTED, "1% → 0%"),
+        text.metrics_title("5m", [FORMATTED]),
+    ):
+        for mark in ("*bold*", "_it_", "~gone~", "`x`", "<!here>", "<@U0BOB>", "<http"):
+            assert mark not in shown, (mark, shown)

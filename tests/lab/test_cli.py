@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, stratus
+from tests.conftest import REPO, interruptible, stratus
 
 STRATUS = [sys.executable, "-m", "cli"]
 
@@ -28,14 +28,20 @@ def lab_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict
         text=True,
         env=env,
         cwd=REPO,
+        preexec_fn=interruptible,  # noqa: PLW1509 - only signal dispositions, before exec
     )
     assert process.stdout is not None
     line = process.stdout.readline()
-    match = re.match(r"lab ready: (http://127\.0\.0\.1:\d+) kubeconfig=(\S+) apps=hotel", line)
+    # RBAC is on by default, so the lab serves HTTPS (and `stratus lab` commands still reach it).
+    match = re.match(
+        r"lab ready: (https://127\.0\.0\.1:\d+) kubeconfig=(\S+) apps=hotel .*rbac=on", line
+    )
     assert match, line + (process.stderr.read() if process.stderr else "")
     yield env, Path(match[2])
     process.send_signal(signal.SIGINT)
-    process.communicate(timeout=10)
+    # Stopping waits for Prometheus and Alertmanager (5 s each, then a kill) and the lab's
+    # thread (10 s): on a loaded machine that is more than 10 s.
+    process.communicate(timeout=60)
 
 
 def test_lab_up_writes_a_kubeconfig_that_kubectl_uses(
@@ -108,28 +114,71 @@ def test_unreachable_lab_is_a_clear_error(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
-def test_every_cli_command_is_documented_in_the_readme() -> None:
-    from cli.main import stratus
+def test_lab_commands_take_a_lab_from_kubeconfig_env(
+    lab_process: tuple[dict[str, str], Path], tmp_path: Path
+) -> None:
+    """``$KUBECONFIG`` naming the lab is enough (the terminal the demo's env file set up);
+    the lab is told apart from a cluster by what its /version says."""
+    env, kubeconfig = lab_process
+    elsewhere = {**env, "STRATUS_HOME": str(tmp_path), "KUBECONFIG": str(kubeconfig)}
+    reset = stratus("lab", "reset", env=elsewhere)
+    assert reset.returncode == 0, reset.stderr
+    assert "lab reset; apps: hotel" in reset.stdout
 
-    documents = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
-    readme = "".join(p.read_text() for p in documents)
-    lines = readme.splitlines()
-    catalog = (REPO / "docs" / "tools.md").read_text().splitlines()
 
-    def documented(name: str, sub: str) -> bool:
-        word = re.compile(rf"(?<![\w-]){re.escape(sub)}(?![\w-])")
-        if name == "act":  # one subcommand per catalog action: a row of the catalog table
-            rows = (line.split("|")[1] for line in catalog if line.startswith("| "))
-            return any(word.search(first_cell) for first_cell in rows)
-        # One line may document several: "stratus proposals list [--all] | show ID | …"
-        prefix = f"stratus {name} "
-        return any(word.search(line.partition(prefix)[2]) for line in lines if prefix in line)
+@pytest.fixture
+def real_cluster(tmp_path: Path) -> Iterator[tuple[Path, list[str]]]:
+    """Something that answers /version like a real API server, and records every request."""
+    import http.server
+    import json
+    import threading
 
-    missing = [
-        f"stratus {name} {sub}"
-        for name, group in stratus.commands.items()
-        for sub in getattr(group, "commands", {})
-        if not documented(name, sub)
-    ]
-    missing += [f"stratus {name}" for name in stratus.commands if f"stratus {name}" not in readme]
-    assert not missing, f"undocumented commands: {missing}"
+    seen: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            seen.append(f"{self.command} {self.path}")
+            body = json.dumps({"major": "1", "minor": "30", "gitVersion": "v1.30.2"}).encode()
+            self.send_response(200 if self.path == "/version" else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self) -> None:
+            self._answer()
+
+        def do_POST(self) -> None:
+            self._answer()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    kubeconfig = tmp_path / "real"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: prod\n"
+        "contexts: [{name: prod, context: {cluster: prod}}]\n"
+        f"clusters: [{{name: prod, cluster: {{server: 'http://127.0.0.1:{server.server_port}'}}}}]\n"
+    )
+    yield kubeconfig, seen
+    server.shutdown()
+    server.server_close()
+
+
+def test_lab_commands_refuse_a_cluster_that_is_not_a_lab(
+    real_cluster: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    kubeconfig, seen = real_cluster
+    env = {**os.environ, "STRATUS_HOME": str(tmp_path), "KUBECONFIG": str(kubeconfig)}
+    refused = stratus("lab", "inject", "hotel-geo-target-port", env=env)
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    line = refused.stderr.strip()
+    assert len(line.splitlines()) == 1, line
+    assert f"$KUBECONFIG ({kubeconfig})" in line and "not a Stratus lab" in line
+    assert "v1.30.2" in line
+    named = stratus("lab", "reset", "--kubeconfig", str(kubeconfig), env=dict(os.environ))
+    assert named.returncode == 1 and "not a Stratus lab" in named.stderr
+    assert seen and all(request == "GET /version" for request in seen), seen

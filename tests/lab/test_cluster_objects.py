@@ -15,13 +15,35 @@ def kubectl(lab: Lab, tmp_path: Path) -> Kubectl:
     return kubectl_for("system", lab, tmp_path)
 
 
-def test_services_have_status_and_the_api_server_has_its_service(kubectl: Kubectl) -> None:
+def test_services_have_status_and_the_api_server_has_its_service(
+    kubectl: Kubectl, lab: Lab
+) -> None:
     services = json.loads(kubectl.out("get", "svc", "-A", "-o", "json", namespace=None))["items"]
     assert all(s["status"] == {"loadBalancer": {}} for s in services)
     api = json.loads(kubectl.out("get", "svc", "kubernetes", "-o", "json", namespace="default"))
     assert api["spec"]["clusterIP"] == "10.96.0.1" and api["spec"]["ports"][0]["port"] == 443
+    # Its endpoints are where the API server really listens, as a pod in the cluster finds it.
+    host, port = lab.url.split("://")[1].rsplit(":", 1)
+    assert api["spec"]["ports"][0]["targetPort"] == int(port)
     endpoints = kubectl.out("get", "ep", "kubernetes", namespace="default")
-    assert ":6443" in endpoints
+    assert f"{host}:{port}" in endpoints
+    slices = json.loads(
+        kubectl.out(
+            "get", "endpointslices", "-l", "kubernetes.io/service-name=kubernetes", "-o", "json",
+            namespace="default",
+        )
+    )["items"]  # fmt: skip
+    assert [s["metadata"]["name"] for s in slices] == ["kubernetes"]
+    (found,) = slices
+    assert found["addressType"] == "IPv4"
+    assert found["endpoints"][0]["addresses"] == [host]
+    assert found["endpoints"][0]["conditions"]["ready"] is True
+    assert found["ports"] == [{"name": "https", "port": int(port), "protocol": "TCP"}]
+    # The API server puts them back when they are deleted or changed.
+    kubectl.run("delete", "endpoints", "kubernetes", namespace="default")
+    kubectl.run("delete", "endpointslice", "kubernetes", namespace="default")
+    assert f"{host}:{port}" in kubectl.out("get", "ep", "kubernetes", namespace="default")
+    assert kubectl.run("get", "endpointslice", "kubernetes", namespace="default").returncode == 0
 
 
 def test_daemon_pods_stay_on_cordoned_nodes(kubectl: Kubectl) -> None:

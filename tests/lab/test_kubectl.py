@@ -466,7 +466,7 @@ def test_autoscale_jobs_cronjobs_drain_revisions_and_volumes(kubectl: Kubectl, l
         node,
         "--ignore-daemonsets",
         "--delete-emptydir-data",
-        "--timeout=6s",
+        "--timeout=2s",  # the first refused eviction is reported at once
         check=False,
         namespace=None,
     )

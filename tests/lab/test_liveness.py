@@ -147,3 +147,36 @@ def test_a_crash_looping_deployment_exceeds_its_progress_deadline(
         for p in seen
         for c in (p.get("status") or {}).get("conditions") or []
     )
+
+
+def test_a_startup_probe_that_never_passes_kills_each_run_and_holds_readiness(
+    kubectl: Kubectl,
+) -> None:
+    _deploy(
+        kubectl,
+        "starting",
+        "startupProbe: {tcpSocket: {port: 8443}, periodSeconds: 5, failureThreshold: 3}\n"
+        "        readinessProbe: {tcpSocket: {port: 80}, periodSeconds: 5}",
+    )
+    status = _container(kubectl, "starting")
+    assert status["state"]["waiting"]["reason"] == "CrashLoopBackOff", status
+    assert status["ready"] is False
+    assert status["lastState"]["terminated"]["exitCode"] == 137
+    events = json.loads(kubectl.out("get", "events", "-o", "json"))["items"]
+    mine = [e for e in events if e["involvedObject"]["name"].startswith("starting-")]
+    unhealthy = [e["message"] for e in mine if e["reason"] == "Unhealthy"]
+    assert unhealthy and all(m.startswith("Startup probe failed: dial tcp") for m in unhealthy)
+    killing = [e["message"] for e in mine if e["reason"] == "Killing"]
+    assert "failed startup probe, will be restarted" in killing[0]
+
+
+def test_a_startup_probe_that_passes_hands_over_to_readiness(kubectl: Kubectl) -> None:
+    _deploy(
+        kubectl,
+        "started",
+        "startupProbe: {tcpSocket: {port: 80}, periodSeconds: 5}\n"
+        "        readinessProbe: {tcpSocket: {port: 80}, periodSeconds: 5}",
+    )
+    status = _container(kubectl, "started")
+    assert status["ready"] is True, status
+    assert status["restartCount"] == 0

@@ -75,8 +75,14 @@ def test_the_contracts_promql_answers_with_the_simulation(
     LabClient(realtime_lab.url).post("/lab/v1/reset")
     with PrometheusStack(lab_url=realtime_lab.url, token=LAB_TOKEN, workdir=tmp_path) as stack:
         assert stack.alertmanager_url == ""  # no rules, no webhook: Prometheus alone
-        up = by(query(stack, "up"), "job")
-        assert up == {"kube-state-metrics": 1, "kubelet": 1, "stratus-lab-apps": 1}
+
+        def every_target_up() -> None:
+            # Prometheus scrapes its targets one by one; the first query can
+            # land before the last target's first scrape.
+            up = by(query(stack, "up"), "job")
+            assert up == {"kube-state-metrics": 1, "kubelet": 1, "stratus-lab-apps": 1}
+
+        eventually(every_target_up)
 
         def healthy() -> None:
             rate = by(

@@ -122,10 +122,16 @@ spec:
   accessModes: [ReadWriteOnce]
   resources: {requests: {storage: 1Gi}}
 ---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: fixed-size}
+provisioner: rancher.io/local-path
+---
 apiVersion: v1
 kind: PersistentVolumeClaim
 metadata: {name: fixed}
 spec:
+  storageClassName: fixed-size
   accessModes: [ReadWriteOnce]
   resources: {requests: {storage: 1Gi}}
 """

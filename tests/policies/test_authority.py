@@ -160,3 +160,38 @@ def test_the_requester_may_always_withdraw_their_own_request() -> None:
     )
     asker = Asker(user="U0DAVE")
     assert cancel_refusal(asker, facts, admins=ADMINS, asked_from="C0INCIDENT", now=NOW) is None
+
+
+def test_a_refused_revoke_says_who_may() -> None:
+    from policies.authority import revoke_refusal
+
+    assert revoke_refusal(Asker(user="U0ALICE"), created_by="U0ALICE", admins=ADMINS) is None
+    assert revoke_refusal(Asker(user="U0CAROL"), created_by="U0ALICE", admins=ADMINS) is None
+    why = revoke_refusal(Asker(user="U0DAVE"), created_by="U0ALICE", admins=ADMINS)
+    assert why is not None and "U0ALICE" in why and "admin" in why
+    assert revoke_refusal(Asker(user="agent:x"), created_by="agent:x", admins=("*",))
+    # A terminal user is a person like any other: creator or admin, nothing else.
+    assert revoke_refusal(Asker(user="cli:bob"), created_by="cli:bob", admins=ADMINS) is None
+    assert revoke_refusal(Asker(user="cli:eve"), created_by="cli:bob", admins=ADMINS)
+
+
+def test_only_an_admin_pauses_or_resumes() -> None:
+    from policies.authority import pause_refusal
+
+    assert pause_refusal(Asker(user="U0CAROL"), admins=ADMINS) is None
+    assert pause_refusal(Asker(user="U0ALICE", groups=("S0SRE",)), admins=("S0SRE",)) is None
+    why = pause_refusal(Asker(user="U0DAVE"), admins=ADMINS)
+    assert why is not None and "admin" in why
+    assert pause_refusal(Asker(user="stratus"), admins=("*",)) is not None
+    assert pause_refusal(Asker(user="cli:bob"), admins=("*",)) is None
+
+
+def test_the_admins_are_the_policy_s_default_approvers() -> None:
+    from policies.authority import admins
+    from policies.evaluate import CompiledPolicy
+    from policies.loader import Policy
+    from policies.model import Defaults
+
+    assert admins(CompiledPolicy.build(Policy())) == ("*",)
+    named = CompiledPolicy.build(Policy(defaults=Defaults(approvers=["U0CAROL", "S0SRE"])))
+    assert admins(named) == ("U0CAROL", "S0SRE")

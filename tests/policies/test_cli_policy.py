@@ -11,6 +11,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from cli.main import stratus as stratus_command
+from policies import served
+from store.db import Store
+from tests.conftest import stratus as run_stratus
 from tools.k8s import KubeClient
 from tools.objects import ObjectRef
 
@@ -197,5 +200,81 @@ def test_a_broken_policy_is_one_line_naming_the_problem(env: dict[str, str]) -> 
 
 def test_a_broken_policy_points_at_policy_check_not_explain(env: dict[str, str]) -> None:
     result = _write_with_a_broken_policy(env)
-    assert "stratus policy check DIR" in result.stderr
+    # The real file, not a placeholder (issue 18 §6).
+    assert "broken.yaml` lists every problem" in result.stderr, result.stderr
+    assert "stratus policy check DIR" not in result.stderr
     assert "policy explain" not in result.stderr
+
+
+def test_a_database_a_bot_serves_runs_every_command_under_the_bots_policy(
+    env: dict[str, str], kube: KubeClient, tmp_path: Path
+) -> None:
+    """``stratus serve`` recorded its policy in the database (``policies.served.record`` is
+    what it calls at start): a terminal naming no policy runs under it, one naming another is
+    refused with both named, and edited files are said."""
+    bots = Path(env["STRATUS_POLICY_DIR"])
+    store = Store(env["STRATUS_DB"])
+    served.record(store, bots, served_by="cli:stratus-bot")
+    store.close()
+    terminal = {k: v for k, v in env.items() if k != "STRATUS_POLICY_DIR"}
+    denied = stratus("act", "scale", "user", "replicas=3", "-n", "hotel", "--yes", env=terminal)
+    assert denied.exit_code == 1 and "rule no-user-changes" in denied.stderr
+    assert kube.get(ObjectRef("Deployment", "user", "hotel"))["spec"]["replicas"] == 1
+    explained = stratus(
+        "policy",
+        "explain",
+        "--action",
+        "scale",
+        "--namespace",
+        "hotel",
+        "--resource",
+        "deployment/user",
+        env=terminal,
+    )
+    assert explained.stdout.startswith("deny: "), explained.output
+
+    lax = tmp_path / "lax"
+    lax.mkdir()
+    (lax / "lax.yaml").write_text(POLICY.replace("decision: deny", "decision: allow"))
+    other = {**terminal, "STRATUS_POLICY_DIR": str(lax)}
+    refused = stratus("act", "scale", "user", "replicas=3", "-n", "hotel", "--yes", env=other)
+    assert refused.exit_code == 1
+    first = refused.stderr.splitlines()[0]
+    assert str(bots) in first and str(lax) in first, refused.stderr
+    assert kube.get(ObjectRef("Deployment", "user", "hotel"))["spec"]["replicas"] == 1
+
+    (bots / "test.yaml").write_text(POLICY.replace("user is frozen", "user is still frozen"))
+    edited = stratus("act", "scale", "user", "replicas=3", "-n", "hotel", "--yes", env=terminal)
+    assert "changed since this database's bot recorded them" in edited.stderr
+    assert "user is still frozen" in edited.stderr
+
+
+def test_a_bot_slack_does_not_accept_records_no_policy(env: dict[str, str], tmp_path: Path) -> None:
+    """Found by an attacker: `stratus serve` with a made-up token re-pointed the database's
+    recorded policy at a looser directory, and every terminal on that database followed it.
+    The policy is recorded only once Slack accepted the bot (auth.test)."""
+    loose = tmp_path / "loose"
+    loose.mkdir()
+    (loose / "policy.yaml").write_text(
+        "apiVersion: stratus/v1\nkind: ApprovalPolicy\nmetadata: {name: loose}\n"
+        "rules:\n  - name: anything-goes\n    decision: allow\n    allow_irreversible: true\n"
+    )
+    result = run_stratus(
+        "serve",
+        "--mode",
+        "http",
+        "--port",
+        "0",
+        env={
+            **env,
+            "STRATUS_POLICY_DIR": str(loose),
+            "SLACK_BOT_TOKEN": "xoxb-made-up",
+            "SLACK_SIGNING_SECRET": "x",
+            "STRATUS_SLACK_API_URL": "http://127.0.0.1:9/api/",
+        },
+    )
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    assert "Slack did not accept the bot" in result.stderr
+    assert "Traceback" not in result.stderr
+    store = Store(Path(env["STRATUS_DB"]))
+    assert served.recorded(store) is None

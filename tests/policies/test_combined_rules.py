@@ -580,9 +580,13 @@ def test_no_shipped_policy_relied_on_an_ask_rule_replacing_the_defaults(tmp_path
     """The default policy, the examples and the demo's policy mean what they meant: no ask rule
     in them names approvers, a quorum or a self-approval looser than their defaults, so the
     floor changes none of their decisions."""
-    (tmp_path / "demo.yaml").write_text(DEMO_POLICY)
-    directories = [REPO / "manifests" / "policies" / name for name in ("default", "examples")]
-    for directory in [*directories, tmp_path]:
+    demo, named = tmp_path / "demo", tmp_path / "default"
+    demo.mkdir()
+    named.mkdir()
+    (demo / "demo.yaml").write_text(DEMO_POLICY)
+    default = (REPO / "manifests" / "policies" / "default" / "default.yaml").read_text()
+    (named / "default.yaml").write_text(default.replace("SET-ME-approver-group", "S0SRE"))
+    for directory in [named, REPO / "manifests" / "policies" / "examples", demo]:
         loaded = load([directory])
         defaults = loaded.defaults
         asks = [s.rule for s in loaded.rules if s.rule.decision == "ask"]

@@ -111,6 +111,9 @@ def test_no_grant_overrides_deny_or_always_ask(
         assert decision.outcome == "deny"
     elif any(r.decision == "ask" and not r.remember for r in matched):
         assert decision.outcome == "ask" and not decision.remember and decision.grant is None
+    elif not facts.reversible and any(r.decision == "ask" for r in matched):
+        # No grant for what cannot be undone: a person answers each time (issue 16).
+        assert decision.outcome == "ask" and decision.grant is None
     elif all((r.min_approvals or 1) == 1 for r in matched if r.decision == "ask") and any(
         r.decision == "ask" for r in matched
     ):
@@ -160,8 +163,10 @@ def test_irreversible_actions_are_never_auto_allowed_without_saying_so(
 ) -> None:
     decision = evaluate(facts, policy, [], NOW)
     if decision.outcome == "allow" and not facts.reversible:
-        rule = next(r for r in policy.policy.rules if r.rule.name == decision.rule).rule
-        assert rule.allow_irreversible
+        # Every rule the decision names (rules in force together are joined) allowed it.
+        names = set(decision.rule.split(", "))
+        rules = [r.rule for r in policy.policy.rules if r.rule.name in names]
+        assert rules and all(rule.allow_irreversible for rule in rules)
 
 
 def test_precedence_in_order() -> None:

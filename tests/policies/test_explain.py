@@ -10,6 +10,12 @@ import pytest
 from click.testing import CliRunner, Result
 
 from cli.main import stratus as stratus_command
+from policies.model import Rule
+from proposals.service import ProposalService
+from store.db import Store
+from tests.proposals.conftest import PolicyBox
+from tools.executor import Executor
+from tools.k8s import KubeClient
 
 HEADER = "apiVersion: stratus/v1\nkind: ApprovalPolicy\nmetadata: {name: test}\nrules:\n"
 POLICY = HEADER + (
@@ -119,6 +125,37 @@ def test_explain_for_undo_uses_the_risk_of_the_write_it_reverses(env: dict[str, 
     assert hypothetical.exit_code == 0, hypothetical.output
     assert hypothetical.stdout.startswith("ask: asks: no rule matches"), hypothetical.stdout
     assert "risk medium (given with --risk)" in hypothetical.stdout
+
+
+def test_explain_for_an_undo_that_puts_back_the_cause_found_decides_it_as_high(
+    env: dict[str, str], kube: KubeClient
+) -> None:
+    """Issue 18: an undo of a fix of the diagnosed cause is high, for the real undo and for
+    explain alike (a scale, medium in the catalog, that an incident made to fix its cause)."""
+    store = Store(Path(env["STRATUS_DB"]))
+    policy = PolicyBox()
+    policy.set(Rule(name="allow-all", decision="allow"))
+    service = ProposalService(
+        store=store, executor=Executor(kube, store, lock_wait=0.5), policy=policy
+    )
+    made = service.propose(
+        action="scale",
+        kind="Deployment",
+        name="geo",
+        namespace="hotel",
+        params={"replicas": 2},
+        requester="agent:stratus",
+        fixes="deployment/geo has too few replicas",
+    )
+    service.execute(made.id, actor="agent:stratus")
+    store.close()
+    explained = explain(env, *GEO, action="undo")
+    assert explained.exit_code == 0, explained.output
+    assert explained.stdout.startswith("deny: denied: rule no-risky-undo"), explained.stdout
+    assert "puts back the cause found: deployment/geo has too few replicas" in explained.stdout
+    real = stratus("undo", "--last", "--dry-run", env=env)
+    assert "denied: rule no-risky-undo" in real.output, real.output
+    assert "this puts back the cause found" in real.output, real.output
 
 
 def test_explain_for_undo_with_nothing_to_undo_asks_for_a_risk(env: dict[str, str]) -> None:

@@ -185,3 +185,30 @@ def test_standing_agrees_with_evaluate(rule: Rule) -> None:
     decided = evaluate(facts, policy, [grant], NOW)
     standing = grant_standing(grant, policy, facts, NOW)
     assert (decided.grant == grant.id) == (standing is None), (decided, standing)
+
+
+def root_admin(env: dict[str, str]) -> None:
+    text = policy_file(env).read_text()
+    policy_file(env).write_text(
+        text.replace("rules:\n", "defaults: {approvers: [cli:root]}\nrules:\n")
+    )
+
+
+def test_a_grant_is_revoked_from_the_terminal_only_by_its_creator_or_an_admin(
+    env: dict[str, str], grant_id: str
+) -> None:
+    """The rule the bot's Revoke button obeys (``policies.authority``), at the terminal too."""
+    root_admin(env)
+    eve = stratus("policy", "revoke", grant_id, env={**env, "STRATUS_ACTOR": "eve"})
+    assert eve.exit_code == 1 and "internal error" not in eve.stderr
+    assert "only the grant's creator (cli:U0ALICE) or an admin may revoke it" in eve.stderr
+    assert f"{grant_id}  revoked" not in line_of(env, grant_id, "--all")
+    root = stratus("policy", "revoke", grant_id, env={**env, "STRATUS_ACTOR": "root"})
+    assert root.exit_code == 0, root.output
+    assert f"{grant_id}  revoked " in line_of(env, grant_id, "--all")
+
+
+def test_the_creator_revokes_their_own_grant(env: dict[str, str], grant_id: str) -> None:
+    root_admin(env)
+    mine = stratus("policy", "revoke", grant_id, env=env)
+    assert mine.exit_code == 0, mine.output

@@ -154,10 +154,18 @@ def test_policy_check_command_prints_positions_and_no_traceback(tmp_path: Path) 
     failed = check(bad)
     assert failed.returncode == 1 and f"{bad}:8:" in failed.stderr
     assert "Traceback" not in failed.stderr
-    shipped = check(
-        REPO / "manifests" / "policies" / "default",
-        REPO / "manifests" / "policies" / "examples",
+    # The shipped default names a placeholder for its approvers: it does not load until the
+    # installer names theirs (docs/deploy.md, "The approvers"); named, it and the examples do.
+    placeholder = check(REPO / "manifests" / "policies" / "default")
+    assert placeholder.returncode == 1, placeholder.stdout
+    assert "default.yaml:18:14: defaults.approvers: SET-ME-approver-group is the shipped" in (
+        placeholder.stderr
     )
+    named = tmp_path / "named"
+    named.mkdir()
+    default = (REPO / "manifests" / "policies" / "default" / "default.yaml").read_text()
+    (named / "default.yaml").write_text(default.replace("SET-ME-approver-group", "S0SRE"))
+    shipped = check(named, REPO / "manifests" / "policies" / "examples")
     assert shipped.returncode == 0 and "ok: 6 rules in 2 file(s)" in shipped.stdout
 
 

@@ -139,6 +139,20 @@ def test_dry_run_shows_the_decision_and_stores_nothing(
     assert kube.get(GEO)["spec"]["replicas"] == 1
 
 
+def test_dry_run_and_show_give_the_risk_with_its_reason(env: dict[str, str]) -> None:
+    # Issue 18 §3: a bare "risk: medium" said nothing a person could check.
+    result = run(env, "act", "scale", "deploy/geo", "replicas=0", "-n", "hotel", "--dry-run")
+    assert result.exit_code == 0, result.stderr
+    assert "why medium: scales to 0 a Deployment that service/geo routes to" in result.output
+    made = run(env, "act", "rollout-restart", "deploy/geo", "-n", "hotel", "--yes")
+    assert made.exit_code == 0, made.stderr
+    (stored,) = rows(env, "SELECT id FROM proposals")
+    shown = run(env, "proposals", "show", stored["id"])
+    assert "why low: restarts every pod of deployment/geo (service/geo routes to it)" in (
+        shown.output
+    ), shown.output
+
+
 def test_identity_comes_from_the_os_and_overrides_are_prefixed_and_audited(
     env: dict[str, str],
 ) -> None:
@@ -471,6 +485,19 @@ rules:
     decision: ask
     approvers: ["cli:root"]
 """
+ROOT_SCALES = """apiVersion: stratus/v1
+kind: ApprovalPolicy
+metadata: {name: root-scales}
+defaults: {approvers: ["cli:root"]}
+rules:
+  - name: scales
+    match: {actions: [scale]}
+    decision: ask
+    approvers: ["cli:root"]
+  - name: undo-is-fine
+    match: {actions: [undo]}
+    decision: allow
+"""
 
 
 def test_dropping_an_undo_entry_needs_whoever_may_undo_the_write(
@@ -490,7 +517,41 @@ def test_dropping_an_undo_entry_needs_whoever_may_undo_the_write(
     assert refused.returncode == 1, refused.stdout
     assert "may not undo this change" in refused.stderr and "nothing was dropped" in refused.stderr
     assert "internal error" not in refused.stderr
+    # A drop is not a proposal: no hint to "approve" the undo entry's id (found by an attacker).
+    assert "proposals approve" not in refused.stderr
     assert rows(env, "SELECT state FROM undo_entries") == [{"state": "active"}]
     dropped = stratus("undo", entry["id"], "--drop", "--reason", "re-created", "--yes", env=root)
     assert dropped.returncode == 0, dropped.stderr
     assert rows(env, "SELECT state FROM undo_entries") == [{"state": "dropped"}]
+
+
+def test_a_plain_undo_needs_whoever_may_undo_the_write(
+    env: dict[str, str], tmp_path: Path, kube: KubeClient
+) -> None:
+    """`stratus undo --last --yes` asks the rule the Undo button asks (``policies.authority``):
+    a terminal user who is neither an approver of the write's decision nor an admin is refused
+    with one line, and nothing is proposed or written — even where a rule lets every undo run
+    without a human (the bot refuses the same person: tests/bot/test_e2e_authority.py)."""
+    policies = tmp_path / "policies"
+    policies.mkdir()
+    (policies / "p.yaml").write_text(ROOT_SCALES)
+    base = {**env, "STRATUS_POLICY_DIR": str(policies)}
+    root, mallory = {**base, "STRATUS_ACTOR": "root"}, {**base, "STRATUS_ACTOR": "mallory"}
+    made = run(root, "act", "scale", "deploy/geo", "replicas=2", "-n", "hotel", "--yes")
+    assert made.exit_code == 0, made.output
+    [entry] = rows(env, "SELECT id FROM undo_entries WHERE state = 'active'")
+    for how in (["--last"], [entry["id"]], ["--last", "--dry-run"]):
+        refused = run(mallory, "undo", *how, "--yes")
+        assert refused.exit_code == 1, how
+        assert "may not undo this change" in refused.stderr and "nothing was undone" in (
+            refused.stderr
+        ), how
+        assert len(refused.stderr.strip().splitlines()) == 1 and "internal error" not in (
+            refused.stderr
+        )
+    assert rows(env, "SELECT state FROM undo_entries") == [{"state": "active"}]
+    assert rows(env, "SELECT id FROM proposals WHERE action = 'undo'") == []
+    assert kube.get(GEO)["spec"]["replicas"] == 2
+    undone = run(root, "undo", "--last", "--yes")
+    assert undone.exit_code == 0, undone.output
+    assert kube.get(GEO)["spec"]["replicas"] == 1

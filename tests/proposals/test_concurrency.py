@@ -293,7 +293,9 @@ def test_two_approvers_at_once_execute_a_two_approval_proposal_exactly_once(
 
     last_words = sorted(said(out, err) for _, out, err in results)
     assert [code for code, _, _ in results] == [0, 0], results
-    assert last_words[0].startswith("1 of 2 approvals; another approver runs: stratus "), last_words
+    first = last_words[0]
+    assert first.startswith("1 of 2 approvals; proposal prop-"), last_words
+    assert "an approver runs `stratus proposals approve prop-" in first, last_words
     assert last_words[1].startswith("applied: Scale deployment/geo in hotel from 1 to 4 "), (
         last_words
     )

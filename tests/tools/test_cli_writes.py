@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner, Result
 
 from cli.main import stratus as stratus_command
@@ -139,6 +140,7 @@ def test_forbidden_by_rbac_is_one_line(env: dict[str, str], lab: Lab) -> None:
     assert result.stderr.count("\n") == 1
 
 
+@pytest.mark.service  # the command really tries to connect (to a closed port)
 def test_unreachable_cluster_is_one_line(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(
@@ -169,10 +171,11 @@ def test_unreachable_cluster_is_one_line(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("decision", "said"),
     [
-        (None, "the policy asks for approval"),
-        ("ask", "the policy asks for approval"),
-        ("allow", "the policy allows it"),
-        ("deny", "the policy denies it"),
+        # Who it would ask, not only that it asks (issue 18 §6).
+        (None, "the policy would ask for 1 approval from anyone (default)"),
+        ("ask", "the policy would ask for 1 approval from anyone (scaling)"),
+        ("allow", "the policy would allow it without asking (scaling)"),
+        ("deny", "the policy would deny it (scaling)"),
     ],
 )
 def test_dry_run_says_what_the_policy_decided(
@@ -192,3 +195,36 @@ def test_dry_run_says_what_the_policy_decided(
     last = dry.stdout.strip().splitlines()[-1]
     assert said in last, last
     assert "accepted" not in last.replace("the API server accepted", "")
+
+
+def test_namespace_defaults_to_the_kubeconfig_context_as_kubectl_does(
+    env: dict[str, str], lab: Lab, kube: KubeClient, tmp_path: Path
+) -> None:
+    """No ``-n``: the current context's namespace (the lab's kubeconfig says hotel), or the
+    one of ``--context``; a context that names none means ``default``, as in kubectl."""
+    applied = stratus("act", "scale", "geo", "replicas=2", "--yes", env=env)
+    assert applied.exit_code == 0, applied.output
+    assert "Scale deployment/geo in hotel" in applied.stdout
+    assert kube.get(ObjectRef("Deployment", "geo", "hotel"))["spec"]["replicas"] == 2
+    config = yaml.safe_load(lab.kubeconfig.read_text())
+    context = config["contexts"][0]
+    config["contexts"] = [
+        context,
+        {"name": "shop", "context": {**context["context"], "namespace": "shop"}},
+        {
+            "name": "bare",
+            "context": {k: v for k, v in context["context"].items() if k != "namespace"},
+        },
+    ]
+    kubeconfig = tmp_path / "contexts"
+    kubeconfig.write_text(yaml.safe_dump(config))
+    several = {**env, "KUBECONFIG": str(kubeconfig)}
+    shop = stratus(
+        "act", "scale", "frontend", "replicas=3", "--context", "shop", "--dry-run", env=several
+    )
+    assert shop.exit_code == 0, shop.output
+    assert "Scale deployment/frontend in shop" in shop.stdout
+    bare = stratus(
+        "act", "scale", "geo", "replicas=2", "--context", "bare", "--dry-run", env=several
+    )
+    assert bare.exit_code == 1 and "default" in bare.stderr

@@ -46,6 +46,11 @@ TABLE: list[tuple[str, tuple[str, ...], tuple[str, ...], dict[str, str]]] = [
     ("STRATUS_ALERTS_PORT", ("", "-1", "65536", "abc", "1e999"), SERVE, SLACK),
     ("STRATUS_BOT_FOLLOW_SECONDS", ("", "0", "-1", "nan", "0.001", "1e999"), SERVE, SLACK),
     ("STRATUS_RECONCILE_SECONDS", ("", "0", "nan", "0.001", "301"), SERVE, SLACK),
+    ("STRATUS_HEALTH_PORT", ("", "-1", "65536", "abc", "1.5", "nan"), SERVE, SLACK),
+    ("STRATUS_SHUTDOWN_SECONDS", ("", "0", "-1", "nan", "0.5", "3601"), SERVE, SLACK),
+    ("STRATUS_LEASE_DURATION_SECONDS", ("", "0", "nan", "1e999"), SERVE, SLACK),
+    ("STRATUS_LEASE_RENEW_SECONDS", ("", "0", "nan", "1e999"), SERVE, SLACK),
+    ("STRATUS_LEASE_RETRY_SECONDS", ("", "0", "nan", "1e999"), SERVE, SLACK),
 ]
 CASES = [
     pytest.param(name, value, command, extra, id=f"{name}={value!r}")

@@ -1,4 +1,6 @@
-"""The executor and undo against the lab: conflicts, locks, scope, RBAC, bad input."""
+"""The executor and undo against the lab: conflicts, locks, scope, RBAC, bad input. Writes and
+undos take the real path (``tests.writes``: the proposal service); the held session
+(``Executor.locked``) is tried directly where a race must fall between a read and a write."""
 
 from __future__ import annotations
 
@@ -9,15 +11,17 @@ from typing import Any
 
 import pytest
 
+from proposals.service import Superseded
 from store.audit import AuditLog
 from store.locks import LeaseLocks
 from tests.conftest import Kubectl, Lab
+from tests.writes import Writes
 from tools import actions, errors
-from tools.actions import WritePlan
-from tools.executor import Executor
+from tools.executor import Executor, Replan, WriteRecord
 from tools.k8s import KubeClient
 from tools.objects import ObjectRef, normalized
 from tools.scope import WriteScope
+from undo.entries import UndoEntries
 from undo.stack import UndoStack
 
 GEO = ObjectRef("Deployment", "geo", "hotel")
@@ -27,27 +31,33 @@ def scale(replicas: int, target: str = "geo") -> actions.Action:
     return actions.build("scale", {"target": target, "namespace": "hotel", "replicas": replicas})
 
 
+@pytest.fixture
+def writes(executor: Executor) -> Writes:
+    return Writes(executor)
+
+
 def test_outside_change_makes_undo_refuse_until_forced(
-    kube: KubeClient, executor: Executor, stack: UndoStack, kubectl: Kubectl
+    kube: KubeClient, writes: Writes, stack: UndoStack, kubectl: Kubectl
 ) -> None:
     before = kube.get(GEO)
-    outcome = executor.execute(scale(2), actor="alice")
+    outcome = writes.write(scale(2), actor="alice")
+    undo = writes.propose_undo(outcome.undo_id or "", actor="alice")
     kubectl.run("set", "env", "deploy/geo", "HOTFIX=1")
     with pytest.raises(errors.UndoConflict) as conflict:
-        stack.undo(outcome.undo_id or "", actor="alice")
+        writes.service.execute(undo.id, actor="alice")
     assert "changed since Stratus wrote it" in conflict.value.message
     assert "+          - name: HOTFIX" in conflict.value.diff or "HOTFIX" in conflict.value.diff
     entry = stack.entries.get(outcome.undo_id or "")
     assert entry is not None and entry.state == "active" and entry.last_error
     assert kube.get(GEO)["spec"]["replicas"] == 2  # nothing was written
-    stack.undo(outcome.undo_id or "", actor="alice", force=True)
+    writes.undo(outcome.undo_id or "", actor="alice", force=True)
     assert normalized(kube.get(GEO)) == normalized(before)
 
 
 def test_controller_status_updates_are_not_conflicts(
-    lab: Lab, kube: KubeClient, executor: Executor, stack: UndoStack
+    lab: Lab, kube: KubeClient, writes: Writes
 ) -> None:
-    outcome = executor.execute(
+    outcome = writes.write(
         actions.build(
             "set-image", {"target": "geo", "namespace": "hotel", "image": "stratus/hotel-geo:1.1"}
         ),
@@ -55,64 +65,59 @@ def test_controller_status_updates_are_not_conflicts(
     )
     lab.settle()  # the controllers roll out and write status and the revision annotation
     written = kube.get(GEO)
-    assert (
-        written["metadata"]["resourceVersion"]
-        != (outcome.written or {})["metadata"]["resourceVersion"]
-    )
-    stack.undo(outcome.undo_id or "", actor="a")
+    execution = writes.service.executions.get(outcome.execution_id or "")
+    assert execution is not None and execution.written_rv
+    assert written["metadata"]["resourceVersion"] != execution.written_rv
+    assert writes.undo(outcome.undo_id or "", actor="a").state == "executed"
 
 
-def test_undo_of_a_transaction_runs_newest_first_and_stops_at_a_failure(
-    kube: KubeClient, executor: Executor, stack: UndoStack, kubectl: Kubectl
-) -> None:
-    first = executor.execute(scale(2), actor="a", transaction_id="tx-1")
-    executor.execute(
-        actions.build(
-            "set-env", {"target": "geo", "namespace": "hotel", "variable": "A", "value": "1"}
-        ),
-        actor="a",
-        transaction_id="tx-1",
-    )
-    executor.execute(scale(3, "user"), actor="a", transaction_id="tx-1")
-    kubectl.run("annotate", "deploy/geo", "someone=changed-it")
-    result = stack.undo_transaction("tx-1", actor="a")
-    assert len(result.undone) == 1 and result.undone[0].entry.execution.name == "user"
-    assert result.failed is not None and result.failed.execution.action == "set-env"
-    assert {e.id for e in stack.entries.active(transaction_id="tx-1")} >= {first.undo_id}
-    assert kube.get(ObjectRef("Deployment", "user", "hotel"))["spec"]["replicas"] == 1
+SCALE_RECORD = WriteRecord(action="scale", intent="scale")
 
 
 def test_a_conflicting_write_is_replanned_once(
     kube: KubeClient, executor: Executor, kubectl: Kubectl
 ) -> None:
-    calls: list[str] = []
-
-    def planner(current: dict[str, Any] | None) -> WritePlan:
+    seen: list[str] = []
+    with executor.locked(GEO, actor="a") as held:
+        current = held.read()
         assert current is not None
-        calls.append(current["metadata"]["resourceVersion"])
-        if len(calls) == 1:  # someone writes between our read and our write
-            kubectl.run("label", "deploy/geo", "raced=yes")
-        return scale(4).plan(current)
-
-    outcome = executor.run(GEO, planner, action="scale", actor="a", intent="scale")
-    assert len(calls) == 2 and calls[0] != calls[1]
+        seen.append(current["metadata"]["resourceVersion"])
+        kubectl.run("label", "deploy/geo", "raced=yes")  # someone writes between read and write
+        with pytest.raises(Replan):
+            held.apply(scale(4).plan(current), record=SCALE_RECORD)
+        current = held.read()
+        assert current is not None
+        seen.append(current["metadata"]["resourceVersion"])
+        sent = held.apply(scale(4).plan(current), record=SCALE_RECORD)
+        with held.recording(sent) as applied:
+            undo_id = UndoEntries(executor.store).follow(applied.execution, reversible=True)
+            applied.audit(undo_entry=undo_id)
+        assert undo_id is not None
+    assert len(seen) == 2 and seen[0] != seen[1]
     final = kube.get(GEO)
     assert final["spec"]["replicas"] == 4 and final["metadata"]["labels"]["raced"] == "yes"
     states = executor.store.query("SELECT state FROM executions ORDER BY created_at")
     assert [r["state"] for r in states][-1] == "applied"
-    assert outcome.applied
 
 
 def test_a_write_that_keeps_conflicting_fails_cleanly(executor: Executor, kubectl: Kubectl) -> None:
-    def planner(current: dict[str, Any] | None) -> WritePlan:
-        assert current is not None
-        kubectl.run(
-            "label", "--overwrite", "deploy/geo", f"race={current['metadata']['resourceVersion']}"
-        )
-        return scale(4).plan(current)
-
-    with pytest.raises(errors.Conflict, match="keeps changing"):
-        executor.run(GEO, planner, action="scale", actor="a", intent="scale")
+    with (
+        executor.locked(GEO, actor="a") as held,
+        pytest.raises(errors.Conflict, match="keeps changing"),
+    ):
+        while True:
+            current = held.read()
+            assert current is not None
+            kubectl.run(
+                "label",
+                "--overwrite",
+                "deploy/geo",
+                f"race={current['metadata']['resourceVersion']}",
+            )
+            try:
+                held.apply(scale(4).plan(current), record=SCALE_RECORD)
+            except Replan:
+                continue
     assert executor.store.query("SELECT COUNT(*) AS n FROM undo_entries")[0]["n"] == 0
 
 
@@ -121,12 +126,12 @@ def test_one_writer_per_object_and_parallel_on_different_objects(
 ) -> None:
     locks = LeaseLocks(executor.store)
     assert locks.try_acquire(GEO.key, "incident-7/abc", ttl=30) is None
-    busy = Executor(kube, executor.store, lock_wait=0.2)
+    busy = Writes(Executor(kube, executor.store, lock_wait=0.2))
     with pytest.raises(errors.LockHeld, match="being changed by incident-7"):
-        busy.execute(scale(2), actor="b")
-    busy.execute(scale(2, "user"), actor="b")  # another object is free
+        busy.write(scale(2), actor="b")
+    busy.write(scale(2, "user"), actor="b")  # another object is free
     locks.release(GEO.key, "incident-7/abc")
-    busy.execute(scale(2), actor="b")
+    busy.write(scale(2), actor="b")
 
 
 def test_racing_executors_write_one_at_a_time_without_lost_updates(
@@ -138,14 +143,23 @@ def test_racing_executors_write_one_at_a_time_without_lost_updates(
 
     def worker(variable: str) -> None:
         try:
-            mine = Executor(kube, executor.store, lock_wait=20)
-            out = mine.execute(
+            mine = Writes(Executor(kube, executor.store, lock_wait=20))
+            proposal = mine.propose(
                 actions.build(
                     "set-env",
                     {"target": "geo", "namespace": "hotel", "variable": variable, "value": "1"},
                 ),
                 actor=variable,
             )
+            while True:
+                try:
+                    out = mine.service.execute(proposal.id, actor=variable)
+                    break
+                except Superseded as moved:
+                    # Another writer changed the object since this one read it: the
+                    # replacement carries the same change on the object as it is now.
+                    assert moved.new is not None
+                    proposal = moved.new
             results.append(out.execution_id or "")
         except Exception as exc:
             errors_seen.append(exc)
@@ -167,25 +181,25 @@ def test_racing_executors_write_one_at_a_time_without_lost_updates(
 
 
 def test_scope_refuses_protected_and_unlisted_namespaces(kube: KubeClient, store: Any) -> None:
-    narrow = Executor(kube, store, scope=WriteScope(namespaces=("shop",)))
+    narrow = Writes(Executor(kube, store, scope=WriteScope(namespaces=("shop",))))
     with pytest.raises(errors.OutOfScope, match="outside the write scope"):
-        narrow.execute(scale(2), actor="a")
-    default = Executor(kube, store)
+        narrow.write(scale(2), actor="a")
+    default = Writes(Executor(kube, store))
     with pytest.raises(errors.OutOfScope, match="protected"):
-        default.execute(
+        default.write(
             actions.build(
                 "scale", {"target": "coredns", "namespace": "kube-system", "replicas": 1}
             ),
             actor="a",
         )
-    no_nodes = Executor(kube, store, scope=WriteScope(nodes=False))
+    no_nodes = Writes(Executor(kube, store, scope=WriteScope(nodes=False)))
     with pytest.raises(errors.OutOfScope):
-        no_nodes.execute(actions.build("cordon", {"kind": "Node", "target": "node-1"}), actor="a")
+        no_nodes.write(actions.build("cordon", {"kind": "Node", "target": "node-1"}), actor="a")
     assert AuditLog(store).count() == 0
 
 
 def test_rbac_forbidden_and_missing_objects_write_nothing(
-    lab: Lab, kube: KubeClient, executor: Executor
+    lab: Lab, kube: KubeClient, executor: Executor, writes: Writes
 ) -> None:
     before = kube.get(GEO)
     lab.control.request(
@@ -195,16 +209,18 @@ def test_rbac_forbidden_and_missing_objects_write_nothing(
     )
     try:
         with pytest.raises(errors.Forbidden, match="forbidden by the cluster"):
-            executor.execute(scale(3), actor="a")
+            writes.write(scale(3), actor="a")
     finally:
         lab.control.request("PUT", "/lab/v1/rbac/denials", {"denials": []})
     assert kube.get(GEO)["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
     with pytest.raises(errors.NotFound):
-        executor.execute(scale(3, "nonexistent"), actor="a")
+        writes.write(scale(3, "nonexistent"), actor="a")
     assert executor.store.query("SELECT COUNT(*) AS n FROM executions")[0]["n"] == 0
 
 
-def test_invalid_parameters_are_refused_before_anything_is_sent(executor: Executor) -> None:
+def test_invalid_parameters_are_refused_before_anything_is_sent(
+    executor: Executor, writes: Writes
+) -> None:
     for name, params, message in [
         ("scale", {"target": "geo", "namespace": "hotel", "replicas": -1}, "greater than"),
         ("scale", {"target": "geo", "namespace": "hotel"}, "replicas: Field required"),
@@ -228,40 +244,41 @@ def test_invalid_parameters_are_refused_before_anything_is_sent(executor: Execut
         ),
     ]:
         with pytest.raises(errors.Invalid, match=message):
-            executor.execute(actions.build(name, params), actor="a")
+            writes.write(actions.build(name, params), actor="a")
     assert executor.store.query("SELECT COUNT(*) AS n FROM executions")[0]["n"] == 0
 
 
-def test_the_dry_run_catches_what_the_server_rejects(kube: KubeClient, executor: Executor) -> None:
+def test_the_dry_run_catches_what_the_server_rejects(executor: Executor, writes: Writes) -> None:
     bad = actions.build(
         "set-resources", {"target": "geo", "namespace": "hotel", "limits": {"memory": "lots"}}
     )
     with pytest.raises(errors.Invalid, match="quantities must match"):
-        executor.execute(bad, actor="a")
+        writes.write(bad, actor="a")
     assert executor.store.query("SELECT COUNT(*) AS n FROM executions")[0]["n"] == 0
 
 
-def test_every_write_and_undo_is_audited(executor: Executor, stack: UndoStack) -> None:
-    outcome = executor.execute(scale(2), actor="alice")
-    stack.undo(outcome.undo_id or "", actor="bob")
-    records = AuditLog(executor.store).records()
+def test_every_write_and_undo_is_audited(executor: Executor, writes: Writes) -> None:
+    outcome = writes.write(scale(2), actor="alice")
+    writes.undo(outcome.undo_id or "", actor="bob")
+    records = [r for r in AuditLog(executor.store).records() if r.event in ("write", "undo")]
     assert [(r.actor, r.event) for r in records] == [("alice", "write"), ("bob", "undo")]
     assert records[0].payload["intent"] == "Scale deployment/geo in hotel from 1 to 2 replicas"
     assert AuditLog(executor.store).verify() == []
 
 
-def test_lock_expires_when_its_holder_died(executor: Executor) -> None:
+def test_lock_expires_when_its_holder_died(executor: Executor, writes: Writes) -> None:
     locks = LeaseLocks(executor.store)
     assert locks.try_acquire(GEO.key, "crashed/1", ttl=0.05) is None
     time.sleep(0.1)
-    executor.execute(scale(2), actor="a")
+    assert writes.write(scale(2), actor="a").state == "executed"
 
 
-def test_a_conflict_names_the_later_stratus_writer(executor: Executor, stack: UndoStack) -> None:
-    first = executor.execute(scale(2), actor="alice")
-    executor.execute(scale(3), actor="bob")
+def test_a_conflict_names_the_later_stratus_writer(writes: Writes) -> None:
+    first = writes.write(scale(2), actor="alice")
+    undo = writes.propose_undo(first.undo_id or "", actor="alice")
+    writes.write(scale(3), actor="bob")
     with pytest.raises(errors.UndoConflict, match=r"changed since by bob \(Scale deployment"):
-        stack.undo(first.undo_id or "", actor="alice")
+        writes.service.execute(undo.id, actor="alice")
 
 
 def test_async_callers_use_the_client_through_a_thread(kube: KubeClient) -> None:
@@ -302,12 +319,12 @@ def test_kubeconfig_contexts_are_honoured(lab: Lab, tmp_path: Any) -> None:
         KubeClient(kubeconfig=str(path), context="no-such-context")
 
 
-def test_undo_entries_per_incident_and_globally(executor: Executor, stack: UndoStack) -> None:
-    executor.execute(scale(2), actor="a", incident_id="inc-1", transaction_id="t1")
-    executor.execute(scale(2, "user"), actor="a", incident_id="inc-2", transaction_id="t2")
+def test_undo_entries_per_incident_and_globally(writes: Writes, stack: UndoStack) -> None:
+    writes.write(scale(2), actor="a", incident_id="inc-1")
+    writes.write(scale(2, "user"), actor="a", incident_id="inc-2")
     assert [e.execution.name for e in stack.entries.active(incident_id="inc-1")] == ["geo"]
     assert [e.execution.name for e in stack.entries.active()] == ["user", "geo"]
     newest_of_inc_1 = stack.entries.active(incident_id="inc-1")[0]
-    result = stack.undo(newest_of_inc_1.id, actor="a")
-    assert result.entry.execution.name == "geo"
+    assert newest_of_inc_1.execution.name == "geo"
+    assert writes.undo(newest_of_inc_1.id, actor="a").state == "executed"
     assert [e.execution.name for e in stack.entries.active()] == ["user"]

@@ -1,6 +1,6 @@
 """The catalog actions for Services, quotas, claims, taints and drifted configuration, over the
-lab: each is planned (pure), dry-run by the server, executed through the executor and undone
-exactly — and a Secret's value never shows in a diff or an intent."""
+lab: each is planned (pure), dry-run by the server, proposed and executed through the proposal
+service and undone exactly — and a Secret's value never shows in a diff or an intent."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Lab
+from tests.writes import Writes
 from tools import actions, errors, params
 from tools.executor import Executor
 from tools.k8s import KubeClient
@@ -24,11 +25,12 @@ def _apply_and_undo(
     before = kube.find(action.ref())
     _, preview = executor.preview(action)
     assert kube.find(action.ref()) == before, "a preview wrote something"
-    outcome = executor.execute(action, actor="t")
-    assert outcome.applied and outcome.undo_id is not None
+    writes = Writes(executor)
+    outcome = writes.write(action, actor="t")
+    assert outcome.state == "executed" and outcome.undo_id is not None
     assert outcome.plan.diff == preview.diff
     written = kube.find(action.ref())
-    stack.undo(outcome.undo_id, actor="t")
+    assert writes.undo(outcome.undo_id, actor="t").state == "executed"
     after_undo = kube.find(action.ref())
     if before is None:
         assert after_undo is None
@@ -63,7 +65,7 @@ def test_create_service_serves_callers_once_created(
 ) -> None:
     kube.delete(ObjectRef("Service", "search", "hotel"))
     lab.settle()
-    executor.execute(
+    Writes(executor).write(
         actions.build(
             "create-service",
             {

@@ -1,5 +1,6 @@
 """Property: for every action kind, applying writes exactly the diff shown, and undo returns
-the object to its before-image (ignoring server-set fields). Against the lab over HTTP."""
+the object to its before-image (ignoring server-set fields). Against the lab over HTTP; writes
+and undos go through the proposal service (``tests.writes``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from proposals.errors import NoChange
 from tests.conftest import Lab
+from tests.writes import Writes
 from tools import actions
 from tools.executor import Executor
 from tools.k8s import KubeClient
@@ -133,8 +136,10 @@ def roundtrip(
     kube: KubeClient, executor: Executor, stack: UndoStack, action: actions.Action
 ) -> None:
     before = kube.get(action.ref())
-    outcome = executor.execute(action, actor="property-test")
-    if not outcome.applied:  # the generated change was already in place
+    writes = Writes(executor)
+    try:
+        outcome = writes.write(action, actor="property-test")
+    except NoChange:  # the generated change was already in place
         assert normalized(kube.get(action.ref())) == normalized(before)
         return
     written = kube.get(action.ref())
@@ -143,7 +148,7 @@ def roundtrip(
         == outcome.plan.diff
     ), "the object written differs from the diff shown"
     assert outcome.undo_id is not None
-    stack.undo(outcome.undo_id, actor="property-test")
+    writes.undo(outcome.undo_id, actor="property-test")
     assert normalized(kube.get(action.ref())) == normalized(before)
 
 
@@ -165,6 +170,7 @@ for _name in PARAMS:
 
 def test_every_catalog_action_has_a_roundtrip_test() -> None:
     covered = set(PARAMS) | {"rollout-undo", "uncordon", "delete-pod", "delete-networkpolicy"}
+    covered |= {"delete-job"}  # tests/tools/test_job_actions.py
     covered |= {  # tests/tools/test_new_actions.py
         "create-service",
         "set-quota",
@@ -182,7 +188,8 @@ def test_every_catalog_action_has_a_roundtrip_test() -> None:
 def test_rollout_undo_roundtrip(
     lab: Lab, kube: KubeClient, executor: Executor, stack: UndoStack, image: str, target: str
 ) -> None:
-    change = executor.execute(
+    writes = Writes(executor)
+    change = writes.write(
         actions.build(
             "set-image",
             {"target": target, "namespace": "hotel", "image": f"stratus/hotel-{target}:{image}"},
@@ -196,11 +203,11 @@ def test_rollout_undo_roundtrip(
         actions.build("rollout-undo", {"target": target, "namespace": "hotel"}),
     )
     assert change.undo_id is not None
-    stack.undo(change.undo_id, actor="property-test")
+    writes.undo(change.undo_id, actor="property-test")
 
 
 def test_uncordon_roundtrip(kube: KubeClient, executor: Executor, stack: UndoStack) -> None:
-    executor.execute(actions.build("cordon", {"kind": "Node", "target": "node-3"}), actor="t")
+    Writes(executor).write(actions.build("cordon", {"kind": "Node", "target": "node-3"}), actor="t")
     roundtrip(
         kube, executor, stack, actions.build("uncordon", {"kind": "Node", "target": "node-3"})
     )
@@ -221,10 +228,11 @@ def test_delete_networkpolicy_is_undone_by_recreating_it(
         {"kind": "NetworkPolicy", "target": "deny-geo", "namespace": "hotel"},
     )
     before = kube.get(action.ref())
-    outcome = executor.execute(action, actor="t")
+    writes = Writes(executor)
+    outcome = writes.write(action, actor="t")
     assert kube.find(action.ref()) is None
     assert outcome.undo_id is not None
-    stack.undo(outcome.undo_id, actor="t")
+    writes.undo(outcome.undo_id, actor="t")
     restored = kube.get(action.ref())
     assert normalized(restored) == normalized(before)
     assert restored["metadata"]["uid"] != before["metadata"]["uid"]
@@ -234,14 +242,17 @@ def test_delete_pod_needs_no_inverse(
     kube: KubeClient, executor: Executor, stack: UndoStack
 ) -> None:
     pod = kube.list("v1", "Pod", namespace="hotel", label_selector="app=geo")[0]
-    outcome = executor.execute(
+    outcome = Writes(executor).write(
         actions.build(
             "delete-pod", {"kind": "Pod", "target": pod["metadata"]["name"], "namespace": "hotel"}
         ),
         actor="t",
     )
-    assert outcome.undo_id is not None
-    entry = stack.entries.get(outcome.undo_id)
+    assert outcome.state == "executed" and outcome.undo_id is None  # nothing to undo
+    rows = executor.store.query(
+        "SELECT id FROM undo_entries WHERE execution_id = ?", [outcome.execution_id]
+    )
+    entry = stack.entries.get(rows[0]["id"])
     assert entry is not None and entry.state == "no_inverse"
     assert stack.entries.active() == []
     replacement = kube.list("v1", "Pod", namespace="hotel", label_selector="app=geo")
@@ -252,12 +263,13 @@ def test_cordon_is_undone_even_after_the_node_controller_taints_the_node(
     executor: Executor, stack: UndoStack, kube: KubeClient, lab: Lab
 ) -> None:
     node = ObjectRef("Node", "node-1")
-    outcome = executor.execute(actions.build("cordon", {"kind": "Node", "target": "node-1"}),
-                               actor="t")  # fmt: skip
+    writes = Writes(executor)
+    outcome = writes.write(actions.build("cordon", {"kind": "Node", "target": "node-1"}),
+                           actor="t")  # fmt: skip
     lab.settle()
     taints = kube.get(node)["spec"].get("taints") or []
     assert any(t["key"] == "node.kubernetes.io/unschedulable" for t in taints)
-    stack.undo(outcome.undo_id or "", actor="t")  # no conflict: the taint is the controller's
+    writes.undo(outcome.undo_id or "", actor="t")  # no conflict: the taint is the controller's
     lab.settle()
     restored = kube.get(node)["spec"]
     assert not restored.get("unschedulable") and not restored.get("taints")

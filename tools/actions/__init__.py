@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from tools.actions.base import WORKLOADS, Action, Risk, WritePlan
 from tools.actions.cluster import (
     Cordon,
+    DeleteJob,
     DeletePod,
     DeletePvc,
     DeleteResourceQuota,
@@ -50,6 +51,7 @@ __all__ = [
     "Action",
     "Cordon",
     "CreateService",
+    "DeleteJob",
     "DeleteNetworkPolicy",
     "DeletePod",
     "DeletePvc",
@@ -97,6 +99,7 @@ CATALOG: dict[str, type[Action]] = {
         Uncordon,
         RemoveTaint,
         DeletePod,
+        DeleteJob,
         DeleteNetworkPolicy,
         SetQuota,
         DeleteResourceQuota,

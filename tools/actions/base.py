@@ -16,11 +16,15 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from tools.actions import reach
 from tools.errors import Invalid, NotFound
 from tools.objects import LAST_APPLIED, ObjectRef, normalized, yaml_diff
 
 Risk = Literal["low", "medium", "high"]
 WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet")
+# Kinds whose pod template one container field can be set in: the workloads, and a CronJob
+# (its next Job is made from the fixed template; a Job's own template is immutable).
+TEMPLATED = (*WORKLOADS, "CronJob")
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,17 @@ class Action(BaseModel):
         """(apiVersion, kind) of objects the plan also needs, listed by the target's selector."""
         return None
 
+    def history(
+        self, current: dict[str, Any], related: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """Earlier versions of the target whose pod template this action may bring back (what
+        ``tools.actions.reach`` lets the plan reach besides the object as it is)."""
+        return []
+
+    def new_image(self) -> str | None:
+        """The one image this action exists to set, if any."""
+        return None
+
     def plan(
         self, current: dict[str, Any] | None, related: list[dict[str, Any]] | None = None
     ) -> WritePlan:
@@ -88,6 +103,7 @@ class Action(BaseModel):
             if current is not None:
                 raise Invalid(f"{self.ref()} already exists; there is nothing to create")
             after = self.manifest()
+            self._within_reach(None, after, [])
             return WritePlan("create", None, after, yaml_diff(None, after, label=label))
         if current is None:
             raise NotFound(f"{self.ref()}: not found", subject=str(self.ref()))
@@ -95,14 +111,34 @@ class Action(BaseModel):
             return WritePlan("delete", current, None, yaml_diff(current, None, label=label))
         after = copy.deepcopy(current)
         self.mutate(after, related or [])
+        self._within_reach(current, after, related or [])
         return WritePlan("replace", current, after, yaml_diff(current, after, label=label))
+
+    def _within_reach(
+        self,
+        current: dict[str, Any] | None,
+        after: dict[str, Any],
+        related: list[dict[str, Any]],
+    ) -> None:
+        reach.check(
+            action=self.name,
+            what=self.label(),
+            before=current,
+            after=after,
+            history=self.history(current, related) if current is not None else [],
+            new_image=self.new_image(),
+        )
 
 
 # ------------------------------------------------------------------ helpers
 
 
 def pod_spec(obj: dict[str, Any]) -> dict[str, Any]:
-    spec: dict[str, Any] = obj["spec"]["template"]["spec"]
+    """The pod spec a workload's pods are made from (a CronJob's sits in its job template)."""
+    outer = obj["spec"]
+    if "jobTemplate" in outer:
+        outer = outer["jobTemplate"]["spec"]
+    spec: dict[str, Any] = outer["template"]["spec"]
     return spec
 
 
@@ -122,6 +158,16 @@ def container_of(obj: dict[str, Any], name: str | None) -> dict[str, Any]:
         f"{obj['kind'].lower()}/{obj['metadata']['name']} has no container {name!r} "
         f"(it has {', '.join(c['name'] for c in containers)})"
     )
+
+
+def map_at(parent: dict[str, Any], key: str) -> dict[str, Any]:
+    """``parent[key]``, an optional map, to write into: made when it is absent or null (the API
+    server omits an empty map, and a client may have sent null for one)."""
+    value = parent.get(key)
+    if value is None:
+        value = parent[key] = {}
+    found: dict[str, Any] = value
+    return found
 
 
 def last_applied(obj: dict[str, Any]) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from tools.actions.base import Action, WritePlan
+from tools.actions.base import Action, WritePlan, map_at
 from tools.errors import Invalid
 
 
@@ -20,7 +20,7 @@ class PatchHpa(Action):
 
     def intent(self, current: dict[str, Any]) -> str:
         spec = current["spec"]
-        low = self.min_replicas or spec.get("minReplicas", 1)
+        low = self.min_replicas or _floor(spec)
         high = self.max_replicas or spec.get("maxReplicas")
         return (
             f"Set horizontalpodautoscaler/{self.target} in {self.namespace} to "
@@ -33,10 +33,14 @@ class PatchHpa(Action):
             spec["minReplicas"] = self.min_replicas
         if self.max_replicas is not None:
             spec["maxReplicas"] = self.max_replicas
-        if spec.get("minReplicas", 1) > spec["maxReplicas"]:
-            raise Invalid(
-                f"minReplicas {spec.get('minReplicas')} is above maxReplicas {spec['maxReplicas']}"
-            )
+        if _floor(spec) > spec["maxReplicas"]:
+            raise Invalid(f"minReplicas {_floor(spec)} is above maxReplicas {spec['maxReplicas']}")
+
+
+def _floor(spec: dict[str, Any]) -> int:
+    """An HPA's minReplicas: optional, one when absent or null."""
+    low = spec.get("minReplicas")
+    return 1 if low is None else int(low)
 
 
 class Cordon(Action):
@@ -97,6 +101,42 @@ class DeletePod(Action):
         return super().plan(current, related)
 
 
+class DeleteJob(Action):
+    """Only a Job a CronJob made: the CronJob runs again at its next schedule, from its own
+    (possibly fixed) template. A Job's template is immutable, so a broken run cannot be
+    repaired in place; deleting it takes its stuck pods with it."""
+
+    name = "delete-job"
+    example = "job/report-29012345"
+    kinds = ("Job",)
+    risk = "medium"
+    reversible = False  # a re-created Job would run again; the CronJob is the inverse
+    operation = "delete"
+
+    def intent(self, current: dict[str, Any]) -> str:
+        owner = _controller(current)
+        return (
+            f"Delete job/{self.target} in {self.namespace} and its pods; "
+            f"cronjob/{owner.get('name', '')} runs again at its next schedule"
+        )
+
+    def plan(
+        self, current: dict[str, Any] | None, related: list[dict[str, Any]] | None = None
+    ) -> WritePlan:
+        if current is not None and _controller(current).get("kind") != "CronJob":
+            raise Invalid(
+                f"job/{self.target} was not made by a CronJob: deleting it would lose its run "
+                "for good"
+            )
+        return super().plan(current, related)
+
+
+def _controller(obj: dict[str, Any]) -> dict[str, Any]:
+    owners = obj["metadata"].get("ownerReferences") or []
+    found: dict[str, Any] = next((o for o in owners if o.get("controller")), {})
+    return found
+
+
 class RemoveTaint(Action):
     """Remove a taint a person put on a node (the node controller's own taints mirror the
     node's state and are not removed this way: uncordon a cordoned node instead)."""
@@ -152,7 +192,7 @@ class SetQuota(Action):
         )
 
     def mutate(self, obj: dict[str, Any], related: list[dict[str, Any]]) -> None:
-        obj.setdefault("spec", {}).setdefault("hard", {})[self.resource] = self.value
+        map_at(obj.setdefault("spec", {}), "hard")[self.resource] = self.value
 
 
 class DeleteResourceQuota(Action):

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import Field
 
-from tools.actions.base import Action, last_applied
+from tools.actions.base import Action, last_applied, map_at
 from tools.errors import Invalid
 from tools.objects import secret_digest
 
@@ -35,7 +35,7 @@ class PatchConfigMapKey(Action):
         )
 
     def mutate(self, obj: dict[str, Any], related: list[dict[str, Any]]) -> None:
-        data = obj.setdefault("data", {})
+        data = map_at(obj, "data")
         if self.value is None:
             if self.key not in data:
                 raise Invalid(f"configmap/{self.target} has no key {self.key}")
@@ -67,7 +67,7 @@ class RestoreConfigMapKey(Action):
         )
 
     def mutate(self, obj: dict[str, Any], related: list[dict[str, Any]]) -> None:
-        obj.setdefault("data", {})[self.key] = self.applied_value(obj)
+        map_at(obj, "data")[self.key] = self.applied_value(obj)
 
 
 def _decoded(raw: object) -> str:
@@ -105,6 +105,6 @@ class RestoreSecretKey(Action):
 
     def mutate(self, obj: dict[str, Any], related: list[dict[str, Any]]) -> None:
         value = self.applied_value(obj)
-        obj.setdefault("data", {})[self.key] = base64.b64encode(value.encode()).decode()
+        map_at(obj, "data")[self.key] = base64.b64encode(value.encode()).decode()
         if self.key in (obj.get("stringData") or {}):
             del obj["stringData"][self.key]

@@ -4,15 +4,25 @@ and change one field of the pod template (image, env, resources, command, node s
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 from pydantic import Field, field_validator
 
-from tools.actions.base import WORKLOADS, Action, container_of, pod_spec
+from tools.actions.base import TEMPLATED, WORKLOADS, Action, container_of, map_at, pod_spec
 from tools.errors import Invalid
 
 HASH_LABEL = "pod-template-hash"
 REVISION = "deployment.kubernetes.io/revision"
+# A revision as Kubernetes' controllers parse it (Go's strconv.ParseInt): Python's int() also
+# takes spaces, underscores and other scripts' digits, which the controllers refuse.
+_REVISION_NUMBER = re.compile(r"-?[0-9]{1,18}")
+
+
+def _number(value: Any) -> int | None:
+    """A revision number, or None when it is not one (an annotation edited by hand)."""
+    text = str(value)
+    return int(text) if _REVISION_NUMBER.fullmatch(text) else None
 
 
 class Scale(Action):
@@ -44,50 +54,86 @@ class RolloutRestart(Action):
         return f"Restart the pods of {self.kind.lower()}/{self.target} in {self.namespace}"
 
     def mutate(self, obj: dict[str, Any], related: list[dict[str, Any]]) -> None:
-        meta = obj["spec"]["template"].setdefault("metadata", {})
-        meta.setdefault("annotations", {})["kubectl.kubernetes.io/restartedAt"] = self.restarted_at
+        meta = map_at(obj["spec"]["template"], "metadata")
+        map_at(meta, "annotations")["kubectl.kubernetes.io/restartedAt"] = self.restarted_at
 
 
 class RolloutUndo(Action):
+    """What ``kubectl rollout undo`` does: a Deployment's template from one of its
+    ReplicaSets, a StatefulSet's or DaemonSet's from one of its ControllerRevisions."""
+
     name = "rollout-undo"
     example = "deployment/web to-revision=2"
-    kinds = ("Deployment",)
+    kinds = WORKLOADS
     to_revision: int | None = Field(default=None, ge=1)
 
     def related(self) -> tuple[str, str]:
-        return ("apps/v1", "ReplicaSet")
+        if self.kind == "Deployment":
+            return ("apps/v1", "ReplicaSet")
+        return ("apps/v1", "ControllerRevision")
 
     def _revisions(
         self, current: dict[str, Any], related: list[dict[str, Any]]
     ) -> dict[int, dict[str, Any]]:
+        """Revision number → the pod template it ran."""
         uid = current["metadata"]["uid"]
         found = {}
-        for rs in related:
-            owners = rs["metadata"].get("ownerReferences") or []
-            if any(o.get("uid") == uid for o in owners):
-                revision = int((rs["metadata"].get("annotations") or {}).get(REVISION, "0"))
-                found[revision] = rs
+        for owned in related:
+            owners = owned["metadata"].get("ownerReferences") or []
+            if not any(o.get("uid") == uid for o in owners):
+                continue
+            if self.kind == "Deployment":
+                annotations = owned["metadata"].get("annotations") or {}
+                revision = _number(annotations.get(REVISION, "0"))
+                template = (owned.get("spec") or {}).get("template")
+            else:
+                revision = _number(owned.get("revision") or 0)
+                template = ((owned.get("data") or {}).get("spec") or {}).get("template")
+            # A revision someone edited into something else is not one to roll back to.
+            if revision is not None and isinstance(template, dict):
+                found[revision] = template
         return found
+
+    def history(
+        self, current: dict[str, Any], related: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        return [{"spec": {"template": t}} for t in self._revisions(current, related).values()]
+
+    def _current(self, obj: dict[str, Any], revisions: dict[int, dict[str, Any]]) -> int:
+        if self.kind == "Deployment":
+            text = (obj["metadata"].get("annotations") or {}).get(REVISION, "0")
+            current = _number(text)
+            if current is None:
+                raise Invalid(
+                    f"deployment/{self.target} has a revision annotation that is not a number "
+                    f"({REVISION}={text[:20]!r}): name the revision to roll back to (to-revision=)"
+                )
+            return current
+        # A ControllerRevision whose template comes back is renumbered past the others, so
+        # the template running now is always the newest revision.
+        return max(revisions, default=0)
 
     def intent(self, current: dict[str, Any]) -> str:
         where = f"revision {self.to_revision}" if self.to_revision else "the previous revision"
-        return f"Roll back deployment/{self.target} in {self.namespace} to {where}"
+        return f"Roll back {self.kind.lower()}/{self.target} in {self.namespace} to {where}"
 
     def mutate(self, obj: dict[str, Any], related: list[dict[str, Any]]) -> None:
         revisions = self._revisions(obj, related)
-        current = int((obj["metadata"].get("annotations") or {}).get(REVISION, "0"))
+        what = f"{self.kind.lower()}/{self.target}"
         wanted = self.to_revision
         if wanted is None:
+            current = self._current(obj, revisions)
             older = [r for r in revisions if r < current]
             if not older:
-                raise Invalid(f"deployment/{self.target} has no previous revision to roll back to")
+                raise Invalid(f"{what} has no previous revision to roll back to")
             wanted = max(older)
         if wanted not in revisions:
             raise Invalid(
-                f"deployment/{self.target} has no revision {wanted} (it has "
+                f"{what} has no revision {wanted} (it has "
                 f"{', '.join(str(r) for r in sorted(revisions)) or 'none'})"
             )
-        template = copy.deepcopy(revisions[wanted]["spec"]["template"])
+        template = copy.deepcopy(revisions[wanted])
+        template.pop("$patch", None)  # a ControllerRevision's data is a replacing patch
         (template.get("metadata") or {}).get("labels", {}).pop(HASH_LABEL, None)
         obj["spec"]["template"] = template
 
@@ -95,7 +141,7 @@ class RolloutUndo(Action):
 class SetImage(Action):
     name = "set-image"
     example = "deployment/web image=nginx:1.27 container=web"
-    kinds = WORKLOADS
+    kinds = TEMPLATED
     image: str = Field(min_length=1)
     container: str | None = None
 
@@ -106,6 +152,9 @@ class SetImage(Action):
             f" in {self.namespace} from {old.get('image')} to {self.image}"
         )
 
+    def new_image(self) -> str:
+        return self.image
+
     def mutate(self, obj: dict[str, Any], related: list[dict[str, Any]]) -> None:
         container_of(obj, self.container)["image"] = self.image
 
@@ -113,7 +162,7 @@ class SetImage(Action):
 class SetEnv(Action):
     name = "set-env"
     example = "deployment/web variable=LOG_LEVEL value=debug   (omit value= to remove it)"
-    kinds = WORKLOADS
+    kinds = TEMPLATED
     variable: str = Field(min_length=1, pattern=r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
     value: str | None = Field(default=None, description="None removes the variable")
     container: str | None = None
@@ -155,7 +204,7 @@ class SetEnv(Action):
 class SetResources(Action):
     name = "set-resources"
     example = "deployment/web limits=memory=256Mi requests=cpu=100m,memory=128Mi"
-    kinds = WORKLOADS
+    kinds = TEMPLATED
     container: str | None = None
     requests: dict[str, str | None] = Field(default_factory=dict)
     limits: dict[str, str | None] = Field(default_factory=dict)
@@ -183,9 +232,9 @@ class SetResources(Action):
     def mutate(self, obj: dict[str, Any], related: list[dict[str, Any]]) -> None:
         if not self.requests and not self.limits:
             raise Invalid("set-resources needs requests or limits")
-        resources = container_of(obj, self.container).setdefault("resources", {})
+        resources = map_at(container_of(obj, self.container), "resources")
         for section, values in (("requests", self.requests), ("limits", self.limits)):
-            current = resources.setdefault(section, {})
+            current = map_at(resources, section)
             for key, value in values.items():
                 if value is None:
                     current.pop(key, None)
@@ -198,7 +247,7 @@ class SetResources(Action):
 class SetCommand(Action):
     name = "set-command"
     example = 'deployment/web command=\'["/bin/app","--serve"]\''
-    kinds = WORKLOADS
+    kinds = TEMPLATED
     risk = "high"
     container: str | None = None
     command: list[str] | None = None
@@ -224,7 +273,7 @@ class SetCommand(Action):
 class SetNodeSelector(Action):
     name = "set-node-selector"
     example = "deployment/web node-selector=disktype=ssd   (omit to remove it)"
-    kinds = WORKLOADS
+    kinds = TEMPLATED
     node_selector: dict[str, str] | None = Field(
         default=None, description="None removes the nodeSelector"
     )

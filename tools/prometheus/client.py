@@ -34,11 +34,8 @@ log = logging.getLogger("stratus.prometheus")
 Reason = Literal["timeout", "unreachable", "http", "query", "bad_response", "too_large"]
 
 
-class PrometheusError(ToolError):
+class PrometheusError(ToolError, code="prometheus", retryable=True):
     """Prometheus did not give an answer that can be used; ``reason`` says why."""
-
-    code = "prometheus"
-    retryable = True
 
     def __init__(self, message: str, *, reason: Reason, **fields: Any) -> None:
         super().__init__(message, **fields)

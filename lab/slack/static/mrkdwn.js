@@ -49,26 +49,37 @@ const Mrkdwn = (() => {
     return text(`<${inner}>`);
   }
 
+  // Links, mentions and code spans are set aside first (their text is never formatted), the
+  // line is formatted whole — so marks around a code span format it, as on Slack — and then
+  // they are put back.
+  const HELD = /\u0000(\d+)\u0000/g;
+
   function inline(source, users, groups) {
-    const parts = [];
+    const held = [];
     const token = /<([^<>]+)>|`([^`\n]+)`/g;
-    let last = 0;
-    let match;
-    while ((match = token.exec(source)) !== null) {
-      parts.push(emoji(style(text(source.slice(last, match.index)))));
-      parts.push(match[1] !== undefined ? link(match[1], users, groups)
-        : `<code>${text(match[2])}</code>`);
-      last = token.lastIndex;
-    }
-    parts.push(emoji(style(text(source.slice(last)))));
-    return parts.join("");
+    const marked = source.replace(/\u0000/g, "").replace(token, (all, inner, code) => {
+      held.push(inner !== undefined ? link(inner, users, groups) : `<code>${text(code)}</code>`);
+      return `\u0000${held.length - 1}\u0000`;
+    });
+    return emoji(style(text(marked))).replace(HELD, (all, index) => held[Number(index)]);
   }
+
+  // A mark opens after a boundary and closes before one; the same character inside a word
+  // (STRATUS_PROMETHEUS_URL, 2*3) neither opens nor closes it.
+  const mark = (char) => new RegExp(
+    `(^|[\\s(\u0000])\\${char}((?:[^${char}\\n]|\\${char}(?=[\\w]))+?)\\${char}`
+      + `(?=$|[\\s).,!?:;\u0000])`, "g");
+  const MARKS = [mark("*"), mark("_"), mark("~")];
+
+  // Text that starts or ends with a space is not formatted ("2 * 3 * 4" stays as it is).
+  const tag = (name) => (all, before, inner) => (/^\s|\s$/.test(inner) ? all
+    : `${before}<${name}>${inner}</${name}>`);
 
   function style(html) {
     return html
-      .replace(/(^|[\s(])\*([^*\n]+)\*(?=$|[\s).,!?:;])/g, "$1<b>$2</b>")
-      .replace(/(^|[\s(])_([^_\n]+)_(?=$|[\s).,!?:;])/g, "$1<i>$2</i>")
-      .replace(/(^|[\s(])~([^~\n]+)~(?=$|[\s).,!?:;])/g, "$1<s>$2</s>");
+      .replace(MARKS[0], tag("b"))
+      .replace(MARKS[1], tag("i"))
+      .replace(MARKS[2], tag("s"));
   }
 
   function render(raw, users, groups) {

@@ -102,7 +102,8 @@ def test_server_errors_twice_fall_back(
 def test_a_timeout_falls_back_without_waiting_for_the_model(
     injected: Snapshot, reader: ClusterReader
 ) -> None:
-    with FakeChatServer(mode="timeout", timeout_delay=30) as slow:
+    # Late enough for the 1 s timeout; not 30 s, which stopping the server would wait out.
+    with FakeChatServer(mode="timeout", timeout_delay=4) as slow:
         started = time.monotonic()
         result = planner(slow, reader, timeout=1).plan(request_for(injected))
         elapsed = time.monotonic() - started

@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from agents.incident import IncidentState
-from agents.incident_store import IncidentEventType
 from agents.llm import LLMPlanner, planner_from_env
 from agents.planner.offline import OfflinePlanner
-from agents.settings import WorkflowConfig
 from agents.snapshot import Snapshot
-from agents.workflow import IncidentWorkflow
+from incidents.model import IncidentState
+from incidents.repository import IncidentEventType
+from incidents.settings import WorkflowConfig
+from incidents.workflow import IncidentWorkflow
 from lab.llm import FakeChatServer
 from policies.model import Rule
 from proposals.service import ProposalService

@@ -294,3 +294,33 @@ def test_a_limit_of_zero_refuses_every_call_with_retry_after(
     assert web.chat_postMessage(channel="C0INCIDENT", text="now")["ok"]
     calls = control.calls("chat.postMessage")["calls"]
     assert [c["status"] for c in calls] == [429, 429, 429, 200]
+
+
+def test_chat_delete_takes_a_thread_with_its_parent(
+    web: WebClient, playground: PlaygroundServer
+) -> None:
+    """A bot deletes its own messages; once a thread's parent is gone, the thread is gone for
+    the bot too — replying answers ``thread_not_found``, editing ``message_not_found``."""
+    parent = web.chat_postMessage(channel="C0INCIDENT", text="incident")
+    reply = web.chat_postMessage(channel="C0INCIDENT", text="card", thread_ts=parent["ts"])
+    deleted = web.chat_delete(channel="C0INCIDENT", ts=parent["ts"])
+    assert deleted["channel"] == "C0INCIDENT" and deleted["ts"] == parent["ts"]
+    assert (
+        _error(
+            lambda: web.chat_postMessage(channel="C0INCIDENT", text="x", thread_ts=parent["ts"])
+        )["error"]
+        == "thread_not_found"
+    )
+    assert (
+        _error(lambda: web.chat_update(channel="C0INCIDENT", ts=reply["ts"], text="x"))["error"]
+        == "message_not_found"
+    )
+    assert (
+        _error(lambda: web.chat_delete(channel="C0INCIDENT", ts=parent["ts"]))["error"]
+        == "message_not_found"
+    )
+    someone = PlaygroundClient(playground.url).post_message("U0ALICE", "hi", "C0INCIDENT")
+    assert (
+        _error(lambda: web.chat_delete(channel="C0INCIDENT", ts=someone["ts"]))["error"]
+        == "cant_delete_message"
+    )

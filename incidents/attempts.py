@@ -1,0 +1,682 @@
+"""Attempts: one candidate's steps proposed, approved, executed — and undone as one.
+
+Each step is a proposal through the proposal service (policy, approvals, the exact plan, the
+undo stack); this module only decides which proposal comes next and what its state means for
+the incident. An attempt is a transaction: if it is judged worse (or changes nothing), or a
+later step is refused or fails, or the incident is cancelled half-way, the steps it already
+executed are undone — each undo itself a proposal the policy decides.
+
+They are functions over explicit dependencies (``Deps``), not half of a class: the workflow
+builds ``Deps`` once and calls them; what an attempt waits on is asked of
+``incidents.continuation``. ``move`` and ``update`` are the one way an incident is changed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from agents.health import HealthScore
+from agents.model import Candidate, Step
+from agents.verify import Pause, look, wait_until_settled
+from incidents import continuation, plans
+from incidents.model import Attempt, Incident, IncidentState, new_transaction_id, stop_word
+from incidents.repository import (
+    IncidentError,
+    IncidentEventType,
+    IncidentRepository,
+    StaleIncident,
+)
+from incidents.settings import WorkflowConfig
+from proposals.errors import NoChange, NotExecutable
+from proposals.model import Proposal, ProposalState
+from proposals.service import ProposalService, Superseded, UndoRequest
+from store.clock import Clock, stamp
+from store.errors import Remedy, StratusError
+from tools import errors, fleet
+from tools.k8s import KubeClient
+from tools.prometheus import PrometheusClient
+
+St = IncidentState
+P = ProposalState
+SKIPPED = ""  # a step whose object already looked as wanted
+_REFUSED = {P.REJECTED: "rejected", P.EXPIRED: "expired", P.CANCELLED: "cancelled"}
+AGENT = "agent:stratus"  # who proposes and answers for the workflow
+
+
+class WriteInFlight(IncidentError):
+    """The incident cannot end now: a write of it is being carried out (approved from a
+    terminal, say). The cancel stays requested and is carried out once the write settled."""
+
+    code = "write_in_flight"
+    default_remedy = Remedy.RETRY
+
+
+@dataclass(frozen=True)
+class Deps:
+    """What an attempt works with, passed in explicitly (``IncidentWorkflow`` builds it once):
+    the proposal service every step goes through, the cluster and Prometheus it looks at, the
+    incidents' repository, the clock and how to wait."""
+
+    service: ProposalService
+    kube: KubeClient
+    incidents: IncidentRepository
+    clock: Clock
+    config: WorkflowConfig
+    pause: Pause
+    prometheus: PrometheusClient | None
+    # Every cluster of a fleet by name (docs/fleet.md); empty: ``kube`` is the only one.
+    kubes: Mapping[str, KubeClient] = field(default_factory=dict)
+
+    def on(self, cluster: str) -> Deps:
+        """The same dependencies looking at ``cluster`` (an incident's own); a cluster this
+        Stratus no longer serves is refused, never read through another one."""
+        if not cluster:
+            return self
+        kube = self.kubes.get(cluster)
+        if kube is None:
+            raise fleet.unknown(cluster, known=list(self.kubes))
+        return self if kube is self.kube else replace(self, kube=kube)
+
+
+def health(d: Deps, incident: Incident) -> HealthScore:
+    """The namespace's health score now (with Prometheus' parts when configured)."""
+    return look(
+        d.kube,
+        incident.namespace,
+        since=stamp(incident.created_at),
+        prometheus=d.prometheus,
+    )
+
+
+def wait_for_settle(d: Deps, incident: Incident) -> None:
+    """Wait (bounded) until no pod of the namespace is on its way anywhere."""
+    settled = wait_until_settled(
+        d.kube,
+        incident.namespace,
+        pause=d.pause,
+        timeout=d.config.settle_timeout,
+        interval=d.config.poll_interval,
+    )
+    if not settled:
+        say(d, incident, "the cluster was still moving at the settle timeout")
+
+
+def move(
+    d: Deps, incident: Incident, to: IncidentState, *, message: str = "", **updates: object
+) -> Incident:
+    if not incident.can_move(to):
+        raise RuntimeError(f"incident {incident.id}: {incident.state} → {to} is not a move")
+    changed = incident.model_copy(update={**updates, "state": to, "updated_at": d.clock.now()})
+    # A cancel is one transaction: the open proposals withdrawn, no write of the incident
+    # in flight, the incident stored. An approval or an execution of another process
+    # (their moves are transactions too) lands wholly before it — and is seen here — or
+    # after, on a withdrawn proposal, and is refused.
+    with d.service.store.immediate():
+        if to == St.CANCELLED:
+            by = incident.cancel_requested or AGENT
+            withdraw_open(
+                d, incident, actor=by, why=f"incident {incident.id} was cancelled by {by}"
+            )
+            busy = _in_flight(d, incident)
+            if busy is not None:
+                raise WriteInFlight(
+                    f"{busy.id} ({busy.intent}) is being carried out; the cancel of "
+                    f"incident {incident.id} waits for it",
+                    subject=incident.id,
+                )
+        return d.incidents.save(
+            changed,
+            expected_version=incident.version,
+            actor=AGENT,
+            message=message,
+            previous=incident.state,
+        )
+
+
+def update(d: Deps, incident: Incident, **updates: object) -> Incident:
+    changed = incident.model_copy(update={**updates, "updated_at": d.clock.now()})
+    return d.incidents.save(changed, expected_version=incident.version, actor=AGENT)
+
+
+# ------------------------------------------------------------------ begin and steps
+
+
+def begin_attempt(d: Deps, incident: Incident, candidate: Candidate) -> Incident:
+    if incident.attempts or not incident.health_now:
+        before = health(d, incident).to_dict()
+    else:
+        before = incident.health_now  # the first attempt: the look taken moments ago
+    attempt = Attempt(
+        number=len(incident.attempts) + 1,
+        candidate=candidate,
+        transaction_id=new_transaction_id(),
+        health_before=before,
+        started_at=d.clock.now(),
+        # The whole plan, once, before any step is proposed: what people approve as a plan.
+        # One step is no plan (its card is the whole of it), so it is not read twice.
+        plan=plans.planned(
+            d.service,
+            candidate,
+            namespace=incident.namespace,
+            requester=AGENT,
+            cluster=incident.cluster,
+        )
+        if len(candidate.steps) > 1
+        else [],
+    )
+    incident = update(
+        d,
+        incident,
+        attempts=[*incident.attempts, attempt],
+        tried=[*incident.tried, candidate.key()],
+    )
+    d.incidents.note(
+        incident,
+        IncidentEventType.ATTEMPT,
+        actor=AGENT,
+        message=f"attempt {attempt.number}: {candidate.intent}",
+        data={
+            "attempt": attempt.number,
+            "candidate": candidate.model_dump(mode="json"),
+            "health_before": attempt.health_before,
+            "plan": [
+                step.model_dump(mode="json", include={"number", "intent", "target", "note"})
+                for step in attempt.plan
+            ],
+        },
+    )
+    return next_step(d, incident)
+
+
+def next_step(d: Deps, incident: Incident) -> Incident:
+    """Propose the attempt's next step, or go verify when every step is done."""
+    attempt = incident.current
+    assert attempt is not None
+    steps = attempt.candidate.steps
+    while len(attempt.proposals) < len(steps):
+        step = steps[len(attempt.proposals)]
+        planned = next((p for p in attempt.plan if p.number == len(attempt.proposals) + 1), None)
+        try:
+            proposal = d.service.propose(
+                action=step.action,
+                kind=step.kind,
+                name=step.name,
+                namespace="" if step.kind == "Node" else incident.namespace,
+                # As planned (a restart's stamp fixed when the attempt began), so an
+                # unchanged object gives the digest the plan was approved with.
+                params=planned.params if planned is not None and planned.digest else step.params,
+                requester=AGENT,
+                incident_id=incident.id,
+                fixes=fixes_cause(incident, step),
+                cluster=incident.cluster,
+            )
+        except NoChange as why:
+            say(d, incident, why.message)
+            attempt = attempt.model_copy(update={"proposals": [*attempt.proposals, SKIPPED]})
+            incident = _with_attempt(d, incident, attempt)
+            continue
+        except StratusError as error:
+            return end_attempt(d, incident, f"failed: {error.message}")
+        attempt = attempt.model_copy(update={"proposals": [*attempt.proposals, proposal.id]})
+        try:
+            incident = _with_attempt(d, incident, attempt)
+        except StaleIncident:
+            # A cancel (or a choice) landed while the step was proposed: the proposal is
+            # recorded nowhere, so withdraw it; the next look proposes again if needed.
+            with contextlib.suppress(StratusError):
+                d.service.cancel(proposal.id, actor=AGENT, reason="the incident changed meanwhile")
+            raise
+        return _after_proposal(d, incident, _with_plan(d, incident, proposal))
+    if not _executed_steps(d, attempt):
+        return end_attempt(d, incident, "no change: every object already looked as wanted")
+    if incident.state == St.VERIFYING:
+        return incident
+    return move(d, incident, St.VERIFYING, message="waiting for the cluster to settle")
+
+
+def fixes_cause(incident: Incident, step: Step) -> str:
+    """The diagnosed cause when ``step`` writes the very object the diagnosis named, else "":
+    the proposal keeps it, so an undo of that write says it puts the cause back."""
+    cause = incident.diagnosis
+    if cause is None or (step.kind, step.name) != (cause.resource.kind, cause.resource.name):
+        return ""
+    noun = f"{cause.resource.kind.lower()}/{cause.resource.name}"
+    return cause.summary if noun in cause.summary else f"{noun}: {cause.summary}"
+
+
+def _after_proposal(d: Deps, incident: Incident, proposal: Proposal) -> Incident:
+    if proposal.state == P.DENIED:
+        key = incident.current.candidate.key() if incident.current else ""
+        incident = update(
+            d,
+            incident,
+            rejected=[*incident.rejected, (key, f"denied by policy: {proposal.reason}")],
+        )
+        return end_attempt(d, incident, f"denied by policy: {proposal.reason}")
+    if proposal.state == P.APPROVED:
+        by = next((v.user for v in proposal.votes if v.with_plan), None)
+        how = f"approved with the plan by {by}" if by else "allowed by policy"
+        return go(d, incident, St.EXECUTING, f"{proposal.intent} ({how})")
+    return go(
+        d,
+        incident,
+        St.AWAITING_APPROVAL,
+        f"waiting for approval of {proposal.id}: {proposal.intent}",
+    )
+
+
+def _with_plan(d: Deps, incident: Incident, proposal: Proposal) -> Proposal:
+    """A later step the attempt's plan approval covers is approved with it; one it does not
+    cover (its object moved, its rule asks it alone) is asked alone, saying why."""
+    first_id = plans.plan_card(incident.current)
+    if proposal.state != P.AWAITING_APPROVAL or first_id is None or first_id == proposal.id:
+        return proposal
+    try:
+        covered, why = plans.coverage(incident, proposal, d.service.get(first_id))
+        if not covered:
+            if why:
+                say(d, incident, f"{proposal.id} is asked alone, not with the plan: {why}")
+            return proposal
+        approved = d.service.approve_with_plan(proposal.id, plan_proposal_id=first_id)
+    except StratusError as error:
+        # The approver lost the right since, or the first step's record was tampered with:
+        # nothing stands in for a person, so the step is asked alone.
+        say(d, incident, f"{proposal.id} is asked alone, not with the plan: {error.message}")
+        return d.service.get(proposal.id)
+    by = ", ".join(approved.approvals())
+    say(d, incident, f"{proposal.id} ({proposal.intent}) approved with the plan by {by}")
+    return approved
+
+
+# ------------------------------------------------------------------ waiting and executing
+
+
+def await_answer(d: Deps, incident: Incident) -> Incident | None:
+    attempt = incident.current
+    assert attempt is not None
+    proposal, undoing = _pending(d, attempt)
+    if proposal is None:
+        return go(d, incident, St.UNDOING if undoing else St.EXECUTING, "")
+    if proposal.state == P.AWAITING_APPROVAL:
+        if d.clock.now() >= proposal.expires_at:
+            d.service.expire()
+            return d.incidents.get(incident.id)
+        return None  # a human decides; nothing waits here
+    if proposal.state in (P.APPROVED, P.EXECUTING, P.EXECUTED):
+        return go(d, incident, St.UNDOING if undoing else St.EXECUTING, "")
+    if proposal.state == P.SUPERSEDED:
+        return _replace(d, incident, proposal, undoing)
+    why = _REFUSED.get(proposal.state, proposal.state.value)
+    reason = f"{proposal.id} {why}" + (f": {proposal.reason}" if proposal.reason else "")
+    if undoing:
+        return _undo_refused(d, incident, why, reason)
+    incident = update(d, incident, rejected=[*incident.rejected, (attempt.candidate.key(), reason)])
+    return end_attempt(d, incident, reason)
+
+
+def execute_step(d: Deps, incident: Incident) -> Incident | None:
+    attempt = incident.current
+    assert attempt is not None
+    proposal, undoing = _pending(d, attempt)
+    if proposal is None or proposal.state == P.EXECUTED:
+        return undo_attempt(d, incident) if undoing else next_step(d, incident)
+    try:
+        d.service.execute(proposal.id, actor=AGENT)
+    except Superseded as moved:
+        return _replace(d, incident, d.service.get(proposal.id), undoing, moved.new)
+    except (errors.LockHeld, errors.Unavailable, errors.OutcomeUnknown) as busy:
+        d.incidents.note(
+            incident,
+            IncidentEventType.NOTE,
+            actor=AGENT,
+            message=f"{proposal.id} must wait: {busy.message}",
+        )
+        return None
+    except (StratusError, NotExecutable) as error:
+        if undoing:
+            return move(
+                d,
+                incident,
+                St.ESCALATED,
+                message=f"undoing attempt {attempt.number} failed: {error.message}",
+                reason="undo failed",
+            )
+        return end_attempt(d, incident, f"failed: {error.message}")
+    return undo_attempt(d, incident) if undoing else next_step(d, incident)
+
+
+def _replace(
+    d: Deps,
+    incident: Incident,
+    old: Proposal,
+    undoing: bool,
+    new: Proposal | None = None,
+) -> Incident | None:
+    """A superseded proposal is followed by the one that replaces it (which may need a
+    fresh approval, since the object or the policy moved)."""
+    attempt = incident.current
+    assert attempt is not None
+    replacement = new or (d.service.get(old.superseded_by) if old.superseded_by else None)
+    field = "undo_proposals" if undoing else "proposals"
+    ids = list(getattr(attempt, field))
+    ids[ids.index(old.id)] = replacement.id if replacement else SKIPPED
+    incident = _with_attempt(d, incident, attempt.model_copy(update={field: ids}))
+    if replacement is None:
+        return undo_attempt(d, incident) if undoing else next_step(d, incident)
+    return _after_proposal(d, incident, replacement)
+
+
+# ------------------------------------------------------------------ undoing
+
+
+def undo_attempt(d: Deps, incident: Incident) -> Incident | None:
+    """Undo the attempt's executed steps, last first, each through the service."""
+    attempt = incident.current
+    assert attempt is not None
+    pending, undoing = _pending(d, attempt)
+    if not undoing:
+        pending = None  # a forward step is not an undo to wait on
+    if pending is not None and pending.state in (P.APPROVED, P.AWAITING_APPROVAL):
+        state = St.UNDOING if pending.state == P.APPROVED else St.AWAITING_APPROVAL
+        if state == St.UNDOING and incident.state == St.UNDOING:
+            return execute_step(d, incident)
+        return go(d, incident, state, f"undo {pending.id}: {pending.intent}")
+    if pending is not None and pending.state in _REFUSED:
+        return _undo_refused(d, incident, _REFUSED[pending.state], pending.id)
+    executed = _executed_steps(d, attempt)
+    split = continuation.tnr_undo(
+        [(p.id, p.fixes, p.target.kind) for p in executed],
+        cancelled=bool(incident.cancel_requested),
+    )
+    for proposal_id in split.undo:
+        original = d.service.get(proposal_id)
+        if not original.undo_id:
+            d.incidents.note(
+                incident,
+                IncidentEventType.NOTE,
+                actor=AGENT,
+                message=f"{original.intent} cannot be undone (irreversible); left as is",
+            )
+            continue
+        try:
+            undo = d.service.propose_undo(
+                UndoRequest(entry_id=original.undo_id, incident_id=incident.id),
+                requester=AGENT,
+            )
+        except StratusError as error:
+            return move(
+                d,
+                incident,
+                St.ESCALATED,
+                message=f"cannot undo {original.intent}: {error.message}",
+                reason="undo refused",
+            )
+        undos = [*attempt.undo_proposals, undo.id]
+        attempt = attempt.model_copy(update={"undo_proposals": undos})
+        incident = _with_attempt(d, incident, attempt)
+        if undo.state == P.DENIED:
+            return move(
+                d,
+                incident,
+                St.ESCALATED,
+                message=f"policy denies undoing {original.intent}: {undo.reason}",
+                reason="undo denied",
+            )
+        if undo.state == P.AWAITING_APPROVAL:
+            return go(d, incident, St.AWAITING_APPROVAL, f"undo {undo.id}: {undo.intent}")
+        incident = go(d, incident, St.UNDOING, f"undo {undo.id}: {undo.intent}")
+        return execute_step(d, incident)
+    kept = [p for p in executed if p.id in split.kept]
+    # A cancel half-way keeps its word; anything else undone by TNR is "undone" (why a step
+    # stopped it, if one did, stays in ``stopped``).
+    outcome = "fix kept" if kept else ("cancelled" if attempt.outcome == "cancelled" else "undone")
+    incident = _with_attempt(
+        d, incident, attempt.model_copy(update={"outcome": outcome, "finished_at": d.clock.now()})
+    )
+    wait_for_settle(d, incident)  # look again only once the undo has rolled out
+    what = "undone" if not kept else ("undone except " if split.undo else "") + _kept(kept)
+    to = continuation.after_tnr_undo(kept=bool(kept), cancelled=bool(incident.cancel_requested))
+    if to == St.CANCELLED:
+        return move(
+            d,
+            incident,
+            St.CANCELLED,
+            message=f"cancelled by {incident.cancel_requested}; attempt {attempt.number} "
+            f"was {what}",
+            reason=f"cancelled by {incident.cancel_requested}",
+        )
+    if to == St.ESCALATED:
+        return move(
+            d,
+            incident,
+            St.ESCALATED,
+            message=f"attempt {attempt.number} was judged {attempt.verdict or 'not better'}, "
+            f"but {what}: undoing it would put back the cause found, and a look taken before "
+            "the fixed object's readers restarted cannot tell; a person should judge it (its "
+            "card's Undo says it puts the cause back)",
+            reason="fix of the cause kept",
+        )
+    return move(d, incident, St.PLANNING, message=f"attempt {attempt.number} undone")
+
+
+def _kept(kept: list[Proposal]) -> str:
+    """The writes a workflow's undo kept, as the record says them."""
+    return "its fix of the cause found was kept: " + "; ".join(
+        f"{p.intent} ({p.id}, fixes {p.fixes})" for p in kept
+    )
+
+
+def _undo_refused(d: Deps, incident: Incident, why: str, detail: str) -> Incident:
+    """The undo of the attempt was refused (``why``: rejected, expired, cancelled …):
+    never ask again behind a person's back — the automation ends, escalated, and says
+    that the attempt's changes remain."""
+    attempt = incident.current
+    assert attempt is not None
+    return move(
+        d,
+        incident,
+        St.ESCALATED,
+        message=f"the undo of attempt {attempt.number} was {why}; its changes remain ({detail})",
+        reason="undo refused",
+        attempts=[
+            *incident.attempts[:-1],
+            attempt.model_copy(update={"outcome": f"undo {why}", "finished_at": d.clock.now()}),
+        ],
+    )
+
+
+def end_attempt(d: Deps, incident: Incident, outcome: str) -> Incident:
+    """The attempt stops short (refused, denied, failed). When it executed steps, the
+    namespace is verified first (``continuation.attempt_end``): the verdict keeps them or
+    undoes them. Else go plan the next candidate."""
+    attempt = incident.current
+    assert attempt is not None
+    word = stop_word(outcome) or "failed"
+    attempt = attempt.model_copy(update={"outcome": word, "stopped": outcome})
+    incident = _with_attempt(d, incident, attempt)
+    say(d, incident, f"attempt {attempt.number}: {outcome}")
+    end = continuation.attempt_end(executed=bool(_executed_steps(d, attempt)), verdict=None)
+    if end == continuation.AttemptEnd.VERIFY:
+        return go(
+            d,
+            incident,
+            St.VERIFYING,
+            f"attempt {attempt.number} stopped short; looking at what its done steps changed "
+            "before keeping or undoing them",
+        )
+    incident = _with_attempt(
+        d,
+        incident,
+        attempt.model_copy(update={"outcome": word, "finished_at": d.clock.now()}),
+    )
+    if incident.cancel_requested:
+        return move(d, incident, St.CANCELLED, message=f"cancelled by {incident.cancel_requested}")
+    return go(d, incident, St.PLANNING, f"attempt {attempt.number}: {outcome}")
+
+
+def cancel_now(d: Deps, incident: Incident) -> Incident | None:
+    busy = _wait_for_writes(d, incident)
+    if busy is not None:
+        say(d, incident, f"the cancel waits for {busy.id} ({busy.intent}) to finish")
+        return None  # carried out by the next advance, once the write settled
+    attempt = incident.current
+    if incident.state == St.UNDOING:
+        return undo_attempt(d, incident)
+    if attempt is not None and not attempt.finished_at and attempt.undo_proposals:
+        pending, _ = _pending(d, attempt)
+        if pending is not None and pending.state == P.AWAITING_APPROVAL:
+            return None  # an undo waits for a human; the cancel completes after it
+        # The undo was asked for already (by this cancel, or by TNR): carry it on — run
+        # it, or end on its refusal — never ask again, never record the move again.
+        return undo_attempt(d, incident)
+    if attempt is not None and not attempt.finished_at:
+        for proposal_id in attempt.proposals:  # never the undos: they clean up
+            if not proposal_id:
+                continue
+            proposal = d.service.get(proposal_id)
+            if proposal.state in (P.AWAITING_APPROVAL, P.APPROVED):
+                # It may move on meanwhile; it is judged below by what it became.
+                # Withdrawn as every open proposal of a cancelled incident is: by whoever
+                # cancelled it, saying so (docs/workflow.md), never by Stratus's agent.
+                by = incident.cancel_requested or AGENT
+                with contextlib.suppress(StratusError):
+                    d.service.withdraw(
+                        proposal.id,
+                        incident_id=incident.id,
+                        actor=by,
+                        reason=f"incident {incident.id} was cancelled by {by}",
+                    )
+        executed = _executed_steps(d, attempt)
+        if executed and _complete(d, attempt):
+            return _cancel_keeping(d, incident, attempt, executed)
+        if executed:
+            incident = _with_attempt(
+                d, incident, attempt.model_copy(update={"outcome": "cancelled"})
+            )
+            return go(d, incident, St.UNDOING, "cancelled half-way: undoing the steps made")
+    return move(
+        d,
+        incident,
+        St.CANCELLED,
+        message=f"cancelled by {incident.cancel_requested}",
+        reason=f"cancelled by {incident.cancel_requested}",
+    )
+
+
+def _cancel_keeping(
+    d: Deps, incident: Incident, attempt: Attempt, executed: list[Proposal]
+) -> Incident:
+    """Every step of the attempt executed before the cancel (an approval won the race, or
+    it was verifying): it is a whole action, not a half-done one. Its changes stay, on the
+    undo stack like any write, and the record says which they are."""
+    who = incident.cancel_requested
+    undo = ", ".join(p.undo_id for p in executed if p.undo_id)
+    steps = "; ".join(f"{p.intent} ({p.id})" for p in executed)
+    return move(
+        d,
+        incident,
+        St.CANCELLED,
+        message=f"cancelled by {who}; attempt {attempt.number} was complete and stays, not "
+        f"verified: {steps}" + (f" (undo entries: {undo})" if undo else ""),
+        reason=f"cancelled by {who}",
+        attempts=[
+            *incident.attempts[:-1],
+            attempt.model_copy(
+                update={
+                    "outcome": "complete when cancelled; its changes stay (not verified)",
+                    "finished_at": d.clock.now(),
+                }
+            ),
+        ],
+    )
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def withdraw_open(d: Deps, incident: Incident, *, actor: str, why: str) -> None:
+    """Nothing of an ended incident stays open: every proposal of it still waiting or
+    approved (one an answer approved while the cancel ran, one proposed by a move the
+    cancel made stale, an undo a person asked for from a card) is withdrawn, whoever
+    requested it, before the incident is stored as ended — before, so that no surface
+    ever sees a cancelled incident with an approved proposal to run."""
+    for proposal in d.service.by_incident(incident.id):
+        if proposal.state in (P.AWAITING_APPROVAL, P.APPROVED):
+            with contextlib.suppress(StratusError):  # it moved on; judged by what it is
+                d.service.withdraw(proposal.id, incident_id=incident.id, actor=actor, reason=why)
+
+
+def _in_flight(d: Deps, incident: Incident) -> Proposal | None:
+    """A proposal of the incident being executed right now, if there is one."""
+    return next((p for p in d.service.by_incident(incident.id) if p.state == P.EXECUTING), None)
+
+
+def _wait_for_writes(d: Deps, incident: Incident) -> Proposal | None:
+    """Wait (up to ``config.cancel_wait``) until no write of the incident is in flight;
+    the one still in flight after that, or None."""
+    deadline = time.monotonic() + d.config.cancel_wait
+    while (busy := _in_flight(d, incident)) is not None:
+        if time.monotonic() >= deadline:
+            return busy
+        d.pause(d.config.poll_interval)
+    return None
+
+
+def _pending(d: Deps, attempt: Attempt) -> tuple[Proposal | None, bool]:
+    """The proposal the attempt waits on (``continuation.waiting_on``), and whether it is
+    an undo."""
+    last_undo = attempt.undo_proposals[-1:]
+    waiting = continuation.waiting_on(attempt, {i: d.service.get(i).state for i in last_undo})
+    found = d.service.get(waiting.proposal_id) if waiting.proposal_id else None
+    return found, waiting.undo
+
+
+def say(d: Deps, incident: Incident, message: str) -> None:
+    d.incidents.note(incident, IncidentEventType.NOTE, actor=AGENT, message=message)
+
+
+def go(d: Deps, incident: Incident, to: IncidentState, message: str) -> Incident:
+    if incident.state == to:
+        return incident
+    return move(d, incident, to, message=message)
+
+
+def _with_attempt(d: Deps, incident: Incident, attempt: Attempt) -> Incident:
+    return update(d, incident, attempts=[*incident.attempts[:-1], attempt])
+
+
+def _executed_steps(d: Deps, attempt: Attempt) -> list[Proposal]:
+    executed = []
+    for proposal_id in attempt.proposals:
+        if proposal_id:
+            proposal = d.service.get(proposal_id)
+            if proposal.state == P.EXECUTED:
+                executed.append(proposal)
+    return executed
+
+
+def executed_steps(d: Deps, attempt: Attempt) -> list[Proposal]:
+    """The attempt's steps executed so far, in order."""
+    return _executed_steps(d, attempt)
+
+
+def cause_fixes(d: Deps, attempt: Attempt) -> list[Proposal]:
+    """The attempt's executed writes that fixed the diagnosed cause: its undo keeps them."""
+    split = continuation.tnr_undo(
+        [(p.id, p.fixes, p.target.kind) for p in _executed_steps(d, attempt)]
+    )
+    return [d.service.get(pid) for pid in split.kept]
+
+
+def _complete(d: Deps, attempt: Attempt) -> bool:
+    """Every step of the attempt was proposed and executed (or already looked as wanted)."""
+    if len(attempt.proposals) < len(attempt.candidate.steps):
+        return False
+    return all(
+        d.service.get(proposal_id).state == P.EXECUTED
+        for proposal_id in attempt.proposals
+        if proposal_id
+    )

@@ -1,0 +1,293 @@
+"""The continuation: what an incident waits on, and what follows an answer — for every surface.
+
+Two questions used to be answered in four places (the attempts, the bot's driver, the CLI's
+``approve_and_execute`` and ``incidents`` prompt): *which proposal is this incident waiting on,
+and has it been answered?* and *an answer was stored: what carries on?* They are answered here
+once, as pure functions of the incident and its proposals' states, beside one thin function
+that acts on the answer. Surfaces keep only parsing, threads or tasks, and rendering.
+
+The proposal an attempt waits on is its last undo when it has asked for one (the undo cleans
+up, so it goes first), else its last step — unless that step looked as wanted already and was
+skipped (an empty id). An executed undo leaves nothing to wait on: the workflow asks for the
+next one, or ends the attempt.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from agents.health import Verdict
+from incidents.model import Attempt, Incident, IncidentState
+from incidents.repository import IncidentRepository
+from proposals.model import Proposal, ProposalState
+
+P = ProposalState
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """The proposal an attempt's progress hangs on (None: none yet, or the last step was
+    skipped) and whether it is an undo of the attempt."""
+
+    proposal_id: str | None
+    undo: bool
+
+
+class Next(enum.StrEnum):
+    """What follows a stored answer (or a proposal just made)."""
+
+    ADVANCE = "advance"  # a step or undo of the incident's open attempt: its workflow moves on
+    EXECUTE = "execute"  # approved and of no running attempt: executed on its own
+    WAIT = "wait"  # more approvals are needed
+    NOTHING = "nothing"  # refused, withdrawn or run already: nothing carries on
+
+
+class AttemptEnd(enum.StrEnum):
+    """What ends an attempt — one that ran all its steps, or one a rejected, denied or failed
+    step stopped short (issue 18: a stop is never by itself a reason to undo)."""
+
+    NEXT = "next"  # nothing was executed: plan the next candidate
+    VERIFY = "verify"  # steps were executed and not judged yet: look at the namespace first
+    RESOLVE = "resolve"  # healthy: keep what was done; the incident is resolved
+    REPLAN = "replan"  # better: keep what was done and plan the rest from a fresh look
+    UNDO = "undo"  # unchanged or worse: undo what the attempt did (TNR)
+
+
+# ---------------------------------------------------------------------- pure decisions
+
+
+def attempt_end(*, executed: bool, verdict: Verdict | None) -> AttemptEnd:
+    """What follows an attempt that finished or stopped: ``executed`` — whether any of its
+    steps was written; ``verdict`` — the health verdict once the cluster settled (None: not
+    looked at yet). Only a look decides whether to undo: undoing a step that helped (the
+    ConfigMap restored, its restart rejected) would put the diagnosed cause back."""
+    if not executed:
+        return AttemptEnd.NEXT
+    if verdict is None:
+        return AttemptEnd.VERIFY
+    if verdict == "healthy":
+        return AttemptEnd.RESOLVE
+    if verdict == "better":
+        return AttemptEnd.REPLAN
+    return AttemptEnd.UNDO
+
+
+@dataclass(frozen=True)
+class TnrUndo:
+    """Which executed writes of an attempt the workflow's own undo (TNR, a cancel half-way)
+    reverses, last first, and which it keeps: those that fixed the diagnosed cause."""
+
+    undo: tuple[str, ...]
+    kept: tuple[str, ...]
+
+
+# Objects whose data pods read when they start: a write to one shows only once its readers
+# restart, so a look soon after cannot judge it. A write to a workload rolls its pods itself.
+DATA_KINDS = frozenset({"ConfigMap", "Secret"})
+
+
+def tnr_undo(writes: Sequence[tuple[str, str, str]], *, cancelled: bool = False) -> TnrUndo:
+    """``writes``: the attempt's executed steps in order, each (proposal id, the cause it
+    fixed — ``Proposal.fixes``, "" for none — and the kind of object it wrote). An automatic
+    undo never puts the diagnosed cause back where the verdict cannot have judged the fix
+    (issue 18, F1): a ConfigMap or Secret restored is read by its pods only when they restart,
+    and the look after it came before they did, so the fix stays and a person may still Undo
+    it from its card, where it is flagged. A fix on a workload (a rollback of the Deployment
+    the diagnosis named) rolls its own pods: a verdict of worse has seen it, and it is undone
+    like the attempt's other writes (its undo rated high, as every undo of a cause's object).
+    ``cancelled``: a person cancelled the incident half-way, and a cancel takes back all it
+    did (docs/workflow.md) — that undo is the person's choice, not a verdict's."""
+    keep = {pid for pid, fixes, kind in writes if fixes and kind in DATA_KINDS and not cancelled}
+    return TnrUndo(
+        undo=tuple(pid for pid, _, _ in reversed(writes) if pid not in keep),
+        kept=tuple(pid for pid, _, _ in writes if pid in keep),
+    )
+
+
+def after_tnr_undo(*, kept: bool, cancelled: bool) -> IncidentState:
+    """Where an incident goes once the workflow's undo of an attempt is done: cancelled when a
+    person cancelled it; escalated when a fix of the cause was kept against the verdict (the
+    next candidate would be planned over a fix nobody has judged: a person decides); else the
+    next candidate is planned."""
+    if cancelled:
+        return IncidentState.CANCELLED
+    return IncidentState.ESCALATED if kept else IncidentState.PLANNING
+
+
+def waiting_on(attempt: Attempt, states: Mapping[str, ProposalState]) -> Waiting:
+    """The proposal the attempt waits on; ``states``: its proposals' states by id (only the
+    last undo's is read)."""
+    if attempt.undo_proposals:
+        last = attempt.undo_proposals[-1]
+        return Waiting(None if states[last] == P.EXECUTED else last, True)
+    if attempt.proposals and attempt.proposals[-1]:
+        return Waiting(attempt.proposals[-1], False)
+    return Waiting(None, False)
+
+
+def awaited_id(incident: Incident) -> str | None:
+    """The id whose state decides what the incident waits on (see ``waiting_on``), with no
+    state read: the last undo asked for, else the last step proposed."""
+    attempt = incident.current
+    if attempt is None:
+        return None
+    if attempt.undo_proposals:
+        return attempt.undo_proposals[-1]
+    return attempt.proposals[-1] if attempt.proposals and attempt.proposals[-1] else None
+
+
+def awaiting_answer(incident: Incident, states: Mapping[str, ProposalState]) -> str | None:
+    """The proposal a person should answer now for the incident to move on (None: nothing
+    waits for a person)."""
+    proposal_id = awaited_id(incident)
+    if proposal_id is None or states.get(proposal_id) != P.AWAITING_APPROVAL:
+        return None
+    return proposal_id
+
+
+def answered_but_waiting(incident: Incident, states: Mapping[str, ProposalState]) -> bool:
+    """The incident still says it waits for approval, but what it waits on was answered (the
+    answer landed while another process held the incident's lease): advance it again."""
+    if incident.state != IncidentState.AWAITING_APPROVAL:
+        return False
+    proposal_id = awaited_id(incident)
+    return proposal_id is not None and states.get(proposal_id) != P.AWAITING_APPROVAL
+
+
+def in_open_attempt(incident: Incident | None, proposal_id: str) -> bool:
+    """Whether the proposal is a step or an undo of the incident's attempt still running."""
+    if incident is None or not incident.is_open:
+        return False
+    attempt = incident.current
+    return attempt is not None and proposal_id in (*attempt.proposals, *attempt.undo_proposals)
+
+
+def after_answer(proposal_id: str, state: ProposalState, incident: Incident | None) -> Next:
+    """What follows an answer to the proposal (``incident``: the one it belongs to, if any):
+    nothing while more approvals are needed; then the running attempt owns its proposals,
+    whatever became of them (a refusal moves it on too); anything else runs on its own once
+    approved."""
+    if state == P.AWAITING_APPROVAL:
+        return Next.WAIT
+    if in_open_attempt(incident, proposal_id):
+        return Next.ADVANCE
+    if state == P.APPROVED:
+        return Next.EXECUTE
+    return Next.NOTHING
+
+
+# How long an answered proposal, or an incident executing, may stand still before the leader
+# carries it on itself (``parked_work``). The process that stored the answer starts its write
+# within milliseconds (at worst behind the bot's few write threads), and a terminal that
+# approved executes at once: past this, nobody live is about to — the process that answered
+# lost the lease, crashed, or its write found the object's lock held and left it approved.
+PARKED_GRACE_SECONDS = 30.0
+# What an incident's executing or undoing may wait on when it is carried on: an approved
+# proposal to execute, one executed already (the move after it never happened), or nothing
+# (the step was skipped). One executing is being written, or is recovery's to settle first.
+_RESUMABLE = frozenset({P.APPROVED, P.EXECUTED})
+
+
+@dataclass(frozen=True)
+class Parked:
+    """Work nobody is carrying on: the incident to advance (``Next.ADVANCE``), or the
+    standalone approved proposal to execute (``Next.EXECUTE``)."""
+
+    step: Next
+    incident_id: str | None = None
+    proposal_id: str | None = None
+
+
+def stalled(
+    incident: Incident, states: Mapping[str, ProposalState], *, now: datetime, grace: float
+) -> bool:
+    """Whether ``incident`` is parked work: open, reachable (not parked for its thread),
+    unchanged for ``grace`` seconds, and either executing or undoing with nothing in flight
+    (what it waits on approved, executed or skipped), or still awaiting an answer that was
+    given (``answered_but_waiting``). ``states``: the awaited proposal's (``states_of``)."""
+    if not incident.is_open or incident.parked:
+        return False
+    if now - incident.updated_at < timedelta(seconds=grace):
+        return False
+    if incident.state in (IncidentState.EXECUTING, IncidentState.UNDOING):
+        proposal_id = awaited_id(incident)
+        return proposal_id is None or states.get(proposal_id) in _RESUMABLE
+    return answered_but_waiting(incident, states)
+
+
+def parked_standalone(
+    proposal: Proposal, incident: Incident | None, *, now: datetime, grace: float
+) -> bool:
+    """Whether an approved proposal that no running attempt owns (an undo asked for from a
+    card, a terminal's request) has been left unexecuted for ``grace`` seconds."""
+    return (
+        proposal.state == P.APPROVED
+        and after_answer(proposal.id, proposal.state, incident) == Next.EXECUTE
+        and now - proposal.updated_at >= timedelta(seconds=grace)
+    )
+
+
+# ---------------------------------------------------------------------- reading the store
+
+
+def states_of(incident: Incident, get: Callable[[str], Proposal]) -> dict[str, ProposalState]:
+    """The state the decisions above read: that of the proposal the incident waits on."""
+    proposal_id = awaited_id(incident)
+    return {} if proposal_id is None else {proposal_id: get(proposal_id).state}
+
+
+def next_after(proposal: Proposal, incidents: IncidentRepository) -> Next:
+    """``after_answer`` for a stored proposal, its incident read from the store."""
+    incident = incidents.get(proposal.incident_id) if proposal.incident_id else None
+    return after_answer(proposal.id, proposal.state, incident)
+
+
+def parked_work(
+    incidents: IncidentRepository,
+    *,
+    pending: Sequence[Proposal],
+    get: Callable[[str], Proposal],
+    now: datetime,
+    grace: float = PARKED_GRACE_SECONDS,
+) -> list[Parked]:
+    """The parked work in the store (``stalled`` incidents, ``parked_standalone``
+    proposals among ``pending``), for the leader to carry on — at takeover and at each
+    reconcile. Carrying it on is exactly once however often this is asked: an incident's
+    advance holds its lease, and an execution starts by compare-and-set (approved →
+    executing)."""
+    found: list[Parked] = []
+    for incident in incidents.recent(limit=500, open_only=True):
+        if stalled(incident, states_of(incident, get), now=now, grace=grace):
+            found.append(Parked(Next.ADVANCE, incident_id=incident.id))
+    for proposal in pending:
+        owner = incidents.get(proposal.incident_id) if proposal.incident_id else None
+        if parked_standalone(proposal, owner, now=now, grace=grace):
+            found.append(Parked(Next.EXECUTE, proposal_id=proposal.id))
+    return found
+
+
+# ---------------------------------------------------------------------- acting
+
+
+def carry_on(
+    proposal: Proposal,
+    *,
+    incidents: IncidentRepository,
+    execute: Callable[[str], Proposal],
+    advance: Callable[[str], Incident] | None = None,
+) -> Proposal | Incident | None:
+    """An answer to ``proposal`` was stored: carry on. A step of a running attempt is left to
+    its incident's workflow (``advance``); a process that runs no workflow (a terminal) passes
+    none and executes the approved step itself — the workflow's next advance finds it executed.
+    A standalone approved proposal is executed. None: nothing carries on yet (more approvals
+    are needed)."""
+    step = next_after(proposal, incidents)
+    if step == Next.ADVANCE and advance is not None and proposal.incident_id:
+        return advance(proposal.incident_id)
+    if step == Next.WAIT:
+        return None
+    # Executing what is refused or already run is refused by the service with the reason.
+    return execute(proposal.id)

@@ -1,0 +1,442 @@
+"""The moves that look at the cluster: detect (the health at the start), diagnose and plan (a
+fresh snapshot, the analyzers, the offline and model planners, what past incidents learned),
+and verify an attempt (the health after it settled, judged against before).
+
+Functions over the attempts' explicit dependencies (``attempts.Deps``) and the planners; the
+workflow calls them by the incident's state. Planners only supply a diagnosis and ranked
+candidates: every move is decided here, in plain Python.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from agents import snapshot as snapshots
+from agents.analyzers import analyze
+from agents.health import METRIC_PARTS, HealthScore, breakdown
+from agents.model import PlanResult, Usage
+from agents.planner import Planner, PlanRequest
+from agents.verify import judge
+from incidents import attempts, continuation, unfolding
+from incidents.attempts import Deps
+from incidents.continuation import AttemptEnd
+from incidents.memory import past_outcomes
+from incidents.model import Incident, IncidentState
+from incidents.repository import IncidentEventType
+from store.clock import stamp
+from tools.reads import ClusterReader
+
+St = IncidentState
+
+
+@dataclass(frozen=True)
+class Planners:
+    """The offline planner, and the model's when one is configured (it is asked first)."""
+
+    offline: Planner
+    llm: Planner | None = None
+
+
+def detect(d: Deps, incident: Incident) -> Incident:
+    health = attempts.health(d, incident)
+    health_dict = health.to_dict()
+    d.incidents.note(
+        incident,
+        IncidentEventType.NOTE,
+        actor=attempts.AGENT,
+        message=_health_line("health at start", health),
+        data={"health": health_dict},
+    )
+    detected = None if health.healthy else d.clock.now()
+    return attempts.move(
+        d,
+        incident,
+        St.DIAGNOSING,
+        message="reading the namespace",
+        health_at_start=health_dict,
+        health_now=health_dict,
+        detected_at=detected,
+    )
+
+
+def diagnose(d: Deps, planners: Planners, incident: Incident) -> Incident:
+    snap = _look_again_while_moving(d, planners, incident)
+    result = plan_for(d, planners, incident, snap)
+    if result.diagnosis is None:
+        health = attempts.health(d, incident)
+        if health.healthy:
+            return attempts.move(
+                d,
+                incident,
+                St.RESOLVED,
+                message="nothing is wrong: the namespace is healthy and no analyzer found a cause",
+                reason="healthy",
+                health_now=health.to_dict(),
+                usage=usage_after(incident, result),
+            )
+        return attempts.move(
+            d,
+            incident,
+            St.ESCALATED,
+            message="the namespace is unhealthy but no analyzer could name a cause: "
+            + _health_line("health", health),
+            reason="no diagnosis",
+            health_now=health.to_dict(),
+            usage=usage_after(incident, result),
+        )
+    return attempts.move(
+        d,
+        incident,
+        St.PLANNING,
+        message=f"diagnosis: {result.diagnosis.summary}",
+        diagnosis=result.diagnosis,
+        candidates=result.candidates,
+        detected_at=incident.detected_at or d.clock.now(),
+        usage=usage_after(incident, result),
+        planner=result.planner,
+    )
+
+
+def plan(d: Deps, planners: Planners, incident: Incident) -> Incident | None:
+    if len(incident.attempts) >= incident.max_attempts:
+        return attempts.move(
+            d,
+            incident,
+            St.ESCALATED,
+            message=f"{len(incident.attempts)} attempts did not resolve it; a person "
+            "should take over with what was learned",
+            reason="attempts exhausted",
+        )
+    if incident.attempts:  # the cluster moved since the plan: look again
+        result = plan_for(d, planners, incident)
+        health = attempts.health(d, incident)
+        if result.diagnosis is None and incident.attempts[-1].verdict == "better":
+            health = _wait_for_lagging_signals(d, incident, health)
+        if health.healthy and result.diagnosis is None:
+            return attempts.move(
+                d,
+                incident,
+                St.RESOLVED,
+                message="the namespace is healthy",
+                reason="mitigated",
+                mitigated_at=incident.mitigated_at or d.clock.now(),
+                health_now=health.to_dict(),
+                usage=usage_after(incident, result),
+            )
+        # A look that names nothing (the cluster still moving, a symptom gone quiet) does
+        # not throw away the hypotheses not tried yet.
+        candidates = (
+            result.candidates
+            if result.diagnosis is not None
+            else [c for c in incident.candidates if c.key() not in incident.tried]
+        )
+        incident = attempts.update(
+            d,
+            incident,
+            diagnosis=result.diagnosis or incident.diagnosis,
+            candidates=candidates,
+            usage=usage_after(incident, result),
+        )
+    refused = {key for key, _ in incident.rejected}
+    done = set(incident.tried) | refused
+    remaining = [c for c in incident.candidates if c.key() not in done]
+    remaining.sort(key=lambda c: c.key() != incident.preferred)  # a person's pick first
+    if not remaining:
+        found = incident.diagnosis
+        message = (
+            f"found {found.resource} ({found.category}): {found.summary}; but no catalog "
+            "action fixes it, so a person should take over"
+            if found is not None and not incident.attempts
+            else "no candidate action is left to try; a person should take over"
+        )
+        return attempts.move(
+            d, incident, St.ESCALATED, message=message, reason="no candidates left"
+        )
+    return attempts.begin_attempt(d, incident, remaining[0])
+
+
+def _look_again_while_moving(d: Deps, planners: Planners, incident: Incident) -> snapshots.Snapshot:
+    """The snapshot to diagnose from. When a first, quiet look (the offline analysis) finds
+    nothing to try while the namespace is still moving (a pod starting, a rollout under way),
+    the fault may not have shown its cause yet: look again every poll interval until something
+    can be tried, the namespace stops moving, or ``unfold_timeout`` passes. Only the last
+    look is noted and planned in full (the model's too, when one is configured), so the
+    thread never says "nothing can be done" about a moment that had not finished."""
+    snap = snapshots.take(d.kube, incident.namespace, prometheus=d.prometheus)
+    bound = d.config.unfold_timeout
+    reasons = unfolding.moving(snap, now=d.clock.now())  # cheap: asked first
+    if bound <= 0 or not reasons:
+        return snap
+    if planners.offline.plan(_request(d, incident, snap)).candidates:
+        return snap
+    d.incidents.note(
+        incident,
+        IncidentEventType.NOTE,
+        actor=attempts.AGENT,
+        message=f"the namespace is still moving ({'; '.join(reasons)}); looking again for "
+        f"up to {bound:g} s before concluding",
+        data={"moving": reasons, "unfold_seconds": bound},
+    )
+    started = time.monotonic()
+    found = False
+    while time.monotonic() - started < bound:
+        d.pause(d.config.poll_interval)
+        snap = snapshots.take(d.kube, incident.namespace, prometheus=d.prometheus)
+        found = bool(planners.offline.plan(_request(d, incident, snap)).candidates)
+        reasons = unfolding.moving(snap, now=d.clock.now())
+        if found or not reasons:
+            break
+    waited = time.monotonic() - started
+    if found:
+        still = "the cause has shown itself"
+    else:
+        still = f"still moving ({'; '.join(reasons)})" if reasons else "it has settled"
+    d.incidents.note(
+        incident,
+        IncidentEventType.NOTE,
+        actor=attempts.AGENT,
+        message=f"looked again for {waited:.0f} s: {still}",
+        data={"moving": reasons, "waited_seconds": round(waited, 2)},
+    )
+    return snap
+
+
+def _wait_for_lagging_signals(d: Deps, incident: Incident, health: HealthScore) -> HealthScore:
+    """The last attempt helped and no analyzer names anything any more. When all that is
+    left is failing requests in the workloads' latest log lines, those lines may predate the
+    fix (new requests have not pushed them out yet): look again for a settle window before
+    calling the namespace unhealthy, rather than escalating on the fix's own echo."""
+    looks = int(d.config.settle_timeout / max(d.config.poll_interval, 0.01))
+    for _ in range(min(looks, 100)):
+        if not _lagging_only(health):
+            break
+        d.pause(d.config.poll_interval)
+        health = attempts.health(d, incident)
+    return health
+
+
+def _parts(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """What the scores are made of: the parts after (or before, once nothing is wrong), and
+    why a score above 0 counts as healthy when it does."""
+    shown, was = breakdown(after), ""
+    if not shown:
+        shown, was = breakdown(before), "was "
+    if not shown:
+        return ""
+    parts = ", ".join(f"{p.name.replace('_', ' ')} {p.count}" for p in shown)
+    lenient = (
+        "; healthy: only warnings and request rates, which lag a fix, remain"
+        if after.get("healthy") and after.get("total")
+        else ""
+    )
+    return f": {was}{parts}{lenient}"
+
+
+def verify(d: Deps, incident: Incident) -> Incident:
+    attempt = incident.current
+    assert attempt is not None
+    before = HealthScore.from_dict(attempt.health_before)
+    result = judge(
+        d.kube,
+        incident.namespace,
+        before,
+        since=stamp(attempt.started_at),
+        pause=d.pause,
+        timeout=d.config.settle_timeout,
+        interval=d.config.poll_interval,
+        prometheus=d.prometheus,
+        written=[(p.target.kind, p.target.name) for p in attempts.executed_steps(d, attempt)],
+    )
+    after = result.after.to_dict()
+    warned = result.after.parts.get("new_warning_events", 0)
+    # The score counts new warnings, the verdict does not (``agents.health.verdict``): say so,
+    # or "same (score 4 → 5)" reads as a contradiction.
+    caveats = (
+        "; new warning events are left out of the verdict"
+        if result.verdict != "healthy" and warned > before.parts.get("new_warning_events", 0)
+        else ""
+    )
+    caveats += (
+        f"; not judged yet: {', '.join(result.not_restarted)} read what the attempt wrote only "
+        "when they restart, and had not restarted since (a crash back-off)"
+        if result.not_restarted
+        else ""
+    )
+    d.incidents.note(
+        incident,
+        IncidentEventType.VERIFIED,
+        actor=attempts.AGENT,
+        message=f"attempt {attempt.number}: {result.verdict} (score {before.total} → "
+        f"{result.after.total}{_parts(attempt.health_before, after)}"
+        f"{'' if result.settled else ', still moving at the timeout'}){caveats}",
+        data={
+            "attempt": attempt.number,
+            "verdict": result.verdict,
+            "before": attempt.health_before,
+            "after": after,
+            "waited_seconds": round(result.waited, 2),
+            "settled": result.settled,
+            "not_restarted": list(result.not_restarted),
+        },
+    )
+    recorded = list(incident.attempts)
+    recorded[-1] = attempt.model_copy(update={"health_after": after, "verdict": result.verdict})
+    end = continuation.attempt_end(executed=True, verdict=result.verdict)
+    # The outcome is one word whether or not a step stopped the attempt short: why it stopped
+    # stays in ``stopped`` (issue 18 F2: the free text hid a fix from re-opening and memory).
+    if end == AttemptEnd.RESOLVE:
+        recorded[-1] = recorded[-1].model_copy(
+            update={"outcome": "fixed", "finished_at": d.clock.now()}
+        )
+        return attempts.move(
+            d,
+            incident,
+            St.RESOLVED,
+            message=f"resolved by attempt {attempt.number}: {attempt.candidate.intent}"
+            + (
+                f" (stopped short: {attempt.stopped}; what it did is kept)"
+                if attempt.stopped
+                else ""
+            ),
+            attempts=recorded,
+            reason="mitigated",
+            mitigated_at=d.clock.now(),
+            health_now=after,
+        )
+    if end == AttemptEnd.REPLAN:
+        recorded[-1] = recorded[-1].model_copy(
+            update={"outcome": "improved", "finished_at": d.clock.now()}
+        )
+        return attempts.move(
+            d,
+            incident,
+            St.PLANNING,
+            message=f"attempt {attempt.number} helped but the namespace is not healthy "
+            "yet; " + ("what it did is kept; " if attempt.stopped else "") + "looking again",
+            attempts=recorded,
+            health_now=after,
+        )
+    why = "made things worse" if result.verdict == "worse" else "changed nothing for the better"
+    kept = attempts.cause_fixes(d, attempt)
+    undoing = "undoing it" if not kept else "undoing what it did, except its fix of the cause"
+    return attempts.move(
+        d,
+        incident,
+        St.UNDOING,
+        message=f"attempt {attempt.number} {why}; {undoing}",
+        attempts=recorded,
+        health_now=after,
+    )
+
+
+# ------------------------------------------------------------------ planning
+
+
+def plan_for(
+    d: Deps, planners: Planners, incident: Incident, snap: snapshots.Snapshot | None = None
+) -> PlanResult:
+    """A fresh look (or ``snap``, taken moments ago) and a plan (the LLM planner when
+    configured, else offline)."""
+    if snap is None:
+        snap = snapshots.take(d.kube, incident.namespace, prometheus=d.prometheus)
+    base = _request(d, incident, snap)
+    findings = base.findings
+    history = base.history
+    offline = planners.offline.plan(base)
+    result = offline
+    if planners.llm is not None:
+        result = _llm_plan(planners.llm, PlanRequest(**{**base.__dict__, "offline": offline}))
+    if result.diagnosis is not None and history:
+        result = result.model_copy(
+            update={"diagnosis": result.diagnosis.model_copy(update={"history": history})}
+        )
+    d.incidents.note(
+        incident,
+        IncidentEventType.FINDINGS,
+        actor=attempts.AGENT,
+        message=f"{len(findings)} finding(s)",
+        data={"findings": [f.model_dump(mode="json") for f in findings[:20]]},
+    )
+    if result.diagnosis is not None:
+        d.incidents.note(
+            incident,
+            IncidentEventType.DIAGNOSED,
+            actor=attempts.AGENT,
+            message=f"{result.diagnosis.resource} ({result.diagnosis.category}): "
+            f"{result.diagnosis.summary}",
+            data={"diagnosis": result.diagnosis.model_dump(mode="json")},
+        )
+    d.incidents.note(
+        incident,
+        IncidentEventType.PLANNED,
+        actor=attempts.AGENT,
+        message=f"{len(result.candidates)} candidate(s) from the {result.planner} planner",
+        data={
+            "planner": result.planner,
+            "candidates": [c.model_dump(mode="json") for c in result.candidates],
+            "notes": result.notes,
+        },
+    )
+    for note in result.notes:
+        d.incidents.note(incident, IncidentEventType.NOTE, actor=attempts.AGENT, message=note)
+    return result
+
+
+def _request(d: Deps, incident: Incident, snap: snapshots.Snapshot) -> PlanRequest:
+    """What a planner is asked: the snapshot, the analyzers' findings, what was tried."""
+    past, history = past_outcomes(d.incidents, incident)
+    return PlanRequest(
+        snapshot=snap,
+        findings=analyze(snap),
+        offline=PlanResult(diagnosis=None),
+        question=incident.question,
+        tried=list(incident.tried),
+        rejected=list(incident.rejected),
+        history=history,
+        past=past,
+        reader=ClusterReader(d.kube) if d.kubes else None,  # a fleet: the incident's cluster
+    )
+
+
+def _llm_plan(llm: Planner, request: PlanRequest) -> PlanResult:
+    """The model planner's answer; whatever escapes it is the offline plan with a note —
+    an incident must never stay in ``diagnosing`` because a model misbehaved."""
+    try:
+        return llm.plan(request)
+    except Exception as exc:  # a failing planner is a fallback, never a stop
+        why = " ".join(str(exc).split())[:200] or type(exc).__name__
+        return request.offline.model_copy(
+            update={
+                "notes": [
+                    *request.offline.notes,
+                    f"the {llm.name} planner failed ({type(exc).__name__}: {why}); the "
+                    "offline plan is used",
+                ]
+            }
+        )
+
+
+def usage_after(incident: Incident, result: PlanResult) -> Usage:
+    usage = result.usage
+    return Usage(
+        model_calls=incident.usage.model_calls + usage.model_calls,
+        prompt_tokens=incident.usage.prompt_tokens + usage.prompt_tokens,
+        completion_tokens=incident.usage.completion_tokens + usage.completion_tokens,
+        context_tokens=max(incident.usage.context_tokens, usage.context_tokens),
+    )
+
+
+def _health_line(label: str, health: HealthScore) -> str:
+    parts = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in health.parts.items() if v)
+    return f"{label}: score {health.total}" + (f" ({parts})" if parts else " (healthy)")
+
+
+def _lagging_only(health: HealthScore) -> bool:
+    """Unhealthy only through failing requests read from the latest log lines."""
+    return not health.healthy and all(
+        count == 0
+        for name, count in health.parts.items()
+        if name not in ("failing_requests", "new_warning_events", *METRIC_PARTS)
+    )
