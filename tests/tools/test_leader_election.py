@@ -136,7 +136,41 @@ def test_a_409_race_never_yields_two_leaders(kubes: list[KubeClient]) -> None:
         # Let the lease lapse sometimes, so that takeovers race as well as creations.
         time.sleep(FAST.retry_period)
     assert sum(c.leading for c in candidates) <= 1
-    assert sum(c.conflicts for c in candidates) > 0  # the race was real: writes met a 409
+    # Whether threads meet a 409 here depends on the scheduler; the test below makes one
+    # happen every time.
+
+
+@pytest.mark.parametrize("move", ["create", "take over"])
+def test_a_write_overtaken_by_another_candidate_is_a_lost_round(
+    move: str, lab: Lab, tmp_path: Path, kubes: list[KubeClient]
+) -> None:
+    """b reads, then a writes, then b's write lands on the version b read: the API server
+    answers 409 and b stands by behind a, whatever the scheduler does."""
+    a = Elector(kubes[0], namespace=NS, identity="pod-a", timing=FAST)
+    with fault_proxy(lab.url, tmp_path / "proxied") as proxy:
+        kube = KubeClient(kubeconfig=str(proxy.kubeconfig))
+        try:
+            b = Elector(kube, namespace=NS, identity="pod-b", timing=FAST)
+            if move == "take over":  # a lease held by someone gone, expired for both
+                gone = Elector(kubes[2], namespace=NS, identity="pod-gone", timing=FAST)
+                assert gone.try_once()
+                assert not a.try_once() and not b.try_once()  # both see it held ...
+                time.sleep(FAST.lease_duration + 0.2)  # ... then see it lapse
+            write = proxy.delay("POST" if move == "create" else "PUT", "/leases", 0.6)
+            outcome: dict[str, bool] = {}
+            thread = threading.Thread(target=lambda: outcome.update(b=b.try_once()))
+            thread.start()
+            deadline = time.monotonic() + 10
+            while write.hits == 0 and time.monotonic() < deadline:
+                time.sleep(0.02)  # b has read and its write is held at the proxy
+            assert write.hits == 1
+            assert a.try_once()  # a writes first
+            thread.join(timeout=30)
+        finally:
+            proxy.release()
+            kube.close()
+    assert outcome == {"b": False} and b.conflicts == 1 and not b.leading
+    assert a.leading and _holder(kubes[1]) == "pod-a"
 
 
 def test_a_clean_release_hands_over_at_once(kubes: list[KubeClient]) -> None:
