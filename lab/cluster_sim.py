@@ -9,6 +9,7 @@ controllers from the wall clock, for the demo.
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import time
 from importlib import resources as pkg_resources
@@ -94,12 +95,29 @@ def available_apps() -> list[str]:
     return sorted(p.name for p in APPS_DIR.iterdir() if p.is_dir() and p.name != "base")
 
 
+# libyaml's loader when PyYAML was built with it: parsing the apps was half of a reset.
+_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# Parsed manifest files by path, kept while the file's mtime and size stay the same: every
+# lab reset installs the same apps again, and callers get copies they may change.
+_PARSED: dict[Path, tuple[tuple[int, int], list[dict[str, Any]]]] = {}
+
+
+def _parsed(file: Path) -> list[dict[str, Any]]:
+    stat = file.stat()
+    key = (stat.st_mtime_ns, stat.st_size)
+    cached = _PARSED.get(file)
+    if cached is None or cached[0] != key:
+        documents = [d for d in yaml.load_all(file.read_text(), Loader=_LOADER) if d]
+        cached = _PARSED[file] = (key, documents)
+    return copy.deepcopy(cached[1])
+
+
 def load_manifests(path: Path) -> list[dict[str, Any]]:
     documents: list[dict[str, Any]] = []
     for file in sorted(path.glob("*.yaml")):
         if file.name == "images.yaml":
             continue
-        documents.extend(d for d in yaml.safe_load_all(file.read_text()) if d)
+        documents.extend(_parsed(file))
     return documents
 
 

@@ -22,11 +22,15 @@ def template_hash(template: dict[str, Any]) -> str:
 
 
 def without_hash_label(template: dict[str, Any]) -> dict[str, Any]:
-    result = copy.deepcopy(template)
-    labels = (result.get("metadata") or {}).get("labels")
-    if labels and HASH_LABEL in labels:
-        del labels[HASH_LABEL]
-    return result
+    """The template without its pod-template-hash label, for comparing: only the dicts on the
+    way to the label are copied (a deep copy of every template at every sync was most of a lab
+    reset); the rest is shared, so the result is not for changing."""
+    labels = (template.get("metadata") or {}).get("labels")
+    if not labels or HASH_LABEL not in labels:
+        return template
+    metadata = dict(template["metadata"])
+    metadata["labels"] = {k: v for k, v in labels.items() if k != HASH_LABEL}
+    return {**template, "metadata": metadata}
 
 
 def resolve_int_or_percent(value: Any, total: int, *, round_up: bool) -> int:
