@@ -126,7 +126,9 @@ def test_a_trickling_prometheus_is_cut_at_the_deadline(mode: str) -> None:
         assert bad.dripping == 0, "the client kept the trickling connection open"
         client.close()
     assert caught.value.reason == "timeout" and "did not answer within 0.6 s" in str(caught.value)
-    assert 0.5 < took < 1.1
+    # Cut at the deadline, with room for a loaded machine: a trickle left alone would go on
+    # for as long as the server kept dripping.
+    assert 0.5 < took < 1.6
 
 
 TRICKLED_READ = """
