@@ -30,6 +30,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     from tests import tiers
 
     tiers.mark(items)
+    tiers.slowest_files_first(items)
 
 
 def interruptible() -> None:
