@@ -114,6 +114,8 @@ def who(actor: str | None) -> str:
         return "Stratus"
     if actor.startswith("cli:"):
         return f"`{actor.removeprefix('cli:')}` (terminal)"
+    if actor.startswith("mcp:"):
+        return f"`{esc(actor.removeprefix('mcp:'))}` (MCP client)"
     if actor.startswith("stratus"):
         return "Stratus"
     if actor.startswith("alert:"):
@@ -298,6 +300,8 @@ def asked_by(requester: str) -> str:
         return f"asked from a terminal by `{esc(requester.removeprefix('cli:'))}`"
     if requester.startswith(("agent:", "stratus")):
         return "proposed by Stratus"
+    if requester.startswith("mcp:"):
+        return f"proposed by the MCP client `{esc(requester.removeprefix('mcp:'))}`"
     return f"asked by {who(requester)}"
 
 
