@@ -67,7 +67,7 @@ def clients(tmp_path: Path) -> Clients:
 
 
 @pytest_asyncio.fixture
-async def mcp_url(stratus_bot: BotHandle, clients: Clients) -> AsyncIterator[str]:
+async def mcp_url(stratus_bot: BotHandle, clients: Clients) -> AsyncIterator[str]:  # noqa: F811
     rt = stratus_bot.runtime
     gateway = Gateway(service=rt.service, kube=stratus_bot.kube, registry=Registry(clients.path))
     listener = HttpGateway(gateway)
@@ -102,15 +102,15 @@ def error(result: Any) -> str:
     return str(result.content[0].text)
 
 
-async def approve_in_slack(slack: AsyncPlaygroundClient, user: str, proposal_id: str) -> None:
+async def approve_in_slack(chat: AsyncPlaygroundClient, user: str, proposal_id: str) -> None:
     """A person answers a card-less proposal where the bot lists it: ``/stratus status``."""
 
     async def listed() -> bool:
-        said = json.dumps(await slack.command(user, "/stratus", "status"))
+        said = json.dumps(await chat.command(user, "/stratus", "status"))
         return proposal_id in said
 
     await wait_for(listed, timeout=30)
-    await slack.click(user, "stratus.approve", value=proposal_id, ephemeral=True)
+    await chat.click(user, "stratus.approve", value=proposal_id, ephemeral=True)
 
 
 Progress = list[tuple[float, float | None, str | None]]

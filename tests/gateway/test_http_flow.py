@@ -91,7 +91,9 @@ async def test_propose_wait_approve_execute_undo(
         assert again["id"] == undo["id"] and again.get("repeated")
         await approve_in_slack(slack, "U0ALICE", undo["id"])
         undone = body(
-            await mcp.call_tool("wait_for_decision", {"proposal_id": undo["id"], "timeout_seconds": 90})
+            await mcp.call_tool(
+                "wait_for_decision", {"proposal_id": undo["id"], "timeout_seconds": 90}
+            )
         )
         assert undone["state"] == "executed", undone
         assert replicas(kube, "geo") == before
