@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +25,9 @@ from gateway import server, text
 from store.errors import StratusError
 
 PATH = "/mcp"
+ENV_HOST = "STRATUS_MCP_HOST"
+ENV_PORT = "STRATUS_MCP_PORT"
+DEFAULT_PORT = 8765
 
 
 class BearerGate:
@@ -98,3 +102,13 @@ class HttpGateway:
                 await self._task
             self._server = None
             self._task = None
+
+
+def from_env(gateway: server.Gateway) -> HttpGateway:
+    """The listener ``STRATUS_MCP_HOST`` (default 127.0.0.1) and ``STRATUS_MCP_PORT`` (default
+    8765, 0 for any free port) name."""
+    host = os.environ.get(ENV_HOST, "127.0.0.1").strip() or "127.0.0.1"
+    raw = os.environ.get(ENV_PORT, str(DEFAULT_PORT)).strip()
+    if not raw.isdigit() or int(raw) > 65535:
+        raise ValueError(f"{ENV_PORT}={raw!r}: expected a port number (0 for any free port)")
+    return HttpGateway(gateway, host=host, port=int(raw))
