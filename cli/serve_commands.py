@@ -30,8 +30,7 @@ from cli.incident_commands import build_workflow
 from gateway import http as mcp_http
 from gateway import server as mcp_server
 from operations import logs
-from policies import served
-from policies import clients
+from policies import clients, served
 from policies.clients import ENV_FILE, Registry
 from policies.reload import default_directory
 from proposals.service import ProposalService

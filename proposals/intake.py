@@ -76,9 +76,7 @@ def same_change(proposal: Proposal, built: Action) -> bool:
     )
 
 
-def admit(
-    recent: list[Proposal], built: Action, quota: Quota, *, now: datetime
-) -> Proposal | None:
+def admit(recent: list[Proposal], built: Action, quota: Quota, *, now: datetime) -> Proposal | None:
     """The open proposal of the same change (asked again: it is the answer), None to go on
     and propose, or ``LimitReached``. ``recent``: the client's own proposals, newest first."""
     open_ones = [p for p in recent if p.state in OPEN]
