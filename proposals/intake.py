@@ -124,7 +124,7 @@ def propose_for(deps: Deps, ask: Ask, *, requester: str, quota: Quota) -> Propos
         kind=built.ref().kind,
         name=built.ref().name,
         namespace=built.ref().namespace,
-        params=built.model_dump(mode="json", exclude={"kind", "target", "namespace"}),
+        params=comparable(built.model_dump(mode="json", exclude={"kind", "target", "namespace"})),
         requester=requester,
         incident_id=ask.incident_id,
         notes=notes,

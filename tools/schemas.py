@@ -116,6 +116,8 @@ def checked(
         except Invalid as exc:
             raise FieldInvalid("namespace", exc.message) from exc
     values = {**given, "kind": kind, "target": name, "namespace": namespace}
+    # Checked with a stand-in stamp: the propose use-case stamps the real one.
+    values.update({k: "1970-01-01T00:00:00Z" for k in STAMPED if k in cls.model_fields})
     try:
         built = cls.model_validate(values, strict=False)
     except ValidationError as exc:

@@ -11,12 +11,15 @@ import asyncio
 import pytest
 
 from lab.slack.client import AsyncPlaygroundClient
+from policies.model import Match, Rule
 from proposals.model import ProposalState
-from tests.bot.conftest import BotHandle
+from tests.bot.conftest import SRE, BotHandle
 from tests.bot.test_e2e import replicas
 from tests.conftest import Lab
 from tests.gateway.conftest import TOKENS, approve_in_slack, body, connect, progress_log
+from tests.proposals.conftest import PolicyBox
 from tools.k8s import KubeClient
+from tools.objects import ObjectRef
 
 pytestmark = pytest.mark.asyncio
 OPEN_FENCE = "<<<UNTRUSTED CLUSTER DATA:"
@@ -101,3 +104,50 @@ async def test_propose_wait_approve_execute_undo(
         assert original["state"] == ProposalState.UNDONE.value
         mine = body(await mcp.call_tool("my_proposals", {}))
         assert {p["id"] for p in mine} >= {pid, undo["id"]}
+
+
+async def test_a_write_the_policy_allows_runs_at_once_with_its_undo_entry(
+    lab: Lab, kube: KubeClient, stratus_bot: BotHandle, mcp_url: str, policy: PolicyBox
+) -> None:
+    """ "Agents may restart in hotel without a human": the proposal is executed by the call
+    itself, through the same continuation as a terminal's, and has its undo entry."""
+    agents_restart = Rule(
+        name="agents-may-restart",
+        decision="allow",
+        match=Match(requesters=["mcp:*"], actions=["rollout-restart"], namespaces=["hotel"]),
+    )
+    policy.set(agents_restart, defaults=SRE)  # no rule matches elsewhere: ask
+    rt = stratus_bot.runtime
+    async with connect(mcp_url, TOKENS["claude"]) as mcp:
+        done = body(
+            await mcp.call_tool(
+                "propose_action",
+                {
+                    "action": "rollout-restart",
+                    "target": "Deployment/geo",
+                    "namespace": "hotel",
+                    "intent": "fresh pods",
+                },
+            )
+        )
+        assert done["state"] == "executed", done
+        assert done["decision"]["rule"] == "agents-may-restart" and done["undo_id"]
+        # Elsewhere the same client is asked about, as the rule names only hotel.
+        asked = body(
+            await mcp.call_tool(
+                "propose_action",
+                {
+                    "action": "rollout-restart",
+                    "target": "Deployment/frontend",
+                    "namespace": "shop",
+                    "intent": "fresh pods",
+                },
+            )
+        )
+        assert asked["state"] == "awaiting_approval"
+    stored = await rt.call(rt.service.get, done["id"])
+    assert stored.params["restarted_at"] != "1970-01-01T00:00:00Z"
+    annotations = kube.get(ObjectRef("Deployment", "geo", "hotel"))["spec"]["template"]["metadata"][
+        "annotations"
+    ]
+    assert annotations["kubectl.kubernetes.io/restartedAt"] == stored.params["restarted_at"]
