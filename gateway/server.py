@@ -245,7 +245,13 @@ def build(gateway: Gateway) -> MCPServer:
     ) -> dict[str, Any]:
         client = writer(gateway, ctx)
         kind, name = parse_target(action, target)
-        ask = Ask(action, kind, name, namespace, dict(params or {}), intent, incident)
+        joined = await _run(
+            continuation.incident_to_join,
+            IncidentRepository(service.store),
+            namespace=namespace,
+            asked=incident,
+        )
+        ask = Ask(action, kind, name, namespace, dict(params or {}), intent, joined)
         made = await _run(service.propose_for, ask, requester=client.requester, quota=quota(client))
         found = await _carry_on(service, made.proposal, client)
         return render.proposal(found, repeated=made.repeated)
