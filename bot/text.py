@@ -944,6 +944,13 @@ def ended(state: str, reason: str) -> str:
     return f"{CARD_STATE.get(state, state)}" + (f": {data(reason)}" if reason else "")
 
 
+def batched(requester: str, count: int) -> str:
+    return (
+        f":package: {count} proposals from {who(requester)} for the same approvers, gathered on "
+        "this one card so you are asked once; each has its own buttons"
+    )
+
+
 def card_context(proposal_id: str, requester: str, expires: datetime) -> str:
     return f"`{proposal_id}` · proposed by {who(requester)} · expires {clock(expires)}"
 

@@ -11,18 +11,23 @@ are tested without a cluster; ``propose_for`` reads those from the store and pro
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from policies import clients
 from proposals import propose, undoing
 from proposals.core import Deps, UndoRequest
-from proposals.model import OPEN, Proposal
+from proposals.model import OPEN, Proposal, ProposalState
 from store.errors import Remedy, StratusError
 from tools import errors, schemas
 from tools.actions import Action
 
 WINDOW = timedelta(minutes=1)
+WAITING = frozenset({ProposalState.AWAITING_APPROVAL})
+# Proposals one card gathers (approval fatigue): a Slack message holds 50 blocks.
+MAX_BATCH = 3
 
 
 class LimitReached(StratusError, code="limit_reached", remedy=Remedy.RETRY, retryable=True):
@@ -167,6 +172,30 @@ def undo_for(deps: Deps, entry_id: str, *, requester: str, quota: Quota) -> Prop
         undoing.propose_undo(deps, UndoRequest(entry_id=entry.id), requester=requester),
         repeated=False,
     )
+
+
+def batch_head(
+    proposal: Proposal, others: list[Proposal], on_cards: Mapping[str, int]
+) -> str | None:
+    """Approval fatigue: the proposal whose card ``proposal`` joins instead of asking the same
+    people again — the oldest of the same MCP client's proposals still waiting in the same
+    incident (or none) for the same approvers, with a card that holds fewer than
+    ``MAX_BATCH``. ``on_cards``: proposal id → how many proposals its card shows."""
+    if not proposal.requester.startswith(clients.PREFIX) or proposal.state not in WAITING:
+        return None
+    fellows = [
+        p
+        for p in others
+        if p.id != proposal.id
+        and p.requester == proposal.requester
+        and p.incident_id == proposal.incident_id
+        and p.state in WAITING
+        and p.decision.approvers == proposal.decision.approvers
+        and p.decision.min_approvals == proposal.decision.min_approvals
+        and p.created_at <= proposal.created_at
+        and 0 < on_cards.get(p.id, 0) < MAX_BATCH
+    ]
+    return min(fellows, key=lambda p: (p.created_at, p.id)).id if fellows else None
 
 
 def own_or_none(deps: Deps, proposal_id: str, *, requester: str) -> Proposal | None:

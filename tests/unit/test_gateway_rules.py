@@ -211,3 +211,22 @@ def test_open_proposals_and_proposals_per_minute_are_limited() -> None:
     assert raised.value.details["limit"] == "proposals_per_minute"
     a_while_ago = [proposal(f"p-{n}", n, state=P.REJECTED, age=61) for n in (1, 2)]
     assert intake.admit(a_while_ago, scale(5), quota, now=NOW) is None
+
+
+def test_a_clients_proposals_for_the_same_approvers_join_the_oldest_card_with_room() -> None:
+    first = proposal("p-1", 2, state=P.AWAITING_APPROVAL, age=30)
+    second = proposal("p-2", 3, state=P.AWAITING_APPROVAL, age=20)
+    new = proposal("p-3", 4, state=P.AWAITING_APPROVAL)
+    assert intake.batch_head(new, [first, second, new], {"p-1": 1, "p-2": 1}) == "p-1"
+    assert intake.batch_head(new, [first, second], {"p-1": intake.MAX_BATCH, "p-2": 1}) == "p-2"
+    assert intake.batch_head(new, [first], {}) is None  # no card yet to join
+    decided = proposal("p-1", 2, state=P.EXECUTED, age=30)
+    assert intake.batch_head(new, [decided], {"p-1": 1}) is None
+    other_approvers = first.model_copy(
+        update={"decision": first.decision.model_copy(update={"approvers": [["S0DBA"]]})}
+    )
+    assert intake.batch_head(new, [other_approvers], {"p-1": 1}) is None
+    elsewhere = first.model_copy(update={"incident_id": "inc-2"})
+    assert intake.batch_head(new, [elsewhere], {"p-1": 1}) is None
+    stratus_own = new.model_copy(update={"requester": "agent:stratus"})
+    assert intake.batch_head(stratus_own, [first], {"p-1": 1}) is None
