@@ -70,6 +70,14 @@ async def test_propose_wait_approve_execute_undo(
         assert any("mcp:claude says (untrusted)" in w for w in stored.warnings)
         assert "IGNORE" not in stored.intent
         assert replicas(kube, "geo") == before  # nothing written by proposing
+        # The client is the requester on the audit row and the event of its proposal.
+        rows = await rt.call(rt.service.audit.records, limit=500)
+        (row,) = [r for r in rows if r.payload.get("proposal") == pid]
+        assert row.actor == "mcp:claude" and row.event == "proposal"
+        events = [
+            e for e in await rt.call(rt.service.events.since, 0) if e.event.proposal_id == pid
+        ]
+        assert events and events[0].event.actor == "mcp:claude"
 
         seen, record = progress_log()
         waiting = asyncio.create_task(
