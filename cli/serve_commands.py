@@ -199,7 +199,16 @@ async def _serve(
     click.echo(f"  alertmanager webhook: {alerts}")
     click.echo(f"  health: {health_url} (/healthz /readyz /metrics)")
     if life.mcp is not None:
-        click.echo(f"  mcp gateway: {await life.mcp.start()} (streamable HTTP, bearer tokens)")
+        try:
+            listening = await life.mcp.start()
+        except OSError as exc:
+            await bot.stop()
+            if elector is not None:
+                await asyncio.to_thread(elector.release)
+            raise click.ClickException(
+                f"the MCP gateway cannot listen on {life.mcp.host}:{life.mcp.port} ({exc})"
+            ) from exc
+        click.echo(f"  mcp gateway: {listening} (streamable HTTP, bearer tokens)")
     else:
         click.echo(f"  mcp gateway: off ({ENV_FILE} unset)")
     within = bot.config.shutdown_seconds

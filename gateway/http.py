@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import socket
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,27 +71,29 @@ class HttpGateway:
     _server: uvicorn.Server | None = None
     _task: asyncio.Task[Any] | None = field(default=None, repr=False)
 
+    _socket: socket.socket | None = field(default=None, repr=False)
+
     @property
     def url(self) -> str:
-        assert self._server is not None
-        sockets = self._server.servers[0].sockets
-        port = sockets[0].getsockname()[1]
+        assert self._socket is not None
+        port = self._socket.getsockname()[1]
         host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
         return f"http://{host}:{port}{PATH}"
 
     async def start(self) -> str:
+        """Listen, then serve; a port that is taken raises ``OSError`` here (bound before
+        uvicorn, which would otherwise exit the whole process)."""
+        self._socket = socket.create_server((self.host, self.port), reuse_port=False)
         mcp = server.build(self.gateway)
         app = BearerGate(
             mcp.streamable_http_app(streamable_http_path=PATH, host=self.host), self.gateway
         )
-        config = uvicorn.Config(
-            app, host=self.host, port=self.port, log_level="warning", lifespan="on"
-        )
+        config = uvicorn.Config(app, log_level="warning", lifespan="on")
         self._server = _Quiet(config)
-        self._task = asyncio.create_task(self._server.serve())
+        self._task = asyncio.create_task(self._server.serve(sockets=[self._socket]))
         while not self._server.started:
             if self._task.done():
-                self._task.result()  # it could not listen: say why
+                self._task.result()  # it could not start: say why
                 raise RuntimeError("the MCP listener stopped before it started")
             await asyncio.sleep(0.02)
         return self.url
@@ -102,6 +105,9 @@ class HttpGateway:
                 await self._task
             self._server = None
             self._task = None
+        if self._socket is not None:
+            self._socket.close()
+            self._socket = None
 
 
 def from_env(gateway: server.Gateway) -> HttpGateway:

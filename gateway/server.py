@@ -102,7 +102,8 @@ def quota(client: Client) -> Quota:
 
 def build(gateway: Gateway) -> MCPServer:
     """The server with every tool (without the write tools when ``read_only``)."""
-    server: MCPServer = MCPServer("stratus", instructions=text.INSTRUCTIONS)
+    # WARNING: the SDK sets up logging when nothing did (stdio), and must not chatter on stderr.
+    server: MCPServer = MCPServer("stratus", instructions=text.INSTRUCTIONS, log_level="WARNING")
     service = gateway.service
 
     async def read(ctx: Context, name: str, func: Callable[..., Any], *args: Any) -> str:
