@@ -97,7 +97,9 @@ async def _run(func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
 
 
 def quota(client: Client) -> Quota:
-    return Quota(client.limits.proposals_per_minute, client.limits.open_proposals)
+    return Quota(
+        client.limits.proposals_per_minute, client.limits.open_proposals, client.irreversible
+    )
 
 
 def build(gateway: Gateway) -> MCPServer:
@@ -118,6 +120,7 @@ def build(gateway: Gateway) -> MCPServer:
             "requester": client.requester,
             "tools": "all" if writes else "read",
             "limits": client.limits.model_dump(),
+            "irreversible_actions": client.irreversible,
         }
 
     @server.tool(description=text.TOOLS["list_namespaces"])

@@ -53,6 +53,8 @@ class ClientEntry(BaseModel):
     token_sha256: str = Field(pattern=_SHA256)
     tools: Literal["all", "read"] = "all"
     limits: Limits = Field(default_factory=Limits)
+    # May it propose actions that cannot be undone (deleting a pod, a job, a PVC)?
+    irreversible: bool = Field(default=False, strict=True)
 
 
 class ClientsFile(BaseModel):
@@ -68,6 +70,7 @@ class Client:
     name: str
     tools: str
     limits: Limits
+    irreversible: bool = False
 
     @property
     def requester(self) -> str:
@@ -112,7 +115,7 @@ def match(clients: ClientsFile, token: str | None) -> Client:
             found = entry
     if found is None:
         raise Unauthenticated("the bearer token is not one of a configured client")
-    return Client(found.name, found.tools, found.limits)
+    return Client(found.name, found.tools, found.limits, found.irreversible)
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,9 @@ class Ask:
 class Quota:
     per_minute: int
     open_at_once: int
+    # Whether the client may propose what cannot be undone (a pod or PVC deleted): off unless
+    # its entry says so, so every write an agent causes has an undo entry.
+    irreversible: bool = False
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,11 @@ def propose_for(deps: Deps, ask: Ask, *, requester: str, quota: Quota) -> Propos
         namespace="" if ask.kind == "Node" else ask.namespace,
         given=ask.params,
     )
+    if not cls.reversible and not quota.irreversible:
+        raise schemas.FieldInvalid(
+            "action",
+            f"{cls.name} cannot be undone, and this client may only propose writes that can",
+        )
     try:
         deps.executor.scope.check(built.ref())
     except errors.OutOfScope as exc:

@@ -20,6 +20,7 @@ from tests.conftest import Lab
 from tests.gateway.conftest import READER_TOKEN, TOKENS, Clients, body, connect, error
 from tests.proposals.conftest import PolicyBox
 from tools.k8s import KubeClient
+from tools.objects import ObjectRef
 from tools.scope import WriteScope
 
 pytestmark = pytest.mark.asyncio
@@ -95,9 +96,13 @@ async def test_bad_calls_name_the_field_and_write_nothing(
         for field, arguments in cases.items():
             said = error(await propose(mcp, arguments))
             assert f"field {field}" in said, (field, said)
-        assert "outside the write scope" in error(
-            await propose(mcp, scale(2, namespace="kube-system"))
-        ) or "protected" in error(await propose(mcp, scale(2, namespace="kube-system")))
+        assert "protected" in error(await propose(mcp, scale(2, namespace="kube-system")))
+        # What cannot be undone is not this client's to propose (its entry does not allow it).
+        pod = str(kube.list("v1", "Pod", namespace="hotel")[0]["metadata"]["name"])
+        gone = scale(2, action="delete-pod", target=f"Pod/{pod}", params={})
+        said = error(await propose(mcp, gone))
+        assert "field action" in said and "cannot be undone" in said
+        assert kube.find(ObjectRef("Pod", pod, "hotel")) is not None
         assert "not a valid namespace" in error(await propose(mcp, scale(2, namespace="hotel/..")))
         # No tool exists to approve, and calling one by name is an error, not a write.
         for name in ("approve", "approve_proposal", "force_undo", "execute"):
