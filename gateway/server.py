@@ -18,8 +18,10 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import ListToolsResult
 
 from agents import health
 from gateway import render, text
@@ -74,9 +76,12 @@ class Gateway:
         return ClusterReader(self.kube)
 
     def client(self, ctx: Context | None) -> Client:
+        return self.client_of(ctx.headers if ctx is not None else None)
+
+    def client_of(self, headers: Any) -> Client:
         token = self.token
-        if token is None and ctx is not None:
-            token = bearer((ctx.headers or {}).get("authorization", ""))
+        if token is None and headers is not None:
+            token = bearer(headers.get("authorization", ""))
         try:
             return self.registry.authenticate(token)
         except StratusError as exc:
@@ -96,6 +101,32 @@ async def _run(func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         raise ToolError(text.refused(exc)) from exc
 
 
+class ListingFor:
+    """Middleware: a client with read tools only is not shown the write tools (over HTTP the
+    one server answers every client; its calls would be refused anyway)."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+
+    async def __call__(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        result = await call_next(ctx)
+        if ctx.method != "tools/list" or not isinstance(result, dict | ListToolsResult):
+            return result
+        try:
+            client = self.gateway.client_of(getattr(ctx.request, "headers", None))
+        except ToolError:
+            return result  # refused at its next call
+        if client.may_propose:
+            return result
+        if isinstance(result, ListToolsResult):
+            kept = [t for t in result.tools if t.name not in WRITE_TOOLS]
+            return result.model_copy(update={"tools": kept})
+        tools = [t for t in result.get("tools", []) if t.get("name") not in WRITE_TOOLS]
+        return {**result, "tools": tools}
+
+
 def quota(client: Client) -> Quota:
     return Quota(
         client.limits.proposals_per_minute, client.limits.open_proposals, client.irreversible
@@ -105,7 +136,12 @@ def quota(client: Client) -> Quota:
 def build(gateway: Gateway) -> MCPServer:
     """The server with every tool (without the write tools when ``read_only``)."""
     # WARNING: the SDK sets up logging when nothing did (stdio), and must not chatter on stderr.
-    server: MCPServer = MCPServer("stratus", instructions=text.INSTRUCTIONS, log_level="WARNING")
+    server: MCPServer = MCPServer(
+        "stratus",
+        instructions=text.INSTRUCTIONS,
+        log_level="WARNING",
+        middleware=[ListingFor(gateway)],
+    )
     service = gateway.service
 
     async def read(ctx: Context, name: str, func: Callable[..., Any], *args: Any) -> str:

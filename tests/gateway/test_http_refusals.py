@@ -173,6 +173,8 @@ async def test_limits_repeats_and_other_clients_proposals(
         assert error(await other.call_tool("request_undo", {"undo_id": "u-nope"}))
     async with connect(mcp_url, READER_TOKEN) as reader:
         assert body(await reader.call_tool("whoami", {}))["tools"] == "read"
+        listed = {t.name for t in (await reader.list_tools()).tools}
+        assert "workloads" in listed and not listed & {"propose_action", "request_undo"}
         assert "[read_only]" in error(await propose(reader, scale(3)))
     assert replicas(kube, "geo") == 1
 
