@@ -6,6 +6,7 @@ proposal. Nothing of it writes anything."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx2
@@ -188,3 +189,44 @@ async def test_the_per_minute_limit(
         body(await propose(mcp, scale(5)))
         said = error(await propose(mcp, scale(6)))
         assert "[limit_reached]" in said and "last minute" in said
+
+
+def _answer(response: httpx2.Response) -> dict[str, Any]:
+    """A JSON-RPC answer, sent as JSON or as one server-sent event."""
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        data = [line[5:].strip() for line in response.text.splitlines() if line.startswith("data:")]
+        found: dict[str, Any] = json.loads(data[-1])
+        return found
+    answered: dict[str, Any] = response.json()
+    return answered
+
+
+async def test_a_replayed_request_is_the_same_proposal(
+    lab: Lab, kube: KubeClient, mcp_url: str, stratus_bot: BotHandle
+) -> None:
+    """The very same tools/call sent again, byte for byte (a retry, a replay), on the same
+    session and on a new one: one proposal, nothing written."""
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "Authorization": f"Bearer {TOKENS['claude']}",
+    }
+    call = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {"name": "propose_action", "arguments": scale(3)},
+    }
+    ids = []
+    async with httpx2.AsyncClient(timeout=60) as http:
+        for _session in range(2):
+            opened = await http.post(mcp_url, json=INITIALIZE, headers=headers)
+            session = {**headers, "mcp-session-id": opened.headers["mcp-session-id"]}
+            initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            await http.post(mcp_url, json=initialized, headers=session)
+            for _replay in range(2):
+                answer = _answer(await http.post(mcp_url, json=call, headers=session))
+                ids.append(answer["result"]["structuredContent"]["id"])
+    assert len(set(ids)) == 1, ids
+    rt = stratus_bot.runtime
+    assert len(await rt.call(rt.service.repo.find, requester="mcp:claude")) == 1
+    assert replicas(kube, "geo") == 1
