@@ -219,6 +219,17 @@ def verified_at(proposal: Proposal, incident: Incident | None) -> datetime | Non
     return None
 
 
+def batch_card(first: Proposal, parts: list[list[Block]]) -> list[Block]:
+    """Several proposals of one MCP client for the same approvers on one card, each with its
+    own diff and buttons, saying why they were gathered (approval fatigue)."""
+    body: list[Block] = [b.context(text.batched(first.requester, len(parts)))]
+    for number, part in enumerate(parts):
+        if number:
+            body.append(b.divider())
+        body.extend(part)
+    return body
+
+
 def proposal_card(
     proposal: Proposal,
     *,

@@ -33,6 +33,7 @@ from bot.summary import summary_blocks
 from incidents.model import Incident
 from incidents.repository import STREAM as INCIDENTS
 from incidents.repository import IncidentEnvelope, IncidentEvent, IncidentEventType
+from proposals import intake
 from proposals.events import STREAM as PROPOSALS
 from proposals.events import EventType, ProposalEvent
 from proposals.model import Proposal, ProposalState
@@ -403,6 +404,19 @@ class Follower:
             where = where or fallback
             if where is None:
                 return None
+            joined = await self.rt.call(self._batch_card, data.proposal)
+            if joined is not None:
+                # Approval fatigue: the same people are not pinged again; the card they were
+                # asked on gathers it, with its own buttons (``proposals.intake.batch_head``).
+                await self.rt.call(
+                    self.rt.links.link_card,
+                    proposal_id,
+                    data.proposal.incident_id,
+                    joined,
+                    where.ts,
+                )
+                await self.refresh_card(proposal_id)
+                return joined
             telemetry = await self._summary(proposal_id, data)
             blocks = cards.proposal_card(
                 data.proposal,
@@ -428,18 +442,27 @@ class Follower:
         card = await self.rt.call(self.rt.links.card, proposal_id)
         if card is None:
             return
-        data = await self.rt.call(self._card_data, proposal_id)
-        telemetry = await self._summary(proposal_id, data)
-        blocks = cards.proposal_card(
-            data.proposal,
-            incident=data.incident,
-            telemetry=telemetry,
-            undo=data.undo,
-            ran_at=data.ran_at,
-            handles=await self._handles(data.proposal),
-        )
+        members = await self.rt.call(self.rt.links.proposals_at, card) or [proposal_id]
+        parts = []
+        for member in members:
+            data = await self.rt.call(self._card_data, member)
+            telemetry = await self._summary(member, data)
+            parts.append(
+                cards.proposal_card(
+                    data.proposal,
+                    incident=data.incident,
+                    telemetry=telemetry,
+                    undo=data.undo,
+                    ran_at=data.ran_at,
+                    handles=await self._handles(data.proposal),
+                )
+            )
+        first = await self.rt.call(self._card_data, members[0])
+        blocks = parts[0] if len(parts) == 1 else cards.batch_card(first.proposal, parts)
         why = await self._update(
-            card, blocks, text.card_fallback(cards.title(data.proposal), data.proposal.state.value)
+            card,
+            blocks,
+            text.card_fallback(cards.title(first.proposal), first.proposal.state.value),
         )
         if why in GONE:  # its message is gone: posted again where it belongs
             await self.rt.call(self.rt.links.forget_card, proposal_id)
@@ -479,6 +502,21 @@ class Follower:
         entry = self.rt.service.stack.entries.get(proposal.undo_id) if proposal.undo_id else None
         ran_at = datetime.fromisoformat(entry.created_at) if entry else None
         return CardData(proposal, incident, undo, ran_at)
+
+    def _batch_card(self, proposal: Proposal) -> MessageRef | None:
+        """The card of an earlier proposal this one joins (``proposals.intake.batch_head``)."""
+        if not proposal.requester.startswith("mcp:"):
+            return None
+        others = self.rt.service.repo.find(
+            requester=proposal.requester, states=intake.WAITING, limit=50
+        )
+        on_cards: dict[str, int] = {}
+        for other in others:
+            card = self.rt.links.card(other.id)
+            if card is not None:
+                on_cards[other.id] = len(self.rt.links.proposals_at(card))
+        head = intake.batch_head(proposal, others, on_cards)
+        return self.rt.links.card(head) if head is not None else None
 
     def _card_place(self, proposal: Proposal) -> MessageRef | None:
         if proposal.undo_entry is not None:

@@ -146,6 +146,15 @@ class Links:
         )
         return str(rows[0]["proposal_id"]) if rows else None
 
+    def proposals_at(self, where: MessageRef) -> list[str]:
+        """Every proposal the message ``where`` is the card of (a batch: several), oldest
+        first."""
+        rows = self.store.query(
+            "SELECT proposal_id FROM bot_cards WHERE channel = ? AND ts = ? ORDER BY rowid",
+            [where.channel, where.ts],
+        )
+        return [str(r["proposal_id"]) for r in rows]
+
     def cards_in(self, thread: MessageRef) -> list[str]:
         """The proposals whose cards were posted in ``thread``, oldest first."""
         rows = self.store.query(

@@ -114,6 +114,8 @@ def who(actor: str | None) -> str:
         return "Stratus"
     if actor.startswith("cli:"):
         return f"`{actor.removeprefix('cli:')}` (terminal)"
+    if actor.startswith("mcp:"):
+        return f"`{esc(actor.removeprefix('mcp:'))}` (MCP client)"
     if actor.startswith("stratus"):
         return "Stratus"
     if actor.startswith("alert:"):
@@ -298,6 +300,8 @@ def asked_by(requester: str) -> str:
         return f"asked from a terminal by `{esc(requester.removeprefix('cli:'))}`"
     if requester.startswith(("agent:", "stratus")):
         return "proposed by Stratus"
+    if requester.startswith("mcp:"):
+        return f"proposed by the MCP client `{esc(requester.removeprefix('mcp:'))}`"
     return f"asked by {who(requester)}"
 
 
@@ -938,6 +942,13 @@ def ended(state: str, reason: str) -> str:
     """How a card ended, with its reason — a person's words for a rejection — quoted as data:
     a reason cannot add a line, a field or an emoji that makes a rejected card read as run."""
     return f"{CARD_STATE.get(state, state)}" + (f": {data(reason)}" if reason else "")
+
+
+def batched(requester: str, count: int) -> str:
+    return (
+        f":package: {count} proposals from {who(requester)} for the same approvers, gathered on "
+        "this one card so you are asked once; each has its own buttons"
+    )
 
 
 def card_context(proposal_id: str, requester: str, expires: datetime) -> str:

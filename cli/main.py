@@ -72,6 +72,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "incidents": ("cli.incident_commands", "incidents"),
     "investigate": ("cli.incident_commands", "investigate"),
     "lab": ("cli.lab_commands", "lab"),
+    "mcp": ("cli.mcp_commands", "mcp"),
     "policy": ("cli.policy_commands", "policy"),
     "proposals": ("cli.proposal_commands", "proposals"),
     "serve": ("cli.serve_commands", "serve"),

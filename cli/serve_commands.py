@@ -27,8 +27,11 @@ from bot.runtime import Runtime
 from cli import render, text
 from cli.context import fleet_options, recover_writes, session
 from cli.incident_commands import build_workflow
+from gateway import http as mcp_http
+from gateway import server as mcp_server
 from operations import logs
-from policies import served
+from policies import clients, served
+from policies.clients import ENV_FILE, Registry
 from policies.reload import default_directory
 from proposals.service import ProposalService
 from tools import leader
@@ -92,7 +95,18 @@ def serve(
             served.record(s.store, default_directory(), served_by=s.identity.actor)
 
         bot = StratusBot(runtime, config)
-        stopped = asyncio.run(_run(bot, record_policy, Lifecycle(s.service, elector, health)))
+        gateway = None
+        if os.environ.get(ENV_FILE, "").strip():  # the MCP gateway, on its own listener
+            registry = Registry.from_env()
+            clients.load(registry.path)  # a file that does not load stops the bot here
+            try:
+                gateway = mcp_http.from_env(
+                    mcp_server.Gateway(service=s.service, kube=s.kube, registry=registry)
+                )
+            except ValueError as exc:
+                raise click.ClickException(str(exc)) from exc
+        life = Lifecycle(s.service, elector, health, gateway)
+        stopped = asyncio.run(_run(bot, record_policy, life))
         if stopped.in_flight:
             render.echo(text.calls_left(stopped.in_flight, stopped.within), err=True)
         if stopped.lost and not stopped.in_flight:
@@ -126,6 +140,7 @@ class Lifecycle:
     service: ProposalService
     elector: leader.Elector | None
     health: HealthConfig
+    mcp: mcp_http.HttpGateway | None = None
 
     @property
     def where(self) -> str:
@@ -146,6 +161,8 @@ async def _run(bot: StratusBot, record_policy: Callable[[], None], life: Lifecyc
     try:
         return await _serve(bot, record_policy, life, stop, health.url)
     finally:
+        if life.mcp is not None:
+            await life.mcp.stop()
         await health.stop()
 
 
@@ -181,6 +198,19 @@ async def _serve(
     alerts = bot.alerts_url if bot.config.alerts.enabled else "off (STRATUS_ALERTS_TOKEN unset)"
     click.echo(f"  alertmanager webhook: {alerts}")
     click.echo(f"  health: {health_url} (/healthz /readyz /metrics)")
+    if life.mcp is not None:
+        try:
+            listening = await life.mcp.start()
+        except OSError as exc:
+            await bot.stop()
+            if elector is not None:
+                await asyncio.to_thread(elector.release)
+            raise click.ClickException(
+                f"the MCP gateway cannot listen on {life.mcp.host}:{life.mcp.port} ({exc})"
+            ) from exc
+        click.echo(f"  mcp gateway: {listening} (streamable HTTP, bearer tokens)")
+    else:
+        click.echo(f"  mcp gateway: off ({ENV_FILE} unset)")
     within = bot.config.shutdown_seconds
     if elector is None:
         await stop.wait()

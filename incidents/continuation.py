@@ -23,6 +23,8 @@ from agents.health import Verdict
 from incidents.model import Attempt, Incident, IncidentState
 from incidents.repository import IncidentRepository
 from proposals.model import Proposal, ProposalState
+from store.errors import NotFound
+from tools.schemas import FieldInvalid
 
 P = ProposalState
 
@@ -237,6 +239,25 @@ def states_of(incident: Incident, get: Callable[[str], Proposal]) -> dict[str, P
     """The state the decisions above read: that of the proposal the incident waits on."""
     proposal_id = awaited_id(incident)
     return {} if proposal_id is None else {proposal_id: get(proposal_id).state}
+
+
+def incident_to_join(
+    incidents: IncidentRepository, *, namespace: str, asked: str | None
+) -> str | None:
+    """The incident an outside agent's proposal joins, so its card is posted in that
+    incident's thread: the one it named (open, in the same namespace), else the namespace's
+    open incident, else none (the proposal stands alone). It joins no attempt: once approved it
+    is executed on its own (``after_answer``)."""
+    if asked:
+        try:
+            incident = incidents.get(asked)
+        except NotFound as exc:
+            raise FieldInvalid("incident", f"no incident {asked!r}") from exc
+        if not incident.is_open or incident.namespace != namespace:
+            raise FieldInvalid("incident", f"incident {asked} is not open in {namespace}")
+        return incident.id
+    found = incidents.open_for(namespace)
+    return found.id if found is not None else None
 
 
 def next_after(proposal: Proposal, incidents: IncidentRepository) -> Next:

@@ -207,6 +207,10 @@ class _CompiledRule:
             return False
         if match.managed_by and facts.managed_by not in match.managed_by:
             return False
+        if match.requesters and not any(
+            fnmatch.fnmatchcase(facts.requester, p) for p in match.requesters
+        ):
+            return False
         if match.labels:
             labels = dict(facts.labels)
             if any(labels.get(k) != v for k, v in match.labels.items()):

@@ -63,6 +63,19 @@ _GLOB_HINT = (
 _LABEL_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _CLOCK = re.compile(r"([01][0-9]|2[0-3]):[0-5][0-9]|24:00")
+# Who asks: a Slack user (U…/W…), a terminal (cli:NAME), Stratus's own planner (agent:…,
+# stratus…) or an MCP client (mcp:NAME); a pattern adds fnmatch's '*', '?' and classes.
+_REQUESTER = re.compile(r"^[A-Za-z0-9*?\[\]!][-A-Za-z0-9._:*?\[\]!@]*$")
+
+
+def check_requester(pattern: str) -> str:
+    """A requester glob such as ``mcp:*`` or ``cli:alice``."""
+    if not _REQUESTER.fullmatch(pattern):
+        raise ValueError(
+            f"requester pattern {pattern!r} can never match a requester (mcp:NAME, cli:NAME, "
+            "a Slack user ID, agent:…; '*', '?' and classes such as [ab] are patterns)"
+        )
+    return pattern
 
 
 def check_glob(pattern: str) -> str:
@@ -154,6 +167,7 @@ def check_approvers(values: list[str]) -> list[str]:
 
 
 Glob = Annotated[str, AfterValidator(check_glob)]
+RequesterGlob = Annotated[str, AfterValidator(check_requester)]
 LabelKey = Annotated[str, AfterValidator(check_label_key)]
 LabelValue = Annotated[str, AfterValidator(check_label_value)]
 
@@ -265,10 +279,24 @@ class Match(_Strict):
         description="objects a GitOps controller owns; leave out: any",
         json_schema_extra=_SOME,
     )
+    # Who asked (docs/mcp.md): ``mcp:*`` is every MCP client, ``cli:*`` every terminal.
+    requesters: list[RequesterGlob] = Field(
+        default_factory=list,
+        description="requester globs (mcp:NAME, cli:NAME, Slack user IDs); leave out: any",
+        json_schema_extra=_SOME,
+    )
     window: Window | None = None
 
     @field_validator(
-        "actions", "namespaces", "clusters", "kinds", "names", "risk", "managed_by", "labels"
+        "actions",
+        "namespaces",
+        "clusters",
+        "kinds",
+        "names",
+        "risk",
+        "managed_by",
+        "labels",
+        "requesters",
     )
     @classmethod
     def _not_empty(cls, values: Any, info: ValidationInfo) -> Any:

@@ -169,13 +169,18 @@ class ProposalRepository:
         incident_id: str | None = None,
         undo_entry: str | None = None,
         limit: int = 100,
+        requester: str | None = None,
     ) -> list[Proposal]:
         # What acts on proposals (expiry, recovery, undo) skips a row it cannot read: nothing
         # can act on it, and surfaces (``shown``) and ``audit verify`` name it.
         read = (
             _read(r["body"])[0]
             for r in self.rows(
-                states=states, incident_id=incident_id, undo_entry=undo_entry, limit=limit
+                states=states,
+                incident_id=incident_id,
+                undo_entry=undo_entry,
+                limit=limit,
+                requester=requester,
             )
         )
         return [proposal for proposal in read if proposal is not None]
@@ -187,6 +192,7 @@ class ProposalRepository:
         incident_id: str | None = None,
         undo_entry: str | None = None,
         limit: int = 100,
+        requester: str | None = None,
     ) -> list[dict[str, Any]]:
         """The stored rows ``find`` selects, newest first (``shown`` checks them), unreadable
         ones included: a listing shows them as tampered."""
@@ -201,6 +207,9 @@ class ProposalRepository:
         if undo_entry:
             sql += f" AND {UNDO_ENTRY} = ?"
             params.append(undo_entry)
+        if requester:
+            sql += " AND requester = ?"
+            params.append(requester)
         sql += " ORDER BY created_at DESC, id LIMIT ?"
         params.append(limit)
         return self.store.query(sql, params)

@@ -9,6 +9,7 @@ one call to a use-case module that reads top to bottom:
 | ``propose_undo``, ``undo_target``, ``undo_conflict``, ``drop_undo_entry`` | ``undoing.py`` |
 | ``cancel``, ``withdraw`` | ``proposals/cancel.py`` |
 | ``expire``, ``reconcile``, ``settle_earlier_writes`` | ``proposals/recover.py`` |
+| ``propose_for``, ``undo_for``, ``own`` | ``proposals/intake.py`` (outside agents) |
 | ``get``, ``pending``, ``by_incident``, ``recent``, ``undo_entries`` | ``proposals/queries.py`` |
 
 Three rules hold everywhere:
@@ -28,7 +29,7 @@ from datetime import datetime
 from typing import Any
 
 from policies.impersonation import Impersonation
-from proposals import answer, cancel, execute, propose, queries, recover, undoing
+from proposals import answer, cancel, execute, intake, propose, queries, recover, undoing
 from proposals.core import Deps, PolicySource, UndoRequest, labels_of, new_proposal_id
 from proposals.execute import PlanMoved, Superseded
 from proposals.model import Choice, Proposal
@@ -114,6 +115,17 @@ class ProposalService:
             fixes=fixes,
             cluster=cluster,
         )
+
+    def propose_for(
+        self, ask: intake.Ask, *, requester: str, quota: intake.Quota
+    ) -> intake.Proposed:
+        return intake.propose_for(self.deps, ask, requester=requester, quota=quota)
+
+    def undo_for(self, entry_id: str, *, requester: str, quota: intake.Quota) -> intake.Proposed:
+        return intake.undo_for(self.deps, entry_id, requester=requester, quota=quota)
+
+    def own(self, proposal_id: str, *, requester: str) -> Proposal:
+        return intake.own(self.deps, proposal_id, requester=requester)
 
     def answer(
         self,

@@ -64,6 +64,14 @@ class ClusterReader:
     def __init__(self, kube: KubeClient) -> None:
         self.kube = kube
 
+    def namespaces(self) -> dict[str, Any]:
+        """The namespaces' names and phases."""
+        found = [
+            {"name": o["metadata"]["name"], "phase": (o.get("status") or {}).get("phase", "")}
+            for o in self.kube.list("v1", "Namespace")
+        ]
+        return _capped(sorted(found, key=lambda n: str(n["name"])), 200)
+
     def namespace_exists(self, namespace: str) -> bool:
         return self.kube.find(ObjectRef("Namespace", namespace)) is not None
 

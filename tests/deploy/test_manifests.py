@@ -31,8 +31,8 @@ from tools.permissions import Grant
 DEPLOY = REPO / "manifests" / "deploy"
 OVERLAYS = ("socket", "http", "lab")
 PRODUCT = (
-    "agents", "bot", "cli", "incidents", "operations", "proposals", "policies", "tools", "undo",
-    "store",
+    "agents", "bot", "cli", "gateway", "incidents", "operations", "proposals", "policies",
+    "tools", "undo", "store",
 )  # fmt: skip
 # The Secret's keys, each with the variable it becomes (secret.example.yaml documents them).
 SECRET_KEYS = {

@@ -61,6 +61,10 @@ def test_the_facade_keeps_every_call_the_surfaces_make() -> None:
         "recent",
         "undo_entries",
         "undo_refusal",
+        # An outside agent's (MCP client's) asks: proposals/intake.py (issue 20).
+        "propose_for",
+        "undo_for",
+        "own",
     }
     # Each call is one statement: the use-case lives in its own module.
     for name, method in _public_methods(ProposalService).items():

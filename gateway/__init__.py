@@ -1,0 +1,1 @@
+"""The MCP gateway: Stratus as the approval gate for outside AI agents (docs/mcp.md)."""

@@ -1,0 +1,219 @@
+"""Proposals from an outside agent (an MCP client): checked, limited and deduplicated, then
+proposed through the one propose use-case every surface uses.
+
+Before anything is read or planned: the call is checked against the catalog's schema (each
+error names its field), the target against the write scope, and the client's limits —
+proposals per minute and open proposals at once — against what it already asked for. The
+same change asked again while the first is still open is that first proposal, not a second
+card. The decisions are pure functions of the client's recent proposals (``admit``), so they
+are tested without a cluster; ``propose_for`` reads those from the store and proposes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from policies import clients
+from proposals import propose, undoing
+from proposals.core import Deps, UndoRequest
+from proposals.model import OPEN, Proposal, ProposalState
+from store.errors import Remedy, StratusError
+from tools import errors, schemas
+from tools.actions import Action
+
+WINDOW = timedelta(minutes=1)
+WAITING = frozenset({ProposalState.AWAITING_APPROVAL})
+# Proposals one card gathers (approval fatigue): a Slack message holds 50 blocks.
+MAX_BATCH = 3
+
+
+class LimitReached(StratusError, code="limit_reached", remedy=Remedy.RETRY, retryable=True):
+    """A client asked for more than its limits allow; ``details`` say which and how many."""
+
+
+class NotYours(StratusError, code="not_yours", remedy=Remedy.FIX_INPUT):
+    """An id that is not one of the caller's own proposals or writes. It says nothing more:
+    not whether the id exists, nor whose it is."""
+
+
+@dataclass(frozen=True)
+class Ask:
+    """What a client asks for, as parsed by its surface."""
+
+    action: str
+    kind: str
+    name: str
+    namespace: str
+    params: dict[str, Any]
+    intent: str = ""
+    incident_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Quota:
+    per_minute: int
+    open_at_once: int
+    # Whether the client may propose what cannot be undone (a pod or PVC deleted): off unless
+    # its entry says so, so every write an agent causes has an undo entry.
+    irreversible: bool = False
+
+
+@dataclass(frozen=True)
+class Proposed:
+    proposal: Proposal
+    repeated: bool  # the same change was already open: this is that proposal
+
+
+def comparable(params: dict[str, Any]) -> dict[str, Any]:
+    """Parameters as two asks of the same change share them (a stamp differs every time)."""
+    return {k: v for k, v in params.items() if k not in schemas.STAMPED}
+
+
+def same_change(proposal: Proposal, built: Action) -> bool:
+    ref = built.ref()
+    asked = built.model_dump(mode="json", exclude={"kind", "target", "namespace"})
+    return (
+        proposal.action == built.name
+        and proposal.target.kind == ref.kind
+        and proposal.target.name == ref.name
+        and proposal.target.namespace == ref.namespace
+        and comparable(proposal.params) == comparable(asked)
+    )
+
+
+def admit(recent: list[Proposal], built: Action, quota: Quota, *, now: datetime) -> Proposal | None:
+    """The open proposal of the same change (asked again: it is the answer), None to go on
+    and propose, or ``LimitReached``. ``recent``: the client's own proposals, newest first."""
+    open_ones = [p for p in recent if p.state in OPEN]
+    for proposal in open_ones:
+        if same_change(proposal, built):
+            return proposal
+    if len(open_ones) >= quota.open_at_once:
+        raise LimitReached(
+            f"{len(open_ones)} of this client's proposals are still open (at most "
+            f"{quota.open_at_once}); wait for a decision before proposing more",
+            details={"limit": "open_proposals", "allowed": quota.open_at_once},
+        )
+    within = [p for p in recent if p.created_at > now - WINDOW]
+    if len(within) >= quota.per_minute:
+        raise LimitReached(
+            f"{len(within)} proposals in the last minute (at most {quota.per_minute}); "
+            "try again in a minute",
+            details={"limit": "proposals_per_minute", "allowed": quota.per_minute},
+        )
+    return None
+
+
+def propose_for(deps: Deps, ask: Ask, *, requester: str, quota: Quota) -> Proposed:
+    """Check, limit and deduplicate a client's ask, then propose it (plan, server dry-run,
+    policy) exactly as every other surface does."""
+    cls, built = schemas.checked(
+        action=ask.action,
+        kind=ask.kind,
+        name=ask.name,
+        namespace="" if ask.kind == "Node" else ask.namespace,
+        given=ask.params,
+    )
+    if not cls.reversible and not quota.irreversible:
+        raise schemas.FieldInvalid(
+            "action",
+            f"{cls.name} cannot be undone, and this client may only propose writes that can",
+        )
+    try:
+        deps.executor.scope.check(built.ref())
+    except errors.OutOfScope as exc:
+        raise schemas.FieldInvalid("namespace", exc.message) from exc
+    recent = deps.repo.find(requester=requester, limit=max(quota.per_minute, 50) + 50)
+    existing = admit(recent, built, quota, now=deps.clock.now())
+    if existing is not None:
+        return Proposed(existing, repeated=True)
+    notes = (f"{requester} says (untrusted): “{_quoted(ask.intent)}”",) if ask.intent else ()
+    proposal = propose.propose(
+        deps,
+        action=cls.name,
+        kind=built.ref().kind,
+        name=built.ref().name,
+        namespace=built.ref().namespace,
+        params=comparable(built.model_dump(mode="json", exclude={"kind", "target", "namespace"})),
+        requester=requester,
+        incident_id=ask.incident_id,
+        notes=notes,
+    )
+    return Proposed(proposal, repeated=False)
+
+
+def own(deps: Deps, proposal_id: str, *, requester: str) -> Proposal:
+    """The caller's own proposal, or ``NotYours`` (also for an id that does not exist)."""
+    try:
+        proposal = deps.repo.get(proposal_id)
+    except StratusError as exc:
+        raise NotYours(f"no proposal {proposal_id!r} of yours") from exc
+    if proposal.requester != requester:
+        raise NotYours(f"no proposal {proposal_id!r} of yours")
+    return proposal
+
+
+def undo_for(deps: Deps, entry_id: str, *, requester: str, quota: Quota) -> Proposed:
+    """Propose the undo of a write one of the caller's own proposals made."""
+    try:
+        entry = undoing.undo_target(deps, UndoRequest(entry_id=entry_id))
+    except StratusError as exc:
+        raise NotYours(f"no undo entry {entry_id!r} of yours") from exc
+    origin = entry.execution.proposal_id
+    if origin is None or own_or_none(deps, origin, requester=requester) is None:
+        raise NotYours(f"no undo entry {entry_id!r} of yours")
+    recent = deps.repo.find(requester=requester, limit=max(quota.per_minute, 50) + 50)
+    for proposal in recent:
+        if proposal.undo_entry == entry.id and proposal.state in OPEN:
+            return Proposed(proposal, repeated=True)
+    open_ones = [p for p in recent if p.state in OPEN]
+    if len(open_ones) >= quota.open_at_once:
+        raise LimitReached(
+            f"{len(open_ones)} of this client's proposals are still open (at most "
+            f"{quota.open_at_once})",
+            details={"limit": "open_proposals", "allowed": quota.open_at_once},
+        )
+    return Proposed(
+        undoing.propose_undo(deps, UndoRequest(entry_id=entry.id), requester=requester),
+        repeated=False,
+    )
+
+
+def batch_head(
+    proposal: Proposal, others: list[Proposal], on_cards: Mapping[str, int]
+) -> str | None:
+    """Approval fatigue: the proposal whose card ``proposal`` joins instead of asking the same
+    people again — the oldest of the same MCP client's proposals still waiting in the same
+    incident (or none) for the same approvers, with a card that holds fewer than
+    ``MAX_BATCH``. ``on_cards``: proposal id → how many proposals its card shows."""
+    if not proposal.requester.startswith(clients.PREFIX) or proposal.state not in WAITING:
+        return None
+    fellows = [
+        p
+        for p in others
+        if p.id != proposal.id
+        and p.requester == proposal.requester
+        and p.incident_id == proposal.incident_id
+        and p.state in WAITING
+        and p.decision.approvers == proposal.decision.approvers
+        and p.decision.min_approvals == proposal.decision.min_approvals
+        and p.created_at <= proposal.created_at
+        and 0 < on_cards.get(p.id, 0) < MAX_BATCH
+    ]
+    return min(fellows, key=lambda p: (p.created_at, p.id)).id if fellows else None
+
+
+def own_or_none(deps: Deps, proposal_id: str, *, requester: str) -> Proposal | None:
+    try:
+        return own(deps, proposal_id, requester=requester)
+    except NotYours:
+        return None
+
+
+def _quoted(text: str) -> str:
+    """An agent's own words as one printable line (they are shown, never obeyed)."""
+    flat = " ".join(text.split())
+    return "".join(ch for ch in flat if ch.isprintable()).replace("“", '"').replace("”", '"')[:300]
