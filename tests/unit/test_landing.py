@@ -47,4 +47,3 @@ def test_a_precondition_write_can_no_longer_land_once_the_object_moved_past_it()
     assert moved_past("replace", deployment(0, rv="7"), "7") == ""
     assert moved_past("create", deployment(0, rv="9"), "7") == ""  # no precondition
     assert moved_past("delete", None, "7") == ""
-
