@@ -16,7 +16,6 @@ from pathlib import Path
 import click
 
 from agents import telemetry_queries
-from agents.llm import planner_from_env
 from agents.planner.offline import OfflinePlanner
 from agents.telemetry import summarize
 from cli import render
@@ -39,6 +38,8 @@ EXIT_ESCALATED = 3
 def build_workflow(
     s: Session, *, planner: str, max_attempts: int, settle_seconds: float | None
 ) -> IncidentWorkflow:
+    from agents.llm import planner_from_env  # the model clients: only where a planner runs
+
     llm = planner_from_env(ClusterReader(s.kube)) if planner in ("auto", "llm") else None
     if planner == "llm" and llm is None:
         raise click.ClickException(

@@ -17,7 +17,6 @@ import anyio
 import click
 
 from cli.context import cluster_options, session
-from gateway import server
 from policies.clients import ENV_TOKEN, Registry, hash_token
 from store.errors import StratusError
 
@@ -38,6 +37,8 @@ def mcp(ctx: click.Context, read_only: bool, kubeconfig: Path | None, context: s
         raise click.ClickException(
             f"{exc.message}; set {ENV_TOKEN} to a client's token (stratus mcp token NAME)"
         ) from exc
+    from gateway import server  # the MCP SDK: imported by the command that serves it only
+
     with session(kubeconfig, context) as s:
         gateway = server.Gateway(
             service=s.service,

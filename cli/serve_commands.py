@@ -16,19 +16,16 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from agents.llm.questions import answerer_from_env
-from bot.app import StratusBot
 from bot.config import BotConfig
 from bot.health import HealthConfig, HealthServer
 from bot.runtime import Runtime
 from cli import render, text
 from cli.context import fleet_options, recover_writes, session
 from cli.incident_commands import build_workflow
-from gateway import http as mcp_http
-from gateway import server as mcp_server
 from operations import logs
 from policies import clients, served
 from policies.clients import ENV_FILE, Registry
@@ -36,6 +33,10 @@ from policies.reload import default_directory
 from proposals.service import ProposalService
 from tools import leader
 from tools.k8s import context_namespace
+
+if TYPE_CHECKING:
+    from bot.app import StratusBot
+    from gateway import http as mcp_http
 
 
 @click.command()
@@ -85,6 +86,11 @@ def serve(
         if elector is not None:  # a write starts only while this process holds the Lease
             for executor in (s.service.executor, *s.service.deps.executors.values()):
                 executor.fence = elector.ensure_leading  # every cluster of a fleet
+        # Imported here, not at the top: the bot, the model clients and the MCP SDK take about
+        # a second to import, which every other ``stratus`` command would pay at start.
+        from agents.llm.questions import answerer_from_env
+        from bot.app import StratusBot
+
         flow = build_workflow(s, planner=planner, max_attempts=3, settle_seconds=None)
         answerer = answerer_from_env() if planner in ("auto", "llm") else None
         runtime = Runtime(service=s.service, workflow=flow, policy=s.policy, answerer=answerer)
@@ -99,6 +105,9 @@ def serve(
         if os.environ.get(ENV_FILE, "").strip():  # the MCP gateway, on its own listener
             registry = Registry.from_env()
             clients.load(registry.path)  # a file that does not load stops the bot here
+            from gateway import http as mcp_http
+            from gateway import server as mcp_server
+
             try:
                 gateway = mcp_http.from_env(
                     mcp_server.Gateway(service=s.service, kube=s.kube, registry=registry)
