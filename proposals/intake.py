@@ -11,7 +11,8 @@ are tested without a cluster; ``propose_for`` reads those from the store and pro
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -21,6 +22,7 @@ from proposals import propose, undoing
 from proposals.core import Deps, UndoRequest
 from proposals.model import OPEN, Proposal, ProposalState
 from store.errors import Remedy, StratusError
+from store.locks import LeaseLocks, holder_name
 from tools import errors, schemas
 from tools.actions import Action
 
@@ -28,6 +30,13 @@ WINDOW = timedelta(minutes=1)
 WAITING = frozenset({ProposalState.AWAITING_APPROVAL})
 # Proposals one card gathers (approval fatigue): a Slack message holds 50 blocks.
 MAX_BATCH = 3
+# One ask of a client at a time, from reading its proposals to the proposal stored: limits
+# and repeats are decided on what it already has, and two asks at once must not both see
+# room (an outside tester made ten proposals past a limit of three with ten parallel calls).
+# The lock is a lease in the store, so the stdio gateway and ``stratus serve`` share it; a
+# holder that dies lets go when its lease runs out.
+TURN_TTL = 120.0
+TURN_WAIT = 60.0
 
 
 class LimitReached(StratusError, code="limit_reached", remedy=Remedy.RETRY, retryable=True):
@@ -107,9 +116,30 @@ def admit(recent: list[Proposal], built: Action, quota: Quota, *, now: datetime)
     return None
 
 
+@contextlib.contextmanager
+def _turn(deps: Deps, requester: str) -> Iterator[None]:
+    """The client's turn: its asks are decided one after another."""
+    locks = LeaseLocks(deps.store)
+    resource, holder = f"intake:{requester}", holder_name(requester)
+    if locks.acquire(resource, holder, ttl=TURN_TTL, wait=TURN_WAIT) is not None:
+        raise LimitReached(
+            "this client's other proposals are still being planned; try again in a moment",
+            details={"limit": "one_at_a_time", "allowed": 1},
+        )
+    try:
+        yield
+    finally:
+        locks.release(resource, holder)
+
+
 def propose_for(deps: Deps, ask: Ask, *, requester: str, quota: Quota) -> Proposed:
     """Check, limit and deduplicate a client's ask, then propose it (plan, server dry-run,
-    policy) exactly as every other surface does."""
+    policy) exactly as every other surface does — one ask of a client at a time."""
+    with _turn(deps, requester):
+        return _propose_for(deps, ask, requester=requester, quota=quota)
+
+
+def _propose_for(deps: Deps, ask: Ask, *, requester: str, quota: Quota) -> Proposed:
     cls, built = schemas.checked(
         action=ask.action,
         kind=ask.kind,
@@ -157,7 +187,13 @@ def own(deps: Deps, proposal_id: str, *, requester: str) -> Proposal:
 
 
 def undo_for(deps: Deps, entry_id: str, *, requester: str, quota: Quota) -> Proposed:
-    """Propose the undo of a write one of the caller's own proposals made."""
+    """Propose the undo of a write one of the caller's own proposals made (in the client's
+    turn, like every ask)."""
+    with _turn(deps, requester):
+        return _undo_for(deps, entry_id, requester=requester, quota=quota)
+
+
+def _undo_for(deps: Deps, entry_id: str, *, requester: str, quota: Quota) -> Proposed:
     try:
         entry = undoing.undo_target(deps, UndoRequest(entry_id=entry_id))
     except StratusError as exc:
