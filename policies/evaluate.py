@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from policies.approvers import ApproverLists, conjunction, describe, is_person, satisfies
+from policies.clients import PREFIX as MCP_PREFIX
 from policies.loader import Policy, SourcedRule
 from policies.model import Defaults, Rule, parse_duration
 from tools.actions import CATALOG, POLICY_ACTIONS, UNDO, Action
@@ -334,17 +335,26 @@ def _combined_ask(
     )
 
 
-def never_remembered(asked: PolicyDecision) -> PolicyDecision:
-    """``asked`` for a proposal that puts the diagnosed cause back: asked every time, as an
-    always-ask rule would — a grant someone made for the object's other undos must not let
-    Stratus re-break a fix with no human, and no such grant can be made from its card."""
+PUTS_BACK = "it puts back the cause found"
+# A grant is scoped to an action and an object, not to its values nor to who asks: made from
+# an outside agent's card it let every MCP client write any value there with no human (an
+# outside tester's finding). A team that wants agents to act alone says so in a rule
+# (``requesters: ["mcp:…"]``, decision allow), where a reviewer reads it.
+FROM_AN_AGENT = "an outside agent (MCP) proposed it, and a grant would stand for every agent"
+
+
+def never_remembered(asked: PolicyDecision, why: str = PUTS_BACK) -> PolicyDecision:
+    """``asked`` asked every time, as an always-ask rule would: for a proposal that puts the
+    diagnosed cause back (a grant someone made for the object's other undos must not let
+    Stratus re-break a fix with no human), and for one an outside agent made. No grant
+    answers it, and no grant can be made from its card."""
     if not asked.remember:
         return asked
     return dataclasses.replace(
         asked,
         remember=False,
         max_grant_seconds=0,
-        reason=f"{asked.reason}; always asked: it puts back the cause found",
+        reason=f"{asked.reason}; always asked: {why}",
     )
 
 
@@ -468,6 +478,8 @@ def evaluate(
         asked = _combined_ask(asks, defaults, timeout, reversible=facts.reversible)
         if facts.puts_back:
             return never_remembered(asked)
+        if facts.requester.startswith(MCP_PREFIX):
+            return never_remembered(asked, FROM_AN_AGENT)
         if asked.remember:
             index = grants if isinstance(grants, GrantIndex) else GrantIndex(grants)
             usable = [

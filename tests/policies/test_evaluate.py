@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -319,3 +320,27 @@ def test_a_deny_window_across_midnight_denies_the_morning_after(tmp_path: Path) 
     )
     assert evaluate(facts, policy, [], datetime(2026, 11, 28, 1, 0, tzinfo=UTC)).outcome == "deny"
     assert evaluate(facts, policy, [], datetime(2026, 11, 27, 1, 0, tzinfo=UTC)).outcome == "ask"
+
+
+def test_no_grant_answers_an_outside_agent_and_none_is_offered_from_its_card() -> None:
+    """A grant is scoped to an action and an object, not to values nor to who asks: made on
+    an MCP client's card it let every client write any value there with no human."""
+    rule = Rule(name="remember", decision="ask", remember=True, max_grant="2h")
+    policy = CompiledPolicy.build(Policy((SourcedRule(rule, "x"),)))
+    person = ProposalFacts(
+        action="patch-configmap-key",
+        namespace="shop",
+        kind="ConfigMap",
+        name="shop-config",
+        risk="medium",
+        reversible=True,
+        requester="U1",
+    )
+    grant = grant_for(person)
+    assert evaluate(person, policy, [grant], NOW).source == "grant"  # a person's ask: it stands
+    for requester in ("mcp:claude", "mcp:other"):
+        agent = dataclasses.replace(person, requester=requester)
+        decided = evaluate(agent, policy, [grant], NOW)
+        assert decided.outcome == "ask" and decided.grant is None
+        assert not decided.remember and decided.max_grant_seconds == 0  # no "Always allow"
+        assert "outside agent" in decided.reason
