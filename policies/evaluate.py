@@ -22,7 +22,7 @@ from typing import Any, Literal
 from policies.approvers import ApproverLists, conjunction, describe, is_person, satisfies
 from policies.clients import PREFIX as MCP_PREFIX
 from policies.loader import Policy, SourcedRule
-from policies.model import Defaults, Rule, parse_duration
+from policies.model import Defaults, Match, Rule, parse_duration
 from tools.actions import CATALOG, POLICY_ACTIONS, UNDO, Action
 
 DecisionOutcome = Literal["deny", "ask", "allow"]
@@ -180,20 +180,23 @@ class PolicyDecision:
         return values
 
 
-@dataclass
-class _CompiledRule:
-    sourced: SourcedRule
+@dataclass(frozen=True)
+class _CompiledMatch:
+    """A ``match`` (or ``unless``) with its globs compiled."""
+
+    match: Match
     namespaces: re.Pattern[str] | None
     names: re.Pattern[str] | None
-    order: int
-    clusters: re.Pattern[str] | None = None
+    clusters: re.Pattern[str] | None
 
-    @property
-    def rule(self) -> Rule:
-        return self.sourced.rule
+    @classmethod
+    def of(cls, match: Match) -> _CompiledMatch:
+        return cls(match, _globs(match.namespaces), _globs(match.names), _globs(match.clusters))
 
     def matches(self, facts: ProposalFacts, now: datetime) -> bool:
-        match = self.rule.match
+        match = self.match
+        if match.actions and facts.action not in match.actions:
+            return False
         if self.namespaces is not None and not self.namespaces.match(facts.namespace):
             return False
         if self.clusters is not None and not self.clusters.match(facts.cluster):
@@ -219,6 +222,24 @@ class _CompiledRule:
         return match.window is None or match.window.contains(now)
 
 
+@dataclass
+class _CompiledRule:
+    sourced: SourcedRule
+    match: _CompiledMatch
+    order: int
+    # The rule's exception: it does not apply where ``unless`` matches (docs/policies.md).
+    unless: _CompiledMatch | None = None
+
+    @property
+    def rule(self) -> Rule:
+        return self.sourced.rule
+
+    def matches(self, facts: ProposalFacts, now: datetime) -> bool:
+        if not self.match.matches(facts, now):
+            return False
+        return self.unless is None or not self.unless.matches(facts, now)
+
+
 def _globs(patterns: list[str]) -> re.Pattern[str] | None:
     if not patterns:
         return None
@@ -240,12 +261,12 @@ class CompiledPolicy:
         )
         any_action: list[_CompiledRule] = []
         for order, sourced in enumerate(policy.rules):
+            unless = sourced.rule.unless
             entry = _CompiledRule(
                 sourced,
-                _globs(sourced.rule.match.namespaces),
-                _globs(sourced.rule.match.names),
+                _CompiledMatch.of(sourced.rule.match),
                 order,
-                _globs(sourced.rule.match.clusters),
+                _CompiledMatch.of(unless) if unless is not None else None,
             )
             # An action named twice in one rule is still one rule to match.
             targets: list[str | None] = list(dict.fromkeys(sourced.rule.match.actions)) or [None]

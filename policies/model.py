@@ -336,6 +336,11 @@ class Rule(_Strict):
     name: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)
     description: str = ""
     match: Match = Field(default_factory=Match)
+    # Where the rule does not apply, inside what ``match`` matches: "deny everything from
+    # agents unless it is a restart or a scale in staging" (policies have no negated globs).
+    unless: Match | None = Field(
+        default=None, description="the rule does not apply where this matches"
+    )
     decision: Decision
     remember: bool = Field(
         default=False, strict=True, description="ask: may a human answer Always allow"
@@ -367,6 +372,11 @@ class Rule(_Strict):
 
     @model_validator(mode="after")
     def _coherent(self) -> Rule:
+        if self.unless is not None and self.unless == Match():
+            raise ValueError(
+                "unless: {} matches anything, so the rule would never apply; leave unless out, "
+                "or say where the rule does not apply"
+            )
         if self.decision != "ask" and (self.remember or self.max_grant):
             raise ValueError("remember and max_grant only apply to decision: ask")
         if self.remember and not self.max_grant:

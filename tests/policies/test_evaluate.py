@@ -6,11 +6,12 @@ import dataclasses
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from policies.evaluate import CompiledPolicy, Grant, ProposalFacts, evaluate
-from policies.loader import Policy, SourcedRule, load
+from policies.loader import Policy, PolicyError, SourcedRule, load
 from policies.model import Match, Rule, Window
 from tools.actions import CATALOG
 
@@ -344,3 +345,47 @@ def test_no_grant_answers_an_outside_agent_and_none_is_offered_from_its_card() -
         assert decided.outcome == "ask" and decided.grant is None
         assert not decided.remember and decided.max_grant_seconds == 0  # no "Always allow"
         assert "outside agent" in decided.reason
+
+
+def test_unless_says_everything_else_from_agents_is_denied(tmp_path: Path) -> None:
+    """docs/mcp.md's example, loaded from YAML: agents may only propose restarts and scales in
+    staging; everything else from them — another action, another namespace, a node (which
+    has no namespace) — is denied, and people are not touched by the rule."""
+    (tmp_path / "agents.yaml").write_text(
+        "apiVersion: stratus/v1\nkind: ApprovalPolicy\nmetadata: {name: agents}\nrules:\n"
+        "  - name: agents-only-restart-and-scale-in-staging\n"
+        "    match: {requesters: ['mcp:*']}\n"
+        "    unless: {actions: [rollout-restart, scale], namespaces: [staging]}\n"
+        "    decision: deny\n"
+    )
+    policy = CompiledPolicy.build(load([tmp_path]))
+
+    def decided(action: str, namespace: str, requester: str) -> str:
+        kind = CATALOG[action].kinds[0]
+        facts = ProposalFacts(
+            action=action,
+            namespace="" if kind == "Node" else namespace,
+            kind=kind,
+            name="x",
+            risk=CATALOG[action].risk,
+            reversible=CATALOG[action].reversible,
+            requester=requester,
+        )
+        return evaluate(facts, policy, [], NOW).outcome
+
+    assert decided("scale", "staging", "mcp:claude") == "ask"
+    assert decided("rollout-restart", "staging", "mcp:claude") == "ask"
+    assert decided("scale", "shop", "mcp:claude") == "deny"
+    assert decided("set-image", "staging", "mcp:claude") == "deny"
+    assert decided("cordon", "staging", "mcp:claude") == "deny"  # a node is in no namespace
+    assert decided("set-image", "shop", "U1") == "ask"  # a person: the rule is not theirs
+
+
+def test_an_empty_unless_is_refused_at_its_line(tmp_path: Path) -> None:
+    (tmp_path / "p.yaml").write_text(
+        "apiVersion: stratus/v1\nkind: ApprovalPolicy\nmetadata: {name: p}\nrules:\n"
+        "  - name: never\n    match: {requesters: ['mcp:*']}\n    unless: {}\n"
+        "    decision: deny\n"
+    )
+    with pytest.raises(PolicyError, match=r"p.yaml:5:.*unless: \{\} matches anything"):
+        load([tmp_path])
