@@ -101,7 +101,9 @@ def serve(
             clients.load(registry.path)  # a file that does not load stops the bot here
             try:
                 gateway = mcp_http.from_env(
-                    mcp_server.Gateway(service=s.service, kube=s.kube, registry=registry)
+                    mcp_server.Gateway(
+                        service=s.service, kube=s.kube, registry=registry, workflow=flow
+                    )
                 )
             except ValueError as exc:
                 raise click.ClickException(str(exc)) from exc

@@ -23,6 +23,7 @@ from proposals.model import OPEN, Proposal, ProposalState
 from store.errors import Remedy, StratusError
 from tools import errors, schemas
 from tools.actions import Action
+from tools.objects import ObjectRef
 
 WINDOW = timedelta(minutes=1)
 WAITING = frozenset({ProposalState.AWAITING_APPROVAL})
@@ -107,9 +108,21 @@ def admit(recent: list[Proposal], built: Action, quota: Quota, *, now: datetime)
     return None
 
 
-def propose_for(deps: Deps, ask: Ask, *, requester: str, quota: Quota) -> Proposed:
-    """Check, limit and deduplicate a client's ask, then propose it (plan, server dry-run,
-    policy) exactly as every other surface does."""
+@dataclass(frozen=True)
+class Checked:
+    """An ask that passed the schema, the write scope, the client's limits and is no repeat:
+    what ``propose_checked`` proposes (an outside agent's incident may be opened in between)."""
+
+    action: str
+    ref: ObjectRef
+    params: dict[str, Any]
+    requester: str
+    notes: tuple[str, ...]
+
+
+def check(deps: Deps, ask: Ask, *, requester: str, quota: Quota) -> Checked | Proposed:
+    """Check, limit and deduplicate a client's ask before anything is planned: the checked ask,
+    or the open proposal of the same change (a repeat), or a refusal naming the field."""
     cls, built = schemas.checked(
         action=ask.action,
         kind=ask.kind,
@@ -130,19 +143,43 @@ def propose_for(deps: Deps, ask: Ask, *, requester: str, quota: Quota) -> Propos
     existing = admit(recent, built, quota, now=deps.clock.now())
     if existing is not None:
         return Proposed(existing, repeated=True)
-    notes = (f"{requester} says (untrusted): “{_quoted(ask.intent)}”",) if ask.intent else ()
-    proposal = propose.propose(
-        deps,
+    notes = (said(requester, ask.intent),) if ask.intent else ()
+    return Checked(
         action=cls.name,
-        kind=built.ref().kind,
-        name=built.ref().name,
-        namespace=built.ref().namespace,
+        ref=built.ref(),
         params=comparable(built.model_dump(mode="json", exclude={"kind", "target", "namespace"})),
         requester=requester,
-        incident_id=ask.incident_id,
         notes=notes,
     )
-    return Proposed(proposal, repeated=False)
+
+
+def propose_checked(deps: Deps, checked: Checked, *, incident_id: str | None) -> Proposal:
+    """Propose a checked ask (plan, server dry-run, policy) exactly as every other surface."""
+    return propose.propose(
+        deps,
+        action=checked.action,
+        kind=checked.ref.kind,
+        name=checked.ref.name,
+        namespace=checked.ref.namespace,
+        params=checked.params,
+        requester=checked.requester,
+        incident_id=incident_id,
+        notes=checked.notes,
+    )
+
+
+def propose_for(deps: Deps, ask: Ask, *, requester: str, quota: Quota) -> Proposed:
+    """Check, limit and deduplicate a client's ask, then propose it (plan, server dry-run,
+    policy) exactly as every other surface does."""
+    checked = check(deps, ask, requester=requester, quota=quota)
+    if isinstance(checked, Proposed):
+        return checked
+    return Proposed(propose_checked(deps, checked, incident_id=ask.incident_id), repeated=False)
+
+
+def said(requester: str, intent: str) -> str:
+    """The agent's intent as it is shown: quoted, marked untrusted, one printable line."""
+    return f"{requester} says (untrusted): “{_quoted(intent)}”"
 
 
 def own(deps: Deps, proposal_id: str, *, requester: str) -> Proposal:
