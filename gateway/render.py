@@ -73,6 +73,7 @@ def proposal(
             "score_after": verification.score_after,
             "undone_automatically": verification.undone,
             "undo_proposal": verification.undo_proposal,
+            "undo_refused": verification.undo_refused,
             "done": verification.done,
             "summary": text.verdict(verification),
         }

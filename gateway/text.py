@@ -102,6 +102,11 @@ def verdict(verification: Verification) -> str:
             f"verified {verification.verdict}: the write made things no better, so Stratus "
             "undid it automatically (Transactional No-Regression)"
         )
+    if verification.undo_refused:
+        return (
+            f"verified {verification.verdict}: Stratus's undo of it "
+            f"({verification.undo_proposal}) was refused, so the write remains"
+        )
     if verification.undo_proposal:
         return (
             f"verified {verification.verdict}: Stratus proposed undoing it "

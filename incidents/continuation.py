@@ -142,6 +142,7 @@ class Verification:
     undo_proposal: str | None
     undone: bool
     done: bool
+    undo_refused: bool = False  # a person rejected TNR's undo (or let it expire): it remains
 
 
 def verification_of(
@@ -163,7 +164,11 @@ def verification_of(
         undo_proposal=undo,
         undone=undo is not None and states.get(undo) == P.EXECUTED,
         done=attempt.finished_at is not None or not incident.is_open or not current,
+        undo_refused=undo is not None and states.get(undo) in _UNDO_REFUSED,
     )
+
+
+_UNDO_REFUSED = frozenset({P.REJECTED, P.EXPIRED, P.CANCELLED, P.DENIED})
 
 
 def waiting_on(attempt: Attempt, states: Mapping[str, ProposalState]) -> Waiting:

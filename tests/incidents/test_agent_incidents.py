@@ -61,3 +61,11 @@ def test_undoing_an_agents_fix_after_its_incident_resolved_leaves_it_closed() ->
     undone = Undone(proposal_id="p1", undo_id="u1", by="mcp:claude", at=NOW)
     note = reopening.decide(agents(St.RESOLVED, fixed), undone, other_open=None)
     assert note is not None and not note.reopened and "mcp:claude" in note.why
+
+
+def test_a_refused_undo_of_tnr_is_reported_as_refused() -> None:
+    worse = attempt(("p1",), ("u1",)).model_copy(
+        update={"verdict": "worse", "outcome": "undo rejected", "finished_at": NOW}
+    )
+    found = continuation.verification_of(agents(St.ESCALATED, worse), "p1", {"u1": P.REJECTED})
+    assert found is not None and found.done and found.undo_refused and not found.undone
