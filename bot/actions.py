@@ -15,9 +15,10 @@ from typing import Any
 import aiohttp
 
 from agents import telemetry
-from bot import cards, home, text
+from bot import cards, home
 from bot.links import MessageRef
 from bot.listener import Listener
+from bot.text import card_words, command_words, error_words, thread_words
 from bot.whisper import whisper
 from incidents import plans
 from proposals.model import Choice, Proposal, ProposalState
@@ -77,8 +78,8 @@ class Clicks(Listener):
             )
         except StratusError as error:
             # "U0ALICE may not approve step 2 …": people and groups by handle.
-            handles = await self.gate.handles(text.refused_error(error))
-            await self.ephemeral(body, text.refused_error(error, handles))
+            handles = await self.gate.handles(error_words.refused_error(error))
+            await self.ephemeral(body, error_words.refused_error(error, handles))
             return
         self.follower.wake()
         await self.driver.after_answer(saved, actor=user)
@@ -113,12 +114,12 @@ class Clicks(Listener):
                 reason=reason,
             )
         except StratusError as error:
-            await self.ephemeral(body, text.refused_error(error))
+            await self.ephemeral(body, error_words.refused_error(error))
             return
         self.follower.wake()
         if saved.state == P.AWAITING_APPROVAL and choice != "reject":
             await self.ephemeral(
-                body, text.vote_counted(len(saved.approvals()), saved.decision.min_approvals)
+                body, error_words.vote_counted(len(saved.approvals()), saved.decision.min_approvals)
             )
             return
         await self.driver.after_answer(saved, actor=user)
@@ -133,7 +134,7 @@ class Clicks(Listener):
             # withdrew it, or the plan moved and it was superseded): say so, never nothing.
             settled = await self.gate.outcome(saved.id)
             if settled is not None and settled.state not in (P.EXECUTED, P.APPROVED, P.EXECUTING):
-                await self.ephemeral(body, text.stale(settled.state.value, settled.reason))
+                await self.ephemeral(body, error_words.stale(settled.state.value, settled.reason))
 
     async def _answered_without_card(
         self, body: dict[str, Any], proposal_id: str, user: str
@@ -141,7 +142,7 @@ class Clicks(Listener):
         settled = await self.gate.outcome(proposal_id)
         if settled is not None:
             await self.ephemeral(
-                body, text.answered_here(settled.id, settled.intent, settled.state.value)
+                body, command_words.answered_here(settled.id, settled.intent, settled.state.value)
             )
         if (body.get("view") or {}).get("type") == "home":
             await home.publish(self.rt, self.gate, self.client, user)
@@ -160,10 +161,10 @@ class Clicks(Listener):
         values = view.get("state", {}).get("values", {})
         reason = str((values.get("reason", {}).get("text", {}) or {}).get("value") or "").strip()
         if len(reason) < MIN_REASON:
-            await ack(response_action="errors", errors={"reason": text.REJECT_TOO_SHORT})
+            await ack(response_action="errors", errors={"reason": card_words.REJECT_TOO_SHORT})
             return
         if len(reason) > cards.REASON_MAX:  # the modal says so too; a forged submission may not
-            await ack(response_action="errors", errors={"reason": text.REJECT_TOO_LONG})
+            await ack(response_action="errors", errors={"reason": card_words.REJECT_TOO_LONG})
             return
         await ack()
         channel = str(view.get("private_metadata", "")).partition("|")[2]
@@ -190,15 +191,15 @@ class Clicks(Listener):
     ) -> None:
         incident_id = proposal.incident_id
         if incident_id is None:
-            await self.ephemeral(body, text.OPTION_GONE)
+            await self.ephemeral(body, error_words.OPTION_GONE)
             return
         incident = await self.rt.call(self.rt.incidents.get, incident_id)
         options = {cards.option_id(c): c for c in cards.untried(incident, proposal)}
         candidate = options.get(chosen)
         if candidate is None:
-            await self.ephemeral(body, text.OPTION_GONE)
+            await self.ephemeral(body, error_words.OPTION_GONE)
             return
-        reason = text.choosing(candidate.intent)
+        reason = error_words.choosing(candidate.intent)
 
         def choose() -> None:
             # The waiting proposal is rejected here, with the user's groups (an approver through
@@ -215,7 +216,7 @@ class Clicks(Listener):
         try:
             await self.rt.write(choose)
         except StratusError as error:
-            await self.ephemeral(body, text.refused_error(error))
+            await self.ephemeral(body, error_words.refused_error(error))
             return
         await self.driver.advance(incident_id, answered=True)
         self.follower.wake()
@@ -242,7 +243,7 @@ class Clicks(Listener):
             )
             return
         except StratusError as error:
-            await self.ephemeral(body, text.refused_error(error))
+            await self.ephemeral(body, error_words.refused_error(error))
             return
         thread = await self.rt.call(self.rt.links.card_thread, proposal.id)
         await self.follower.ensure_card(undo.id, thread)
@@ -268,11 +269,11 @@ class Clicks(Listener):
         try:
             undo = await self.rt.write(self.rt.service.propose_undo, request, requester=user)
         except StratusError as error:
-            await self.ephemeral(body, text.refused_error(error))
+            await self.ephemeral(body, error_words.refused_error(error))
             return
         channel = str((body.get("channel") or {}).get("id", ""))
         await self.follower.ensure_card(undo.id, MessageRef(channel, "") if channel else None)
-        said = text.undo_proposed(undo.id, undo.state.value)
+        said = command_words.undo_proposed(undo.id, undo.state.value)
         # The offer is used: its button goes, so nobody presses a spent Force.
         try:
             replaced = await respond(text=said, replace_original=True)
@@ -289,7 +290,7 @@ class Clicks(Listener):
         await ack()
         proposal = await self.gate.proposal(str(action.get("value", "")))
         if proposal is None:
-            await self.ephemeral(body, text.UNKNOWN_ACTION)
+            await self.ephemeral(body, error_words.UNKNOWN_ACTION)
             return
         await self.client.views_open(trigger_id=body["trigger_id"], view=cards.diff_view(proposal))
 
@@ -297,7 +298,7 @@ class Clicks(Listener):
         await ack()
         proposal = await self.gate.proposal(str(action.get("value", "")))
         if proposal is None:
-            await self.ephemeral(body, text.UNKNOWN_ACTION)
+            await self.ephemeral(body, error_words.UNKNOWN_ACTION)
             return
         reader = self.rt.reader_for(proposal.cluster)
         lines = await self.rt.work(telemetry.error_lines, reader, proposal)
@@ -312,14 +313,14 @@ class Clicks(Listener):
         grants = {g.id: g for g in await self.rt.call(self.rt.grants.all)}
         grant = grants.get(grant_id)
         if grant is None or not await self.gate.may_revoke(user, grant.created_by):
-            await self.ephemeral(body, text.REVOKE_REFUSED)
+            await self.ephemeral(body, command_words.REVOKE_REFUSED)
             return
         try:
             await self.rt.call(self.rt.grants.revoke, grant_id, by=user)
         except StratusError as error:
-            await self.ephemeral(body, text.refused_error(error))
+            await self.ephemeral(body, error_words.refused_error(error))
             return
-        await self.ephemeral(body, text.revoked(grant_id))
+        await self.ephemeral(body, command_words.revoked(grant_id))
         if (body.get("view") or {}).get("type") == "home":
             await home.publish(self.rt, self.gate, self.client, user)
 
@@ -337,10 +338,10 @@ class Clicks(Listener):
         try:
             incident = await self.rt.write(self.rt.workflow.reopen, incident_id, actor=user)
         except StratusError as error:
-            await self.ephemeral(body, text.refused_error(error))
+            await self.ephemeral(body, error_words.refused_error(error))
             return
         if incident.state.value != "diagnosing":
-            await self.ephemeral(body, text.LOOK_AGAIN_GONE)
+            await self.ephemeral(body, thread_words.LOOK_AGAIN_GONE)
             return
         await self.driver.advance(incident_id)
         self.follower.wake()

@@ -24,13 +24,14 @@ import logging
 from aiohttp import web
 from pydantic import ValidationError
 
-from bot import alert_blocks, text
+from bot import alert_blocks
 from bot.config import AlertsConfig
 from bot.driver import Driver
 from bot.follower import Follower
 from bot.links import MessageRef
 from bot.parking import Threads
 from bot.runtime import Runtime
+from bot.text import command_words, thread_words
 from incidents.alert_store import AlertIntake
 from incidents.alerts import AlertmanagerPayload, Refusal
 from incidents.model import AGENT_SOURCE
@@ -122,10 +123,10 @@ class AlertReceiver:
 
     async def handle(self, request: web.Request) -> web.Response:
         if not self.config.enabled:
-            return _answer(503, text.ALERTS_OFF)
+            return _answer(503, thread_words.ALERTS_OFF)
         if not bearer_matches(request.headers.get("Authorization", ""), self.config.token):
             return web.json_response(
-                {"error": text.ALERTS_UNAUTHORIZED},
+                {"error": thread_words.ALERTS_UNAUTHORIZED},
                 status=401,
                 headers={"WWW-Authenticate": 'Bearer realm="stratus-alerts"'},
             )
@@ -133,21 +134,21 @@ class AlertReceiver:
             # A deposed leader stores nothing: Alertmanager retries a 5xx, to whoever leads then
             # (docs/operations.md, the door).
             log.warning("an alert notification reached a Stratus that does not lead; refused")
-            return _answer(503, text.HANDING_OVER)
+            return _answer(503, command_words.HANDING_OVER)
         raw = await _read(request)
         if raw is None:
-            return _answer(413, text.ALERTS_TOO_LARGE)
+            return _answer(413, thread_words.ALERTS_TOO_LARGE)
         try:
             payload = AlertmanagerPayload.model_validate(json.loads(raw.decode("utf-8")))
         except (ValueError, RecursionError) as error:
             problem = _problem(error)
             log.info("alert webhook refused: %s", problem)
-            return _answer(400, text.alerts_malformed(problem))
+            return _answer(400, thread_words.alerts_malformed(problem))
         try:
             result = await self.rt.call(self.intake.receive, payload)
         except StratusError as error:
             log.warning("alert webhook could not be stored: %s", error.message)
-            return _answer(503, text.alerts_unavailable(error.message))
+            return _answer(503, thread_words.alerts_unavailable(error.message))
         for incident_id in result.opened:
             self.rt.spawn(self._investigate(incident_id), name=f"alert {incident_id}")
         for group in result.groups:
@@ -168,7 +169,9 @@ class AlertReceiver:
         alert channel is told, so that someone fixes the labels or the configuration."""
         where = MessageRef(self.config.channel, "")
         await self.threads.follower.post(
-            where, alert_blocks.cluster_refused(refusal), text.alert_cluster_refused_fallback()
+            where,
+            alert_blocks.cluster_refused(refusal),
+            command_words.alert_cluster_refused_fallback(),
         )
 
     async def _investigate(self, incident_id: str, *, retry: bool = False) -> None:

@@ -27,6 +27,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot import cards, text
 from bot.names import Names
 from bot.runtime import Runtime
+from bot.text import command_words, error_words, undo_words
 from bot.whisper import whisper
 from policies import approvers, authority
 from policies.approvals import ApprovalRequest
@@ -217,9 +218,9 @@ class Gate:
         their groups."""
         now = self.rt.store.clock.now()
         if proposal.state != P.AWAITING_APPROVAL:
-            return text.stale(proposal.state.value, proposal.reason), ()
+            return error_words.stale(proposal.state.value, proposal.reason), ()
         if now >= proposal.expires_at:
-            return text.stale("expired"), ()
+            return error_words.stale("expired"), ()
         groups = await self.voter_groups(user, approvers.named(proposal.decision.approver_lists))
         why = self.rt.service.refusal(
             proposal, user=user, groups=tuple(groups), now=now, choice=choice
@@ -228,9 +229,9 @@ class Gate:
             return None, groups
         handles = self.names.known() if self.names is not None else None
         refusal = (
-            text.not_rejecter(why, handles)
+            error_words.not_rejecter(why, handles)
             if choice == "reject"
-            else text.not_approver(why, handles)
+            else error_words.not_approver(why, handles)
         )
         return refusal, groups
 
@@ -243,7 +244,7 @@ class Gate:
     async def undo(self, user: str, proposal: Proposal) -> str | None:
         """Why this user may not press Undo on this card (None: they may)."""
         if proposal.state != P.EXECUTED or not proposal.undo_id:
-            return text.NOT_UNDOABLE
+            return error_words.NOT_UNDOABLE
         return await self.undo_of(user, proposal)
 
     async def undo_of(self, user: str, original: Proposal | None) -> str | None:
@@ -254,7 +255,7 @@ class Gate:
         lists = authority.undo_approvers(decision, admins)
         asker = await self.asker(user, approvers.named(lists))
         why = authority.undo_refusal(asker, original=decision, admins=admins)
-        return text.undo_refused(why, await self.handles(why)) if why else None
+        return error_words.undo_refused(why, await self.handles(why)) if why else None
 
     async def force_of(self, user: str, original: Proposal | None) -> str | None:
         """Why this user may not be offered Force for an undo of the write ``original`` made
@@ -264,7 +265,7 @@ class Gate:
         lists = authority.undo_approvers(decision, admins)
         asker = await self.asker(user, approvers.named(lists))
         why = authority.force_undo_refusal(asker, original=decision, admins=admins)
-        return text.force_refused(why, await self.handles(why)) if why else None
+        return undo_words.force_refused(why, await self.handles(why)) if why else None
 
     async def force(
         self, user: str, body: dict[str, Any], value: str
@@ -274,25 +275,25 @@ class Gate:
         to that conflict: a click from anywhere else, by someone who may not undo the write, on
         an entry that left the stack, or after the object moved again is refused."""
         if not (body.get("container") or {}).get("is_ephemeral"):
-            return text.FORCE_NOT_OFFERED, None
+            return undo_words.FORCE_NOT_OFFERED, None
         entry_id, _, digest = value.partition(":")
         try:
             entry = await self.rt.call(self.rt.service.undo_target, UndoRequest(entry_id=entry_id))
             made_by = entry.execution.proposal_id
             original = await self.rt.call(self.rt.service.get, made_by) if made_by else None
         except StratusError as error:
-            return text.refused_error(error), None
+            return error_words.refused_error(error), None
         why = await self.force_of(user, original)
         if why:
             return why, None
         try:
             conflict = await self.rt.call(self.rt.service.undo_conflict, entry.id)
         except StratusError as error:
-            return text.refused_error(error), None
+            return error_words.refused_error(error), None
         if conflict is None:
-            return text.FORCE_NOT_NEEDED, None
+            return undo_words.FORCE_NOT_NEEDED, None
         if conflict.digest != digest:
-            return text.FORCE_STALE, None
+            return undo_words.FORCE_STALE, None
         return None, entry
 
     async def cancel(self, user: str, incident_id: str, *, channel: str | None) -> str | None:
@@ -307,7 +308,7 @@ class Gate:
         why = authority.cancel_refusal(
             asker, facts, admins=admins, asked_from=channel, now=self.rt.store.clock.now()
         )
-        return text.cancel_refused(why) if why else None
+        return error_words.cancel_refused(why) if why else None
 
     def _cancel_facts(self, incident_id: str) -> authority.CancelFacts:
         incident = self.rt.incidents.get(incident_id)
@@ -334,7 +335,7 @@ class Gate:
         """Why this user may not pause or resume Stratus (None: they may)."""
         admins = self.rt.admins()
         why = authority.pause_refusal(await self.asker(user, admins), admins=admins)
-        return text.PAUSE_REFUSED if why else None
+        return command_words.PAUSE_REFUSED if why else None
 
     async def admin(self, user: str) -> bool:
         admins = self.rt.admins()
@@ -391,7 +392,7 @@ def middleware(gate: Gate) -> Callable[..., Awaitable[BoltResponse | None]]:
             why, groups = (
                 await gate.answer(user, proposal, "reject")
                 if proposal
-                else (text.UNKNOWN_ACTION, ())
+                else (error_words.UNKNOWN_ACTION, ())
             )
             if why:
                 return await ack(response_action="errors", errors={"reason": why[:150]})
@@ -430,11 +431,11 @@ async def _click(
     value = str(action.get("value") or (action.get("selected_option") or {}).get("value") or "")
     proposal = await gate.proposal(value.split(":", maxsplit=1)[0])
     if proposal is None:
-        gate.rt.spawn(refuse(text.UNKNOWN_ACTION), name="refuse")
+        gate.rt.spawn(refuse(error_words.UNKNOWN_ACTION), name="refuse")
         return await ack()
     if not await gate.from_card(proposal.id, body):
         log.warning("a click on %s that does not come from its card; refused", proposal.id)
-        gate.rt.spawn(refuse(text.NOT_ITS_CARD), name="refuse")
+        gate.rt.spawn(refuse(error_words.NOT_ITS_CARD), name="refuse")
         return await ack()
     if action_id == cards.UNDO:
         why = await gate.undo(user, proposal)
@@ -469,6 +470,6 @@ async def _refuse_settled(
     """A click on a proposal already approved: say what it became once it settled."""
     settled = await gate.outcome(proposal_id)
     if settled is None:
-        await refuse(text.UNKNOWN_ACTION)
+        await refuse(error_words.UNKNOWN_ACTION)
         return
-    await refuse(text.stale(settled.state.value, settled.reason))
+    await refuse(error_words.stale(settled.state.value, settled.reason))

@@ -24,6 +24,7 @@ from bot import text
 from bot.effects import title as title  # noqa: PLC0414
 from bot.effects import undo_effect as undo_effect  # noqa: PLC0414
 from bot.telemetry import error_lines_cut, telemetry_text
+from bot.text import card_words, command_words, thread_words, undo_words
 from incidents import plans
 from incidents.model import Incident
 from proposals.model import Proposal, ProposalState
@@ -64,15 +65,15 @@ def health_line(start: dict[str, Any] | None, now: dict[str, Any] | None) -> str
     current = now or start or {}
     total = current.get("total")
     if total is None:
-        return text.health(None, None)
+        return thread_words.health(None, None)
     shown, was = breakdown(current), False
     if not shown and start:
         shown, was = breakdown(start), True
-    return text.health_explained(
+    return thread_words.health_explained(
         total,
         current.get("healthy"),
         (start or {}).get("total"),
-        [text.health_part(p.name, p.count, p.points) for p in shown],
+        [thread_words.health_part(p.name, p.count, p.points) for p in shown],
         was=was,
     )
 
@@ -80,20 +81,20 @@ def health_line(start: dict[str, Any] | None, now: dict[str, Any] | None) -> str
 def cluster_blocks(cluster: str) -> list[Block]:
     """The cluster a card is about, when Stratus serves a fleet (none for the one unnamed
     cluster, so a single-cluster card is what it always was)."""
-    return [b.context(text.cluster_line(cluster))] if cluster else []
+    return [b.context(command_words.cluster_line(cluster))] if cluster else []
 
 
 def incident_parent(incident: Incident, now: datetime) -> list[Block]:
     end = incident.updated_at if not incident.is_open else now
     health = health_line(incident.health_at_start, incident.health_now)
     if incident.health_now or incident.health_at_start:
-        health += "\n" + text.HEALTH_SCALE
+        health += "\n" + thread_words.HEALTH_SCALE
     parts: list[Block] = [
-        b.header(text.incident_title(incident.namespace)),
+        b.header(thread_words.incident_title(incident.namespace)),
         *cluster_blocks(incident.cluster),
         b.section(
             "",
-            fields=text.incident_fields(
+            fields=thread_words.incident_fields(
                 incident.state.value,
                 incident.requester,
                 text.duration(end - incident.created_at),
@@ -104,14 +105,16 @@ def incident_parent(incident: Incident, now: datetime) -> list[Block]:
     if incident.diagnosis is not None:
         parts.append(
             b.section(
-                text.diagnosis_line(
+                thread_words.diagnosis_line(
                     incident.diagnosis.summary, text.planner_source(incident.diagnosis.source)
                 )
             )
         )
     parts += fix_undone(incident)
     parts += look_again(incident)
-    parts.append(b.context(text.incident_context(incident.id, incident.question, incident.planner)))
+    parts.append(
+        b.context(thread_words.incident_context(incident.id, incident.question, incident.planner))
+    )
     return parts
 
 
@@ -123,7 +126,7 @@ def fix_undone(incident: Incident) -> list[Block]:
         return []
     return [
         b.section(
-            text.fix_undone_line(
+            thread_words.fix_undone_line(
                 note.by,
                 note.at,
                 reopened=note.reopened,
@@ -142,8 +145,8 @@ def look_again(incident: Incident) -> list[Block]:
         return []
     return [
         b.section(
-            text.escalated_why(incident.reason),
-            accessory=b.button(text.LOOK_AGAIN, LOOK_AGAIN, incident.id, style="primary"),
+            thread_words.escalated_why(incident.reason),
+            accessory=b.button(thread_words.LOOK_AGAIN, LOOK_AGAIN, incident.id, style="primary"),
         )
     ]
 
@@ -154,25 +157,27 @@ def look_again(incident: Incident) -> list[Block]:
 def findings(data: dict[str, Any], message: str) -> list[Block]:
     found = data.get("findings") or []
     lines = [f"{f['resource']['kind']}/{f['resource']['name']}: {f['summary']}" for f in found]
-    return b.sections(text.findings(len(found), lines[:10]))
+    return b.sections(thread_words.findings(len(found), lines[:10]))
 
 
 def diagnosis(data: dict[str, Any]) -> list[Block]:
     diag = data.get("diagnosis") or {}
     resource = diag.get("resource") or {}
-    head = text.diagnosis(
+    head = thread_words.diagnosis(
         f"{resource.get('kind', '?')}/{resource.get('name', '?')}",
         str(diag.get("category", "")),
         str(diag.get("summary", "")),
         text.planner_source(str(diag.get("source", "offline"))),
     )
     evidence = [
-        text.evidence(e.get("source", ""), e.get("ref", ""), b.cut(str(e.get("text", "")), 300))
+        thread_words.evidence(
+            e.get("source", ""), e.get("ref", ""), b.cut(str(e.get("text", "")), 300)
+        )
         for e in (diag.get("evidence") or [])[:8]
     ]
     parts = b.sections("\n".join([head, *evidence]))
     if diag.get("history"):
-        parts += b.sections(text.history([str(h) for h in diag["history"][:5]]))
+        parts += b.sections(thread_words.history([str(h) for h in diag["history"][:5]]))
     return parts
 
 
@@ -183,13 +188,13 @@ def diff_preview(diff: str) -> tuple[str, bool]:
     """The diff as a code block, and whether it was cut."""
     lines = diff.splitlines()
     if not lines:
-        return text.DIFF_EMPTY, False
+        return card_words.DIFF_EMPTY, False
     shown = lines[:DIFF_LINES]
     cut = len(shown) < len(lines) or len("\n".join(shown)) > DIFF_CHARS
     block = b.code("\n".join(shown), DIFF_CHARS + 8)
     if cut:
         shown_count = min(len(shown), block.count("\n") - 1)
-        block += "\n" + text.diff_cut(shown_count, len(lines))
+        block += "\n" + card_words.diff_cut(shown_count, len(lines))
     return block, cut
 
 
@@ -222,7 +227,7 @@ def verified_at(proposal: Proposal, incident: Incident | None) -> datetime | Non
 def batch_card(first: Proposal, parts: list[list[Block]]) -> list[Block]:
     """Several proposals of one MCP client for the same approvers on one card, each with its
     own diff and buttons, saying why they were gathered (approval fatigue)."""
-    body: list[Block] = [b.context(text.batched(first.requester, len(parts)))]
+    body: list[Block] = [b.context(card_words.batched(first.requester, len(parts)))]
     for number, part in enumerate(parts):
         if number:
             body.append(b.divider())
@@ -247,11 +252,11 @@ def proposal_card(
     parts: list[Block] = [b.header(title(proposal)), *cluster_blocks(proposal.cluster)]
     step = plans.position(incident, proposal.id)
     if step is not None:
-        parts.append(b.context(text.step_of(*step)))
+        parts.append(b.context(card_words.step_of(*step)))
     parts.append(
         b.section(
             "",
-            fields=text.card_fields(
+            fields=card_words.card_fields(
                 str(proposal.target),
                 proposal.risk,
                 proposal.reversible,
@@ -262,28 +267,28 @@ def proposal_card(
     )
     if proposal.tampered:
         # No outcome and no buttons: nothing it says can be trusted, and nothing acts on it.
-        parts.append(b.section(text.tampered(proposal.tampered)))
+        parts.append(b.section(card_words.tampered(proposal.tampered)))
         parts.append(
-            b.context(text.card_context(proposal.id, proposal.requester, proposal.expires_at))
+            b.context(card_words.card_context(proposal.id, proposal.requester, proposal.expires_at))
         )
         return parts
     parts += _risk_blocks(proposal)
     preview, cut = diff_preview(proposal.plan.diff)
     parts.append(
         b.section(
-            f"{text.DIFF_TITLE}\n{preview}",
-            accessory=b.button(text.SEE_DIFF, DIFF, proposal.id) if cut else None,
+            f"{card_words.DIFF_TITLE}\n{preview}",
+            accessory=b.button(card_words.SEE_DIFF, DIFF, proposal.id) if cut else None,
         )
     )
     if telemetry is not None:
         parts += telemetry_blocks(telemetry, proposal.id)
     if proposal.warnings:
-        parts.append(b.context(*[text.warning(w) for w in proposal.warnings]))
+        parts.append(b.context(*[card_words.warning(w) for w in proposal.warnings]))
     decision = proposal.decision
     if decision.outcome == "ask":
         parts.append(
             b.section(
-                text.why_asked(
+                card_words.why_asked(
                     decision.reason,
                     decision.approvers,
                     proposal.approvals(),
@@ -293,10 +298,12 @@ def proposal_card(
             )
         )
     else:
-        parts.append(b.section(text.why_allowed(decision.reason)))
+        parts.append(b.section(card_words.why_allowed(decision.reason)))
     parts += _outcome(proposal, incident, undo, ran_at)
     parts += _buttons(proposal, incident)
-    parts.append(b.context(text.card_context(proposal.id, proposal.requester, proposal.expires_at)))
+    parts.append(
+        b.context(card_words.card_context(proposal.id, proposal.requester, proposal.expires_at))
+    )
     return parts
 
 
@@ -305,9 +312,9 @@ def _risk_blocks(proposal: Proposal) -> list[Block]:
     decided below (``proposals.risk``); a proposal stored before them shows neither."""
     parts: list[Block] = []
     if proposal.puts_back:
-        parts.append(b.section(text.puts_back_cause(proposal.puts_back)))
+        parts.append(b.section(card_words.puts_back_cause(proposal.puts_back)))
     if proposal.risk_reason:
-        parts.append(b.context(text.risk_reason(proposal.risk, proposal.risk_reason)))
+        parts.append(b.context(card_words.risk_reason(proposal.risk, proposal.risk_reason)))
     return parts
 
 
@@ -316,9 +323,9 @@ def _undo_note(proposal: Proposal) -> str | None:
     undo has no Undo button of its own, and an undone write has none any more."""
     namespace = proposal.target.namespace
     if proposal.undo_entry is not None:
-        return text.undo_field_of_undo(namespace)
+        return card_words.undo_field_of_undo(namespace)
     if proposal.state == P.UNDONE:
-        return text.undo_field_undone(namespace)
+        return card_words.undo_field_undone(namespace)
     return None
 
 
@@ -335,25 +342,29 @@ def _outcome(
         last_vote = proposal.votes[-1].at if proposal.votes else None
         lines.append(_approved_line(proposal, approvals, last_vote))
     if state in (P.EXECUTED, P.UNDONE):
-        lines.append(text.ran(ran_at or _ran_at(proposal)))
+        lines.append(card_words.ran(ran_at or _ran_at(proposal)))
         found = verdict_for(proposal, incident)
         if found is not None:
             verdict = found[0]
             lines.append(
-                text.verification_health(verdict, health_line(*_attempt_health(proposal, incident)))
+                thread_words.verification_health(
+                    verdict, health_line(*_attempt_health(proposal, incident))
+                )
                 if verdict
-                else text.VERIFYING
+                else card_words.VERIFYING
             )
     if state == P.UNDONE:
         lines.append(
-            text.undone_line(
+            card_words.undone_line(
                 undo.requester if undo else "someone",
                 proposal.undone_by or "",
                 undo.updated_at if undo else None,
             )
         )
     if state in (P.REJECTED, P.EXPIRED, P.SUPERSEDED, P.FAILED, P.CANCELLED, P.DENIED):
-        lines.append(_impersonation_line(proposal) or text.ended(state.value, proposal.reason))
+        lines.append(
+            _impersonation_line(proposal) or card_words.ended(state.value, proposal.reason)
+        )
     return [b.section("\n".join(lines))] if lines else []
 
 
@@ -366,9 +377,13 @@ def _impersonation_line(proposal: Proposal) -> str | None:
         return None
     code = (error or {}).get("code")
     if code == "cluster_refused":
-        return text.cluster_refused(str(details.get("person") or ""), str(details.get("cluster")))
+        return card_words.cluster_refused(
+            str(details.get("person") or ""), str(details.get("cluster"))
+        )
     if code == "not_mapped":
-        return text.not_mapped(str(details.get("person") or ""), str(details.get("file") or ""))
+        return card_words.not_mapped(
+            str(details.get("person") or ""), str(details.get("file") or "")
+        )
     return None
 
 
@@ -376,14 +391,14 @@ def _approved_line(proposal: Proposal, approvals: list[str], at: datetime | None
     """Who approved: people, a plan approval (given on this card, or on the plan's first
     step for this one), or the policy."""
     if not approvals:
-        return text.allowed_by_policy(proposal.decision.reason)
+        return card_words.allowed_by_policy(proposal.decision.reason)
     carried = next((v for v in proposal.votes if v.with_plan), None)
     if carried is not None and len(approvals) == 1:
-        return text.approved_with_plan(carried.user, carried.at)
+        return card_words.approved_with_plan(carried.user, carried.at)
     planned = next((v for v in proposal.votes if v.choice == "plan"), None)
     if planned is not None and len(approvals) == 1:
-        return text.plan_approved(planned.user, planned.at, len(planned.plan))
-    return text.approved_by(approvals, at)
+        return card_words.plan_approved(planned.user, planned.at, len(planned.plan))
+    return card_words.approved_by(approvals, at)
 
 
 def _attempt_health(
@@ -423,38 +438,38 @@ def _buttons(proposal: Proposal, incident: Incident | None) -> list[Block]:
         high = proposal.risk == "high"
         ask = (
             b.confirm(
-                text.CONFIRM_TITLE,
-                text.high_risk_confirm(
+                card_words.CONFIRM_TITLE,
+                card_words.high_risk_confirm(
                     title(proposal), str(proposal.target), puts_back=proposal.puts_back
                 ),
-                text.CONFIRM_YES,
-                text.CONFIRM_NO,
+                card_words.CONFIRM_YES,
+                card_words.CONFIRM_NO,
             )
             if high
             else None
         )
         elements: list[Any] = [
-            b.button(text.APPROVE, APPROVE, proposal.id, style="primary", ask=ask)
+            b.button(card_words.APPROVE, APPROVE, proposal.id, style="primary", ask=ask)
         ]
         if plans.plan_offered(incident, proposal):
             total = len(incident.current.candidate.steps) if incident and incident.current else 0
             elements.append(
                 b.button(
-                    text.APPROVE_PLAN,
+                    card_words.APPROVE_PLAN,
                     PLAN,
                     proposal.id,
                     ask=b.confirm(
-                        text.PLAN_CONFIRM_TITLE,
-                        text.plan_confirm(total),
-                        text.PLAN_CONFIRM_YES,
-                        text.CONFIRM_NO,
+                        card_words.PLAN_CONFIRM_TITLE,
+                        card_words.plan_confirm(total),
+                        card_words.PLAN_CONFIRM_YES,
+                        card_words.CONFIRM_NO,
                     ),
                 )
             )
         if decision.remember and decision.min_approvals <= 1:
             elements.append(
                 b.button(
-                    text.always(
+                    card_words.always(
                         proposal.facts.action,
                         f"{proposal.target.kind}/{proposal.target.name}",
                         proposal.target.namespace or "the cluster",
@@ -465,15 +480,15 @@ def _buttons(proposal: Proposal, incident: Incident | None) -> list[Block]:
                     ask=ask,
                 )
             )
-        elements.append(b.button(text.REJECT, REJECT, proposal.id, style="danger"))
+        elements.append(b.button(card_words.REJECT, REJECT, proposal.id, style="danger"))
         options = untried(incident, proposal)
         if options:
             elements.append(
                 b.select(
-                    text.OTHER,
+                    card_words.OTHER,
                     OTHER,
                     [
-                        (text.option_label(c.intent), f"{proposal.id}:{option_id(c)}")
+                        (card_words.option_label(c.intent), f"{proposal.id}:{option_id(c)}")
                         for c in options
                     ],
                 )
@@ -483,14 +498,14 @@ def _buttons(proposal: Proposal, incident: Incident | None) -> list[Block]:
         return [
             b.actions(
                 b.button(
-                    text.UNDO,
+                    card_words.UNDO,
                     UNDO,
                     proposal.id,
                     ask=b.confirm(
-                        text.UNDO_CONFIRM_TITLE,
-                        text.undo_confirm(undo_effect(proposal)),
-                        text.UNDO_CONFIRM_YES,
-                        text.CONFIRM_NO,
+                        card_words.UNDO_CONFIRM_TITLE,
+                        card_words.undo_confirm(undo_effect(proposal)),
+                        card_words.UNDO_CONFIRM_YES,
+                        card_words.CONFIRM_NO,
                     ),
                 ),
                 block_id=f"undo:{proposal.id}",
@@ -506,19 +521,19 @@ def telemetry_blocks(telemetry: Telemetry, proposal_id: str) -> list[Block]:
     return [
         b.section(
             telemetry_text(telemetry),
-            accessory=b.button(text.SEE_ERROR_LINES, LOGS, proposal_id) if more else None,
+            accessory=b.button(card_words.SEE_ERROR_LINES, LOGS, proposal_id) if more else None,
         )
     ]
 
 
 def error_lines_view(proposal: Proposal, lines: list[str]) -> dict[str, Any]:
     """A modal with the target's error lines whole, as read when the button was clicked."""
-    intro = b.section(text.error_lines_intro(str(proposal.target), len(lines)))
+    intro = b.section(card_words.error_lines_intro(str(proposal.target), len(lines)))
     body = [b.section(b.code(piece)) for piece in b.chunks("\n".join(lines), b.SECTION_TEXT - 10)]
     return {
         "type": "modal",
-        "title": {"type": "plain_text", "text": b.cut(text.ERROR_LINES_TITLE, 24)},
-        "close": {"type": "plain_text", "text": text.CLOSE},
+        "title": {"type": "plain_text", "text": b.cut(card_words.ERROR_LINES_TITLE, 24)},
+        "close": {"type": "plain_text", "text": card_words.CLOSE},
         "blocks": b.render([intro, *body][: b.VIEW_BLOCKS], limit=b.VIEW_BLOCKS),
     }
 
@@ -529,18 +544,18 @@ def force_offer(entry_id: str, conflict: UndoConflict) -> list[Block]:
     The button's value binds the click to this conflict (``UndoConflict.digest``)."""
     preview, _ = diff_preview(conflict.diff)
     return [
-        b.section(text.force_offer(conflict.message, preview)),
+        b.section(undo_words.force_offer(conflict.message, preview)),
         b.actions(
             b.button(
-                text.FORCE,
+                undo_words.FORCE,
                 FORCE_UNDO,
                 f"{entry_id}:{conflict.digest}",
                 style="danger",
                 ask=b.confirm(
-                    text.FORCE_TITLE,
-                    text.force_confirm(conflict.diff),
-                    text.FORCE_YES,
-                    text.CONFIRM_NO,
+                    undo_words.FORCE_TITLE,
+                    undo_words.force_confirm(conflict.diff),
+                    undo_words.FORCE_YES,
+                    card_words.CONFIRM_NO,
                 ),
             ),
             block_id=f"force:{entry_id}",
@@ -554,8 +569,8 @@ def diff_view(proposal: Proposal) -> dict[str, Any]:
     body = [b.section(b.code(piece)) for piece in pieces][: b.VIEW_BLOCKS]
     return {
         "type": "modal",
-        "title": {"type": "plain_text", "text": b.cut(text.DIFF_MODAL_TITLE, 24)},
-        "close": {"type": "plain_text", "text": text.CLOSE},
+        "title": {"type": "plain_text", "text": b.cut(card_words.DIFF_MODAL_TITLE, 24)},
+        "close": {"type": "plain_text", "text": card_words.CLOSE},
         "blocks": b.render(body, limit=b.VIEW_BLOCKS),
     }
 
@@ -565,24 +580,24 @@ def reject_view(proposal: Proposal, channel: str) -> dict[str, Any]:
         "type": "modal",
         "callback_id": REJECT_VIEW,
         "private_metadata": f"{proposal.id}|{channel}",
-        "title": {"type": "plain_text", "text": b.cut(text.REJECT_TITLE, 24)},
-        "submit": {"type": "plain_text", "text": text.REJECT_SUBMIT},
-        "close": {"type": "plain_text", "text": text.CLOSE},
+        "title": {"type": "plain_text", "text": b.cut(card_words.REJECT_TITLE, 24)},
+        "submit": {"type": "plain_text", "text": card_words.REJECT_SUBMIT},
+        "close": {"type": "plain_text", "text": card_words.CLOSE},
         "blocks": [
             {
                 "type": "section",
-                "text": {"type": "mrkdwn", "text": text.reject_intro(proposal.intent)},
+                "text": {"type": "mrkdwn", "text": card_words.reject_intro(proposal.intent)},
             },
             {
                 "type": "input",
                 "block_id": "reason",
-                "label": {"type": "plain_text", "text": text.REJECT_LABEL},
+                "label": {"type": "plain_text", "text": card_words.REJECT_LABEL},
                 "element": {
                     "type": "plain_text_input",
                     "action_id": "text",
                     "multiline": True,
                     "max_length": REASON_MAX,
-                    "placeholder": {"type": "plain_text", "text": text.REJECT_PLACEHOLDER},
+                    "placeholder": {"type": "plain_text", "text": card_words.REJECT_PLACEHOLDER},
                 },
             },
         ],

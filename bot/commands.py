@@ -20,6 +20,7 @@ from bot.links import MessageRef
 from bot.listener import Listener, Parts
 from bot.parking import Threads
 from bot.policy_view import policy_blocks
+from bot.text import card_words, command_words, error_words, thread_words
 from incidents.workflow import closed
 from proposals.model import Proposal
 from proposals.service import UndoRequest
@@ -88,42 +89,44 @@ class Commands(Listener):
             raw=raw,
         )
         if not words:
-            await ack(text=text.HELP)
+            await ack(text=command_words.HELP)
             return
         handler = self.table.get(words[0].lower())
         if handler is None:
-            await ack(text=text.unknown_command(b.cut(words[0], 40)))
+            await ack(text=command_words.unknown_command(b.cut(words[0], 40)))
             return
         await handler(call, ack)
 
     # ------------------------------------------------------------------ subcommands
 
     async def help(self, call: Invocation, ack: Ack) -> None:
-        await ack(text=text.HELP)
+        await ack(text=command_words.HELP)
 
     async def investigate(self, call: Invocation, ack: Ack) -> None:
         if len(call.words) < 2:
-            await ack(text=text.USAGE["investigate"])
+            await ack(text=command_words.USAGE["investigate"])
             return
         namespace = call.words[1]
         if not NAMESPACE.fullmatch(namespace):
             await ack(
-                text=text.bad_namespace(b.cut(namespace, 80)) + "\n" + text.USAGE["investigate"]
+                text=command_words.bad_namespace(b.cut(namespace, 80))
+                + "\n"
+                + command_words.USAGE["investigate"]
             )
             return
         question = call.rest.split(None, 1)[1] if len(call.rest.split(None, 1)) > 1 else ""
         cluster, question = cluster_option(question)
         if cluster is None:
-            await ack(text=text.missing_cluster())
+            await ack(text=command_words.missing_cluster())
             return
         try:
             # A name the fleet does not hold is answered now, before anything opens (a lookup
             # in memory: the acknowledgement stays quick).
             self.rt.workflow.cluster_named(cluster)
         except StratusError as error:
-            await ack(text=text.failed_error(text.incident_title(namespace), error))
+            await ack(text=error_words.failed_error(thread_words.incident_title(namespace), error))
             return
-        await ack(text=text.investigating(namespace))
+        await ack(text=command_words.investigating(namespace))
         self.rt.spawn(
             self._investigate(call, namespace, question, cluster), name=f"investigate {namespace}"
         )
@@ -141,25 +144,29 @@ class Commands(Listener):
                 cluster=cluster,
             )
         except StratusError as error:
-            await self._ephemeral(call, text.failed_error(text.incident_title(namespace), error))
+            await self._ephemeral(
+                call, error_words.failed_error(thread_words.incident_title(namespace), error)
+            )
             return
         if joined and not incident.parked:
             if incident.reopened and incident.state.value == "diagnosing":
                 # The namespace's escalated incident was re-opened: it carries on in its
                 # thread (posted anew first if Slack lost it), and nobody else advances it.
                 await self.follower.refresh_parent(incident.id)
-                await self._ephemeral(call, text.looking_again(incident.id, namespace))
+                await self._ephemeral(call, thread_words.looking_again(incident.id, namespace))
                 await self.driver.advance(incident.id)
                 self.follower.wake()
                 return
-            await self._ephemeral(call, text.joined(incident.id, namespace))
+            await self._ephemeral(call, command_words.joined(incident.id, namespace))
             await self.driver.carry_on_joined(incident.id)
             return
         # A new incident, or one parked because its thread could not be posted: post the
         # thread here (a retry, for the parked one), or park it and say why.
         refused = await self.threads.open(incident, call.channel, call.user)
         if refused:
-            notice = text.parked_notice(incident.id, namespace, refused, self.threads.minutes())
+            notice = thread_words.parked_notice(
+                incident.id, namespace, refused, self.threads.minutes()
+            )
             try:
                 await self._ephemeral(call, notice)
             except SlackApiError:  # where we cannot post we may not whisper either: a DM then
@@ -167,7 +174,7 @@ class Commands(Listener):
 
     async def undo(self, call: Invocation, ack: Ack) -> None:
         if len(call.words) > 2:
-            await ack(text=text.USAGE["undo"])
+            await ack(text=command_words.USAGE["undo"])
             return
         target = call.words[1] if len(call.words) == 2 else "last"
         request = UndoRequest(last=True) if target == "last" else UndoRequest(entry_id=target)
@@ -181,13 +188,13 @@ class Commands(Listener):
                 else None
             )
         except StratusError as error:
-            await ack(text=text.failed_error(text.UNDO, error))
+            await ack(text=error_words.failed_error(card_words.UNDO, error))
             return
         why = await self.gate.undo_of(call.user, original)
         if why:
             await ack(text=why)
             return
-        await ack(text=text.undo_asked(entry.id))
+        await ack(text=thread_words.undo_asked(entry.id))
         self.rt.spawn(
             self._undo(
                 call,
@@ -212,43 +219,43 @@ class Commands(Listener):
             )
             return
         except StratusError as error:
-            await self._ephemeral(call, text.failed_error(text.UNDO, error))
+            await self._ephemeral(call, error_words.failed_error(card_words.UNDO, error))
             return
         await self.follower.ensure_card(proposal.id, MessageRef(call.channel, ""))
-        await self._ephemeral(call, text.undo_proposed(proposal.id, proposal.state.value))
+        await self._ephemeral(call, command_words.undo_proposed(proposal.id, proposal.state.value))
         await self.driver.after_answer(proposal, actor=call.user)
         self.follower.wake()
 
     async def status(self, call: Invocation, ack: Ack) -> None:
         if len(call.words) > 1:  # "status please" is not silently taken for "status"
-            await ack(text=text.USAGE["status"])
+            await ack(text=command_words.USAGE["status"])
             return
 
         def gather() -> tuple[str, list[Proposal]]:
             switch = self.rt.switch.state()
             now = self.rt.store.clock.now()
             lines = [
-                text.STATUS_TITLE
+                command_words.STATUS_TITLE
                 + " — "
-                + (text.STATUS_PAUSED if switch.paused else text.STATUS_RUNNING)
+                + (command_words.STATUS_PAUSED if switch.paused else command_words.STATUS_RUNNING)
             ]
             open_incidents = self.rt.incidents.recent(limit=20, open_only=True)
             lines += [
-                text.status_incident(
+                command_words.status_incident(
                     i.id, i.namespace, i.state.value, text.duration(now - i.created_at)
                 )
-                + (text.in_cluster(i.cluster) if i.cluster else "")
+                + (command_words.in_cluster(i.cluster) if i.cluster else "")
                 for i in open_incidents
-            ] or [text.NO_OPEN_INCIDENTS]
+            ] or [command_words.NO_OPEN_INCIDENTS]
             pending = [p for p in self.rt.service.pending() if p.state.value == "awaiting_approval"]
             lines += [
-                text.tampered_line(p.id)
+                card_words.tampered_line(p.id)
                 if p.tampered
-                else text.status_pending(
+                else command_words.status_pending(
                     p.id, cards.title(p), len(p.approvals()), p.decision.min_approvals
                 )
                 for p in pending[:20]
-            ] or [text.NO_PENDING]
+            ] or [command_words.NO_PENDING]
             # A proposal with no card to click (made at a terminal, or its card never posted)
             # gets its buttons here; its line says who asked, from its requester.
             cardless = [
@@ -265,7 +272,7 @@ class Commands(Listener):
         for proposal in cardless:
             rows += [
                 b.section(
-                    text.status_terminal_pending(
+                    command_words.status_terminal_pending(
                         proposal.id, cards.title(proposal), proposal.requester
                     )
                 ),
@@ -282,52 +289,52 @@ class Commands(Listener):
         if named:
             wanted = named[0]
             if not INCIDENT_ID.fullmatch(wanted):
-                return None, text.no_such_incident(wanted)
+                return None, command_words.no_such_incident(wanted)
             try:
                 found = self.rt.incidents.get(wanted)
             except StratusError:
-                return None, text.no_such_incident(wanted)
+                return None, command_words.no_such_incident(wanted)
             if open_only and not found.is_open:
-                return None, text.refused_error(closed(found))
+                return None, error_words.refused_error(closed(found))
             return wanted, ""
         if len(call.words) > 1 and MEANT_AS_ID.search(call.words[1]):
-            return None, text.not_an_incident_id(call.words[1])
+            return None, command_words.not_an_incident_id(call.words[1])
         here = self.rt.links.incident_in(call.channel)
         if not open_only:
-            return (here[0], "") if here else (None, text.NO_INCIDENT_HERE)
+            return (here[0], "") if here else (None, command_words.NO_INCIDENT_HERE)
         still_open = [i for i in here if self.rt.incidents.get(i).is_open]
         if len(still_open) == 1:
             return still_open[0], ""
         if not still_open:
-            return None, text.NO_OPEN_INCIDENT_HERE
-        return None, text.which_incident(still_open[:5])
+            return None, command_words.NO_OPEN_INCIDENT_HERE
+        return None, command_words.which_incident(still_open[:5])
 
     async def summary(self, call: Invocation, ack: Ack) -> None:
         incident_id, why = await self.rt.call(self._incident_of, call, open_only=False)
         if incident_id is None:
-            await ack(text=why + "\n" + text.USAGE["summary"])
+            await ack(text=why + "\n" + command_words.USAGE["summary"])
             return
-        await ack(text=text.SUMMARY_POSTED)
+        await ack(text=command_words.SUMMARY_POSTED)
         self.rt.spawn(self.follower.post_summary(incident_id), name="summary")
 
     async def policy(self, call: Invocation, ack: Ack) -> None:
         if len(call.words) > 2 or (len(call.words) == 2 and not NAMESPACE.fullmatch(call.words[1])):
-            await ack(text=text.USAGE["policy"])
+            await ack(text=command_words.USAGE["policy"])
             return
         namespace = call.words[1] if len(call.words) == 2 else ""
         body = await self.rt.call(policy_blocks, self.rt, namespace)
-        await ack(text=text.policy_title(namespace), blocks=b.render(body))
+        await ack(text=command_words.policy_title(namespace), blocks=b.render(body))
 
     async def cancel(self, call: Invocation, ack: Ack) -> None:
         incident_id, why = await self.rt.call(self._incident_of, call, open_only=True)
         if incident_id is None:
-            await ack(text=why + "\n" + text.USAGE["cancel"])
+            await ack(text=why + "\n" + command_words.USAGE["cancel"])
             return
         refusal = await self.gate.cancel(call.user, incident_id, channel=call.channel)
         if refusal:
             await ack(text=refusal)
             return
-        await ack(text=text.cancelling(incident_id))
+        await ack(text=thread_words.cancelling(incident_id))
         reason = " ".join(w for w in call.words[1:] if w != incident_id)
         self.rt.spawn(self._cancel(call, incident_id, reason), name="cancel")
 
@@ -337,7 +344,7 @@ class Commands(Listener):
                 self.rt.workflow.cancel, incident_id, actor=call.user, reason=reason
             )
         except StratusError as error:
-            await self._ephemeral(call, text.failed_error(incident_id, error))
+            await self._ephemeral(call, error_words.failed_error(incident_id, error))
         self.follower.wake()
 
     async def pause(self, call: Invocation, ack: Ack) -> None:
@@ -354,13 +361,19 @@ class Commands(Listener):
         reason = call.rest
         before = await self.rt.call(self.rt.switch.state)
         if before.paused == paused:
-            await ack(text=text.ALREADY_PAUSED if paused else text.ALREADY_RUNNING)
+            await ack(
+                text=command_words.ALREADY_PAUSED if paused else command_words.ALREADY_RUNNING
+            )
             return
         flip = self.rt.switch.pause if paused else self.rt.switch.resume
         state = await self.rt.call(flip, actor=call.user, reason=reason)
-        announcement = text.paused(state.actor, reason) if paused else text.resumed(call.user)
+        announcement = (
+            command_words.paused(state.actor, reason)
+            if paused
+            else command_words.resumed(call.user)
+        )
         # Acknowledged first, whatever happens to the announcement: the switch has flipped.
-        await ack(text=text.switch_flipped(paused))
+        await ack(text=command_words.switch_flipped(paused))
         self.rt.spawn(self._announce(call, announcement), name="announce the kill switch")
         if not paused:
             await self.driver.resume_open()
@@ -374,7 +387,7 @@ class Commands(Listener):
         except SlackApiError as error:
             why = str(error.response.get("error") or "refused")
             await self.threads.tell(
-                call.user, text.not_announced(call.channel, why) + "\n" + announcement
+                call.user, command_words.not_announced(call.channel, why) + "\n" + announcement
             )
 
     async def _ephemeral(self, call: Invocation, message: str) -> None:

@@ -5,7 +5,7 @@ for an undo its effect (``undo.effect``) — shared by the card, the summary's U
 
 from __future__ import annotations
 
-from bot import text
+from bot.text import card_words
 from proposals.model import Proposal
 from undo.effect import effect_of
 
@@ -27,4 +27,4 @@ def undo_effect(proposal: Proposal) -> str:
     else:
         effect = effect_of(plan.after, plan.before, label=label)
     changes = [(c.path, c.back_to) for c in effect.changes]
-    return text.undo_effect(effect.operation, label, changes, forced=proposal.force)
+    return card_words.undo_effect(effect.operation, label, changes, forced=proposal.force)

@@ -30,6 +30,7 @@ from bot.links import MessageRef
 from bot.names import Names
 from bot.runtime import Runtime
 from bot.summary import summary_blocks
+from bot.text import card_words, thread_words
 from incidents.model import AGENT_SOURCE, Incident
 from incidents.repository import STREAM as INCIDENTS
 from incidents.repository import IncidentEnvelope, IncidentEvent, IncidentEventType
@@ -191,12 +192,12 @@ class Follower:
             # Whose words the attempt's description is: the model's, or the rules'.
             incident = await self.rt.call(self.rt.incidents.get, event.incident_id)
             source = text.planner_source(incident.planner)
-            body = [b.section(text.attempt_started(int(number), str(intent), source))]
+            body = [b.section(thread_words.attempt_started(int(number), str(intent), source))]
             steps = event.data.get("plan") or []
             if len(steps) > 1:  # a plan of several steps is shown whole, once
                 body.append(
                     b.section(
-                        text.plan_lines(
+                        card_words.plan_lines(
                             [
                                 (
                                     int(s.get("number", 0)),
@@ -211,7 +212,7 @@ class Follower:
         elif event.type == IncidentEventType.VERIFIED:
             body = [
                 b.section(
-                    text.verified_health(
+                    thread_words.verified_health(
                         int(event.data.get("attempt", 0)),
                         str(event.data.get("verdict", "")),
                         cards.health_line(event.data.get("before"), event.data.get("after")),
@@ -232,10 +233,12 @@ class Follower:
                 await self.show_summary(event.incident_id, only_shown=event.state not in TERMINAL)
                 return
         elif event.type == IncidentEventType.NOTE and event.message:
-            body = [b.context(text.state_note(event.message, await self._named(event.message)))]
+            body = [
+                b.context(thread_words.state_note(event.message, await self._named(event.message)))
+            ]
         elif event.type == IncidentEventType.STATE_CHANGED and event.state in TERMINAL:
             if event.message:
-                note = text.state_note(event.message, await self._named(event.message))
+                note = thread_words.state_note(event.message, await self._named(event.message))
                 await self.post(thread, [b.context(note)], text.inert(event.message))
             await self.show_summary(event.incident_id)
             return
@@ -267,14 +270,14 @@ class Follower:
             body = await self._summary_body(incident_id)
             shown = await self.rt.call(self.rt.links.summary, incident_id)
             if shown is not None:
-                why = await self._update(shown, body, text.SUMMARY_TITLE)
+                why = await self._update(shown, body, thread_words.SUMMARY_TITLE)
                 if why not in GONE:
                     return
                 await self.rt.call(self.rt.links.forget_summary, incident_id)
                 thread = await self.rt.call(self.rt.links.thread, incident_id) or thread
             elif only_shown:
                 return
-            posted = await self.post(thread, body, text.SUMMARY_TITLE)
+            posted = await self.post(thread, body, thread_words.SUMMARY_TITLE)
             if posted is not None:
                 await self.rt.call(self.rt.links.link_summary, incident_id, posted)
 
@@ -285,7 +288,7 @@ class Follower:
         if thread is None:
             return
         body = await self._summary_body(incident_id)
-        await self.post(thread, body, text.SUMMARY_TITLE)
+        await self.post(thread, body, thread_words.SUMMARY_TITLE)
 
     async def _summary_body(self, incident_id: str) -> list[Block]:
         """The summary with the ids its words name ("requires 1 approval from S0SRE", "fix
@@ -314,7 +317,7 @@ class Follower:
         why = await self._update(
             thread,
             await self._parent_blocks(incident),
-            text.incident_fallback(incident.namespace, incident.state.value),
+            thread_words.incident_fallback(incident.namespace, incident.state.value),
         )
         if why in GONE:
             await self.relink(incident_id, thread)
@@ -325,7 +328,7 @@ class Follower:
         now = self.rt.store.clock.now()
         body = cards.incident_parent(incident, now)
         if continued or await self.rt.call(self.rt.links.continued, incident.id):
-            body.append(b.context(text.thread_continued(incident.id)))
+            body.append(b.context(thread_words.thread_continued(incident.id)))
         return body
 
     async def relink(self, incident_id: str, gone: MessageRef) -> MessageRef | None:
@@ -341,7 +344,7 @@ class Follower:
             posted, why = await self._post(
                 MessageRef(gone.channel, ""),
                 await self._parent_blocks(incident, continued=True),
-                text.incident_fallback(incident.namespace, incident.state.value),
+                thread_words.incident_fallback(incident.namespace, incident.state.value),
             )
             if posted is None:
                 log.error("incident %s lost its thread and a new one failed: %s", incident_id, why)
@@ -387,7 +390,7 @@ class Follower:
                 if proposal.undone_by
                 else None
             )
-            message = text.undone_notice(
+            message = thread_words.undone_notice(
                 proposal.intent, undo.requester if undo else event.actor, proposal.undone_by or ""
             )
             await self.post(thread, [b.section(message)], message)
@@ -395,7 +398,7 @@ class Follower:
                 await self.show_summary(proposal.incident_id, only_shown=True)
         elif event.state == P.SUPERSEDED:
             proposal = await self.rt.call(self.rt.service.get, event.proposal_id)
-            message = text.superseded_notice(
+            message = thread_words.superseded_notice(
                 proposal.id, proposal.superseded_by, proposal.reason or event.message
             )
             await self.post(thread, [b.section(message)], message)
@@ -440,7 +443,7 @@ class Follower:
             posted = await self.post(
                 where,
                 blocks,
-                text.card_fallback(cards.title(data.proposal), data.proposal.state.value),
+                card_words.card_fallback(cards.title(data.proposal), data.proposal.state.value),
             )
             if posted is None:
                 return None
@@ -473,7 +476,7 @@ class Follower:
         why = await self._update(
             card,
             blocks,
-            text.card_fallback(cards.title(first.proposal), first.proposal.state.value),
+            card_words.card_fallback(cards.title(first.proposal), first.proposal.state.value),
         )
         if why in GONE:  # its message is gone: posted again where it belongs
             await self.rt.call(self.rt.links.forget_card, proposal_id)

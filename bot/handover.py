@@ -25,8 +25,8 @@ from typing import Any
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import text
 from bot.runtime import Runtime
+from bot.text import command_words
 from bot.whisper import whisper
 
 log = logging.getLogger("stratus.bot")
@@ -48,12 +48,14 @@ def middleware(rt: Runtime) -> Callable[..., Awaitable[BoltResponse | None]]:
         kind = str(body.get("type") or ("slash_command" if body.get("command") else ""))
         log.warning("a Slack request (%s) reached a Stratus that does not lead; refused", kind)
         if kind == "slash_command":
-            return await ack(text=text.HANDING_OVER)
+            return await ack(text=command_words.HANDING_OVER)
         if kind == "block_actions":
-            rt.spawn(whisper(client, body, text.HANDING_OVER), name="handing over")
+            rt.spawn(whisper(client, body, command_words.HANDING_OVER), name="handing over")
             return await ack()
         if kind == "view_submission":
-            return await ack(response_action="errors", errors={"reason": text.HANDING_OVER})
+            return await ack(
+                response_action="errors", errors={"reason": command_words.HANDING_OVER}
+            )
         return BoltResponse(status=503, body="this Stratus is handing over to another instance")
 
     return door

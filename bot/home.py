@@ -9,10 +9,11 @@ from slack_sdk.models.blocks import Block
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import blocks as b
-from bot import cards, parking, text
+from bot import cards, parking
 from bot.authz import Gate
 from bot.policy_view import grant_blocks, listed_grants
 from bot.runtime import Runtime
+from bot.text import card_words, command_words, thread_words
 
 
 async def publish(runtime: Runtime, gate: Gate, client: AsyncWebClient, user: str) -> None:
@@ -34,32 +35,32 @@ async def publish(runtime: Runtime, gate: Gate, client: AsyncWebClient, user: st
             except SlackApiError:
                 link = None
         if proposal.tampered:
-            lines.append(text.tampered_line(proposal.id))
+            lines.append(card_words.tampered_line(proposal.id))
         elif card is None:
             answerable += [
                 b.section(
-                    text.home_terminal_pending(
+                    command_words.home_terminal_pending(
                         proposal.id, cards.title(proposal), proposal.requester
                     )
                 ),
                 *cards.answer_row(proposal),
             ]
         else:
-            lines.append(text.home_pending(proposal.id, cards.title(proposal), link))
+            lines.append(command_words.home_pending(proposal.id, cards.title(proposal), link))
     now = runtime.store.clock.now()
     grants = [
         g for g in await runtime.call(listed_grants, runtime, now) if g.grant.created_by == user
     ]
     body: list[Block] = [
-        b.header(text.HOME_TITLE),
+        b.header(command_words.HOME_TITLE),
         *await _parked(runtime, gate, user),
-        b.section(text.HOME_PENDING),
+        b.section(command_words.HOME_PENDING),
         *(b.sections("\n".join(lines)) if lines else []),
         *answerable,
-        *([] if lines or answerable else [b.context(text.HOME_NONE_PENDING)]),
+        *([] if lines or answerable else [b.context(command_words.HOME_NONE_PENDING)]),
         b.divider(),
-        b.section(text.HOME_GRANTS),
-        *(grant_blocks(grants[:30]) or [b.context(text.HOME_NO_GRANTS)]),
+        b.section(command_words.HOME_GRANTS),
+        *(grant_blocks(grants[:30]) or [b.context(command_words.HOME_NO_GRANTS)]),
     ]
     await client.views_publish(
         user_id=user, view={"type": "home", "blocks": b.render(body, limit=b.VIEW_BLOCKS)}
@@ -80,14 +81,14 @@ async def _parked(runtime: Runtime, gate: Gate, user: str) -> list[Block]:
         return []
     now = runtime.store.clock.now()
     bound = runtime.workflow.config.park_seconds
-    rows: list[Block] = [b.section(text.HOME_PARKED)]
+    rows: list[Block] = [b.section(thread_words.HOME_PARKED)]
     for incident in found[:10]:
         since = (now - incident.parked_at).total_seconds() if incident.parked_at else 0.0
         left = max(0, round((bound - since) / 60))
         rows.append(
             b.section(
-                text.home_parked(incident.id, incident.namespace, incident.parked, left),
-                accessory=b.button(text.RETRY, parking.RETRY, incident.id, style="primary"),
+                thread_words.home_parked(incident.id, incident.namespace, incident.parked, left),
+                accessory=b.button(thread_words.RETRY, parking.RETRY, incident.id, style="primary"),
             )
         )
     return [*rows, b.divider()]

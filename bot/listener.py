@@ -10,11 +10,12 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import blocks as b
-from bot import cards, text
+from bot import cards
 from bot.authz import Gate
 from bot.driver import Driver
 from bot.follower import Follower
 from bot.runtime import Runtime
+from bot.text import card_words, error_words
 from bot.whisper import whisper
 from proposals.model import Proposal
 from undo.conflicts import UndoConflict
@@ -50,7 +51,9 @@ class Listener:
         refusal. The Undo button and ``/stratus undo`` both end here."""
         user = str((body.get("user") or {}).get("id", ""))
         if await self.gate.force_of(user, original):
-            await whisper(self.client, body, text.failed_error(text.UNDO, conflict))
+            await whisper(self.client, body, error_words.failed_error(card_words.UNDO, conflict))
             return
         offer = b.render(cards.force_offer(entry_id, conflict))
-        await whisper(self.client, body, text.failed_error(text.UNDO, conflict), blocks=offer)
+        await whisper(
+            self.client, body, error_words.failed_error(card_words.UNDO, conflict), blocks=offer
+        )

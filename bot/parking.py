@@ -17,12 +17,13 @@ from typing import Any
 
 from slack_sdk.errors import SlackApiError
 
-from bot import alert_blocks, cards, text
+from bot import alert_blocks, cards
 from bot.authz import Gate
 from bot.driver import Driver
 from bot.follower import Follower
 from bot.links import MessageRef
 from bot.runtime import Runtime
+from bot.text import thread_words
 from incidents.model import Incident
 from incidents.repository import IncidentEventType, IncidentNotFound
 
@@ -57,14 +58,14 @@ class Threads:
         parent, error = await self.follower.post_checked(
             MessageRef(channel, ""),
             cards.incident_parent(incident, now),
-            text.incident_fallback(incident.namespace, incident.state.value),
+            thread_words.incident_fallback(incident.namespace, incident.state.value),
         )
         if parent is None:
             await self.rt.call(self.rt.links.park, incident.id, channel, user)
             await self.rt.call(
                 self.rt.workflow.park,
                 incident.id,
-                reason=text.parked_reason(channel, error),
+                reason=thread_words.parked_reason(channel, error),
                 actor=user,
             )
             return None, error
@@ -105,18 +106,19 @@ class Threads:
         place = await self.rt.call(self.rt.links.parked_in, incident_id)
         incident = await self.rt.call(self._parked, incident_id)
         if place is None or incident is None:
-            await self.tell(user, text.RETRY_GONE)
+            await self.tell(user, thread_words.RETRY_GONE)
             return
         channel, requester = place
         # An alert's incident has no person behind it (requester ``alert:NAME``): an admin —
         # a default approver, user groups resolved — retries it.
         if user not in (requester, incident.requester) and not await self.gate.admin(user):
-            await self.tell(user, text.RETRY_REFUSED)
+            await self.tell(user, thread_words.RETRY_REFUSED)
             return
         error = await self.open(incident, channel, user)
         if error:
             await self.tell(
-                user, text.parked_notice(incident.id, incident.namespace, error, self.minutes())
+                user,
+                thread_words.parked_notice(incident.id, incident.namespace, error, self.minutes()),
             )
 
     def _parked(self, incident_id: str) -> Incident | None:

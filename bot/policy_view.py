@@ -12,6 +12,7 @@ from slack_sdk.models.blocks import Block
 from bot import blocks as b
 from bot import cards, text
 from bot.runtime import Runtime
+from bot.text import card_words, command_words
 from policies.evaluate import Grant, listed_standing
 from policies.model import Rule
 
@@ -80,7 +81,7 @@ def listed_grants(runtime: Runtime, now: datetime) -> list[ListedGrant]:
 def grant_blocks(grants: list[ListedGrant]) -> list[Block]:
     return [
         b.section(
-            text.grant_line(
+            command_words.grant_line(
                 g.grant.id,
                 g.grant.action,
                 g.grant.namespace,
@@ -93,11 +94,14 @@ def grant_blocks(grants: list[ListedGrant]) -> list[Block]:
             accessory=None
             if g.standing == "tampered"
             else b.button(
-                text.REVOKE,
+                command_words.REVOKE,
                 cards.REVOKE,
                 g.grant.id,
                 ask=b.confirm(
-                    text.REVOKE, text.revoke_confirm(g.grant.id), text.REVOKE, text.CONFIRM_NO
+                    command_words.REVOKE,
+                    command_words.revoke_confirm(g.grant.id),
+                    command_words.REVOKE,
+                    card_words.CONFIRM_NO,
                 ),
             ),
         )
@@ -109,13 +113,13 @@ def policy_blocks(runtime: Runtime, namespace: str) -> list[Block]:
     policy = runtime.policy().policy
     defaults = policy.defaults
     rules = [s.rule for s in policy.rules if _applies(s.rule, namespace)]
-    lines = [text.policy_rule(r.name, r.decision, _scope(r), _extra(r)) for r in rules] or [
-        text.NO_RULES
-    ]
+    lines = [
+        command_words.policy_rule(r.name, r.decision, _scope(r), _extra(r)) for r in rules
+    ] or [command_words.NO_RULES]
     parts: list[Block] = [
-        b.section(text.policy_title(namespace)),
+        b.section(command_words.policy_title(namespace)),
         b.section(
-            text.policy_defaults(
+            command_words.policy_defaults(
                 list(defaults.approvers),
                 defaults.min_approvals,
                 defaults.self_approval,
@@ -126,13 +130,13 @@ def policy_blocks(runtime: Runtime, namespace: str) -> list[Block]:
     ]
     rejected = getattr(runtime.policy, "last_error", None)
     if rejected is not None:  # a live policy whose latest file change did not load
-        parts.append(b.context(text.policy_change_rejected(str(rejected))))
+        parts.append(b.context(command_words.policy_change_rejected(str(rejected))))
     parts += [
-        b.section(text.GRANTS_TITLE),
+        b.section(command_words.GRANTS_TITLE),
     ]
     now = runtime.store.clock.now()
     grants = [
         g for g in listed_grants(runtime, now) if not namespace or g.grant.namespace == namespace
     ]
-    parts += grant_blocks(grants[:20]) or [b.context(text.NO_GRANTS)]
+    parts += grant_blocks(grants[:20]) or [b.context(command_words.NO_GRANTS)]
     return parts

@@ -8,7 +8,7 @@ import re
 from typing import TYPE_CHECKING
 
 from bot import blocks as b
-from bot import text
+from bot.text import thread_words
 from incidents.model import Incident
 from proposals.model import Proposal, ProposalState
 
@@ -46,14 +46,16 @@ def answer(incident: Incident, question: str, latest: str) -> str:
             + (" (tried)" if c.key() in done else "")
             for c in incident.candidates
         ]
-        return text.answer_alternatives(lines[:10])
+        return thread_words.answer_alternatives(lines[:10])
     if asked == "status":
-        return text.answer_state(incident.state.value, latest)
+        return thread_words.answer_state(incident.state.value, latest)
     diagnosis = incident.diagnosis
     if diagnosis is None:
-        return text.QUESTION_NO_DIAGNOSIS
-    evidence = [text.evidence(e.source, e.ref, b.cut(e.text, 300)) for e in diagnosis.evidence[:6]]
-    return text.answer_why(str(diagnosis.resource), diagnosis.summary, evidence)
+        return thread_words.QUESTION_NO_DIAGNOSIS
+    evidence = [
+        thread_words.evidence(e.source, e.ref, b.cut(e.text, 300)) for e in diagnosis.evidence[:6]
+    ]
+    return thread_words.answer_why(str(diagnosis.resource), diagnosis.summary, evidence)
 
 
 def undone(proposals: list[Proposal]) -> str:
@@ -61,7 +63,7 @@ def undone(proposals: list[Proposal]) -> str:
     undo made from a card, a terminal or by TNR all leave the original ``undone``)."""
     writes = [p for p in proposals if p.action != "undo"]
     undos = [p for p in proposals if p.action == "undo"]
-    return text.answer_undone(
+    return thread_words.answer_undone(
         undone=[p.intent for p in writes if p.state == ProposalState.UNDONE],
         waiting=[p.intent for p in undos if p.state == ProposalState.AWAITING_APPROVAL],
         refused=[
@@ -85,11 +87,11 @@ async def reply(
     latest = next((m for m in reversed(events) if m), "")
     if undone_answer is not None:
         # A question of fact the store answers exactly; a model could only guess at it.
-        return undone_answer + "\n" + text.ANSWER_UNDONE_NOTE
+        return undone_answer + "\n" + thread_words.ANSWER_UNDONE_NOTE
     from_facts = answer(incident, question, latest)
     if answerer is None:
-        return from_facts + "\n" + text.ANSWER_DATA_NOTE
+        return from_facts + "\n" + thread_words.ANSWER_DATA_NOTE
     said, failure = await answerer.answer(incident, question, events)
     if not said:
-        return from_facts + "\n" + text.model_fallback(failure)
-    return text.model_answer(said)
+        return from_facts + "\n" + thread_words.model_fallback(failure)
+    return thread_words.model_answer(said)

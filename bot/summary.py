@@ -12,6 +12,7 @@ from slack_sdk.models.blocks import Block
 from bot import blocks as b
 from bot import text
 from bot.effects import title
+from bot.text import card_words, command_words, thread_words
 from incidents.alerts import outcome as alert_outcome
 from incidents.model import Incident
 from incidents.repository import IncidentEnvelope, IncidentEventType
@@ -85,8 +86,8 @@ def timeline(events: list[IncidentEnvelope], handles: dict[str, str] | None = No
             continue
         steps.append(_Step(envelope.at, key, event.message, envelope.at))
     return [
-        text.timeline_line(s.at[11:19], b.cut(s.message, TIMELINE_ENTRY), handles)
-        + (text.timeline_repeats(s.count, s.last[11:19]) if s.count > 1 else "")
+        thread_words.timeline_line(s.at[11:19], b.cut(s.message, TIMELINE_ENTRY), handles)
+        + (thread_words.timeline_repeats(s.count, s.last[11:19]) if s.count > 1 else "")
         for s in steps
     ]
 
@@ -122,23 +123,27 @@ def summary_blocks(
     before = incident.health_at_start.get("total", "—")
     after = incident.health_now.get("total", "—")
     parts: list[Block] = [
-        b.header(text.SUMMARY_TITLE),
-        *([b.context(text.cluster_line(incident.cluster))] if incident.cluster else []),
-        b.section(text.summary_head(incident.namespace, incident.state.value, incident.reason)),
+        b.header(thread_words.SUMMARY_TITLE),
+        *([b.context(command_words.cluster_line(incident.cluster))] if incident.cluster else []),
         b.section(
-            text.root_cause(
+            thread_words.summary_head(incident.namespace, incident.state.value, incident.reason)
+        ),
+        b.section(
+            thread_words.root_cause(
                 incident.diagnosis.summary if incident.diagnosis else None,
                 text.planner_source(incident.diagnosis.source if incident.diagnosis else ""),
             )
             + "\n"
-            + text.summary_times(text.duration(detect), text.duration(mitigate), before, after)
+            + thread_words.summary_times(
+                text.duration(detect), text.duration(mitigate), before, after
+            )
         ),
     ]
     note = incident.fix_undone
     if note is not None:  # the same line as the parent message's (``cards.fix_undone``)
         parts.append(
             b.section(
-                text.fix_undone_line(
+                thread_words.fix_undone_line(
                     note.by,
                     note.at,
                     reopened=note.reopened,
@@ -151,32 +156,38 @@ def summary_blocks(
     alerted = alert_outcome(events)
     if alerted is not None:
         parts.append(
-            b.section(text.alerts_outcome(list(alerted.fired), alerted.cleared, alerted.cleared_at))
+            b.section(
+                thread_words.alerts_outcome(
+                    list(alerted.fired), alerted.cleared, alerted.cleared_at
+                )
+            )
         )
     writes = [p for p in proposals if p.undo_entry is None]
     undos = [p for p in proposals if p.undo_entry is not None]
     lines = [
-        text.action_line(
+        thread_words.action_line(
             p.intent,
             _approved(p, handles),
-            text.CARD_STATE.get(p.state.value, p.state.value),
+            card_words.CARD_STATE.get(p.state.value, p.state.value),
             _verdict(incident, p),
         )
         for p in writes
     ]
-    parts += b.sections(text.ACTIONS + "\n" + ("\n".join(lines) if lines else text.NO_ACTIONS))
+    parts += b.sections(
+        thread_words.ACTIONS + "\n" + ("\n".join(lines) if lines else thread_words.NO_ACTIONS)
+    )
     if undos:
         undo_lines = [
             # What the undo did (as its card's header says), not the intent it reversed.
-            text.action_line(
-                title(p), _approved(p, handles), text.CARD_STATE.get(p.state.value, ""), ""
+            thread_words.action_line(
+                title(p), _approved(p, handles), card_words.CARD_STATE.get(p.state.value, ""), ""
             )
             for p in undos
         ]
-        parts += b.sections(text.UNDOS + "\n" + "\n".join(undo_lines))
+        parts += b.sections(thread_words.UNDOS + "\n" + "\n".join(undo_lines))
     steps = timeline(events, handles)
     if len(steps) > TIMELINE_LINES:
         steps = [*steps[: TIMELINE_LINES // 2], b.ELLIPSIS, *steps[-TIMELINE_LINES // 2 :]]
-    parts += b.sections(text.TIMELINE + "\n" + "\n".join(steps))
+    parts += b.sections(thread_words.TIMELINE + "\n" + "\n".join(steps))
     parts.append(b.context(f"`{incident.id}`"))
     return parts

@@ -12,6 +12,7 @@ from agents.telemetry import Telemetry
 from agents.telemetry_metrics import Figure, Metrics
 from bot import blocks as b
 from bot import text
+from bot.text import card_words
 
 ERROR_LINES_SHOWN = 3
 ERROR_LINE_CHARS = 120
@@ -41,7 +42,7 @@ def telemetry_text(telemetry: Telemetry) -> str:
     there are none)."""
     shown = telemetry.errors[-ERROR_LINES_SHOWN:]  # the newest
     lines = [
-        text.telemetry(
+        card_words.telemetry(
             telemetry.pods,
             telemetry.restarts,
             telemetry.endpoints,
@@ -50,18 +51,18 @@ def telemetry_text(telemetry: Telemetry) -> str:
         )
     ]
     if error_lines_cut(telemetry.errors):
-        lines.append(text.error_lines_more(len(telemetry.errors) - len(shown)))
+        lines.append(card_words.error_lines_more(len(telemetry.errors) - len(shown)))
     metrics = telemetry.metrics
     if telemetry.metrics_source == "none":
-        lines.append(text.NO_METRICS)
+        lines.append(card_words.NO_METRICS)
     elif telemetry.metrics_source == "not_applicable":
-        lines.append(text.METRICS_NOT_APPLICABLE)
+        lines.append(card_words.METRICS_NOT_APPLICABLE)
     elif telemetry.metrics_source == "failed" or metrics is None:
-        lines.append(text.metrics_failed(telemetry.metrics_reason))
+        lines.append(card_words.metrics_failed(telemetry.metrics_reason))
     else:
         lines += _metrics_lines(metrics)
         if metrics.failed:
-            lines.append(text.metrics_partial(b.cut(metrics.failed, 300)))
+            lines.append(card_words.metrics_partial(b.cut(metrics.failed, 300)))
     return "\n".join(lines)
 
 
@@ -82,15 +83,15 @@ def _figure(label: str, figure: Figure, kind: str, metrics: Metrics) -> str:
     if metrics.executed_at is not None:
         # The target's own figures: none while it had no pods, none claimed before the change
         # could show in them.
-        before = text.NO_PODS if metrics.no_pods_before() else _value(figure.before, kind)
+        before = card_words.NO_PODS if metrics.no_pods_before() else _value(figure.before, kind)
         if metrics.pending:
-            after = text.PENDING
+            after = card_words.PENDING
         elif metrics.no_pods_now():
-            after = text.NO_PODS
+            after = card_words.NO_PODS
         else:
             after = _value(figure.now, kind)
-        return text.metric_before_after(label, before, after)
-    return text.metric_now(
+        return card_words.metric_before_after(label, before, after)
+    return card_words.metric_now(
         label, _value(figure.now, kind), _value(figure.earlier, kind), _value(figure.peak, kind)
     )
 
@@ -99,16 +100,16 @@ def _caller(caller: str, figure: Figure, metrics: Metrics) -> str:
     if metrics.executed_at is not None:
         # A caller's failed calls are its own figures (it had pods throughout), but they too
         # average in the time before the change until it settled and the callers retried.
-        after = text.PENDING if metrics.pending else _reading(figure.now)
-        return text.caller_figure(caller, f"{_reading(figure.before)} → {after}")
-    return text.caller_figure(
+        after = card_words.PENDING if metrics.pending else _reading(figure.now)
+        return card_words.caller_figure(caller, f"{_reading(figure.before)} → {after}")
+    return card_words.caller_figure(
         caller, f"{_value(figure.now, 'pct')} (peak {_value(figure.peak, 'pct')})"
     )
 
 
 def _reading(value: float | None) -> str:
     """A caller's share of failed calls at a moment, or that there was no reading then."""
-    return text.NO_READING if value is None else _value(value, "pct")
+    return card_words.NO_READING if value is None else _value(value, "pct")
 
 
 def _moment(unix: float | None) -> datetime | None:
@@ -118,7 +119,7 @@ def _moment(unix: float | None) -> datetime | None:
 def _metrics_lines(metrics: Metrics) -> list[str]:
     ran = metrics.executed_at is not None
     window = text.duration(metrics.window)
-    lines = [text.metrics_title(window, list(metrics.services))]
+    lines = [card_words.metrics_title(window, list(metrics.services))]
     if ran:
         since = (
             metrics.read_at - metrics.executed_at
@@ -126,9 +127,9 @@ def _metrics_lines(metrics: Metrics) -> list[str]:
             else None
         )
         lines.append(
-            text.before_after_pending(_moment(metrics.settles_at))
+            card_words.before_after_pending(_moment(metrics.settles_at))
             if metrics.pending
-            else text.before_after(since)
+            else card_words.before_after(since)
         )
     figures = {
         "error_rate": metrics.error_rate,
@@ -137,14 +138,16 @@ def _metrics_lines(metrics: Metrics) -> list[str]:
         "memory": metrics.memory,
     }
     if not ran and metrics.no_pods_now():
-        lines.append(text.METRICS_NO_PODS)
+        lines.append(card_words.METRICS_NO_PODS)
     else:
         lines.append(
             " · ".join(
-                _figure(text.METRIC_LABELS[name], figure, _FORMATS[name], metrics)
+                _figure(card_words.METRIC_LABELS[name], figure, _FORMATS[name], metrics)
                 for name, figure in figures.items()
             )
         )
     if metrics.callers:
-        lines.append(text.callers([_caller(c.caller, c.figure, metrics) for c in metrics.callers]))
+        lines.append(
+            card_words.callers([_caller(c.caller, c.figure, metrics) for c in metrics.callers])
+        )
     return lines

@@ -3,7 +3,7 @@ the family (``store.errors``).
 
 Lower layers raise errors with fields (a sentence of facts, which object, a remedy, details);
 this module turns a code or a remedy into terminal words — commands and flags. Slack says the
-same facts in its own words (``bot.text.error_line``).
+same facts in its own words (``bot.text.error_words.error_line``).
 """
 
 from __future__ import annotations

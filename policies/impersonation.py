@@ -37,9 +37,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, ValidationError, field_validator
 
-from policies.loader import _locate, located, read_document
+from policies.loader import _locate, located
 from policies.model import _Strict
 from policies.problems import Problem
+from policies.safe_yaml import read_document
 from store.errors import Remedy, StratusError
 from tools.identity import KubeIdentity
 

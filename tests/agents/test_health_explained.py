@@ -7,7 +7,8 @@ from __future__ import annotations
 import datetime as dt
 
 from agents.health import HealthScore, breakdown
-from bot import cards, text
+from bot import cards
+from bot.text import thread_words
 from incidents.model import Incident, IncidentState
 
 BROKEN = HealthScore(
@@ -66,7 +67,7 @@ def test_the_parent_message_and_the_verification_lines_carry_the_parts_and_the_s
     shown = str(cards.incident_parent(incident, at))
     assert "was 1 unavailable replica (2 points)" in shown
     assert "0 means nothing wrong" in shown
-    verified = text.verified_health(1, "healthy", cards.health_line(BROKEN, LAGGING))
+    verified = thread_words.verified_health(1, "healthy", cards.health_line(BROKEN, LAGGING))
     assert "health score 4 → 2 (healthy): now 1 service failing requests" in verified
     assert "counts as healthy" in verified
 
@@ -98,10 +99,10 @@ def test_the_terminal_names_the_parts_too() -> None:
 
 def test_failing_requests_read_as_words() -> None:
     """Issue 18: the part read "2: 1 failure callers log"."""
-    assert text.health_part("failing_requests", 1, 2) == (
+    assert thread_words.health_part("failing_requests", 1, 2) == (
         "1 failing request logged by a caller (2 points)"
     )
-    assert text.health_part("failing_requests", 2, 4) == (
+    assert thread_words.health_part("failing_requests", 2, 4) == (
         "2 failing requests logged by callers (4 points)"
     )
     scaled_to_zero = HealthScore(

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bot import text
+from bot.text import command_words
 from incidents.model import IncidentState
 from lab.slack.client import AsyncPlaygroundClient
 from proposals.model import ProposalState
@@ -38,11 +38,13 @@ async def test_a_process_that_does_not_lead_answers_handing_over_and_changes_not
     await slack.click("U0ALICE", "stratus.approve", value=pid)
 
     async def told() -> bool:
-        return any(text.HANDING_OVER in said for said in await ephemerals(slack, "U0ALICE"))
+        return any(
+            command_words.HANDING_OVER in said for said in await ephemerals(slack, "U0ALICE")
+        )
 
     await wait_for(told)
     delivery = await slack.command("U0ALICE", "/stratus", "investigate shop", channel=CHANNEL)
-    assert text.HANDING_OVER in str(delivery), delivery
+    assert command_words.HANDING_OVER in str(delivery), delivery
     await stratus_bot.settle()
     assert rt.service.get(pid).state == P.AWAITING_APPROVAL
     assert rt.service.events.last_seq() == events_before

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot import text
+from bot.text import card_words
 from lab.slack.client import AsyncPlaygroundClient
 from proposals.model import ProposalState
 from store import handles
@@ -41,7 +41,7 @@ async def test_the_card_names_the_approvers_group_by_its_handle(
 
 
 def test_a_reason_names_people_and_groups_by_handle_where_known() -> None:
-    said = text.why_asked(
+    said = card_words.why_asked(
         "always asks: rule r requires 2 approvals from S0SRE and U0ALICE (not U0NEW)",
         [["S0SRE"]],
         [],

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot import text
 from bot.links import Links, MessageRef
+from bot.text import command_words
 from store.db import Store
 
 
@@ -40,7 +40,7 @@ def test_a_relinked_thread_is_found_from_its_old_ts_and_its_cards_are_listed(
 
 
 def test_who_asked_comes_from_the_requester() -> None:
-    assert text.asked_by("cli:dave") == "asked from a terminal by `dave`"
-    assert text.asked_by("agent:stratus") == "proposed by Stratus"
-    assert text.asked_by("U0DAVE") == "asked by <@U0DAVE>"
-    assert "terminal" not in text.status_terminal_pending("prop-1", "scale", "U0DAVE")
+    assert command_words.asked_by("cli:dave") == "asked from a terminal by `dave`"
+    assert command_words.asked_by("agent:stratus") == "proposed by Stratus"
+    assert command_words.asked_by("U0DAVE") == "asked by <@U0DAVE>"
+    assert "terminal" not in command_words.status_terminal_pending("prop-1", "scale", "U0DAVE")

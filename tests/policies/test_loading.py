@@ -211,16 +211,17 @@ def test_a_live_policy_follows_its_files_and_keeps_the_last_good(tmp_path: Path)
     policies = tmp_path / "policies"
     policies.mkdir()
     file = write(policies, HEADER + "rules:\n  - name: first\n    decision: ask\n")
-    live = LivePolicy(policies, interval=0.05)
+    # An interval a loaded machine cannot overrun between two lines (0.05 s was overrun once).
+    live = LivePolicy(policies, interval=1.0)
     assert [r.rule.name for r in live().policy.rules] == ["first"]
     file.write_text(HEADER + "rules:\n  - name: freeze\n    decision: deny\n")
     os.utime(file, (time.time() + 5, time.time() + 5))
     assert [r.rule.name for r in live().policy.rules] == ["first"]  # within the interval
-    time.sleep(0.06)
+    time.sleep(1.05)
     assert [r.rule.name for r in live().policy.rules] == ["freeze"]
     file.write_text(HEADER + "rules:\n  - name: broken\n    decison: allow\n")
     os.utime(file, (time.time() + 10, time.time() + 10))
-    time.sleep(0.06)
+    time.sleep(1.05)
     assert [r.rule.name for r in live().policy.rules] == ["freeze"]
     assert live.last_error is not None and "decison" in str(live.last_error)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from bot import text as slack
+from bot.text import error_words
 from cli import render
 from cli import text as terminal
 from store.errors import Remedy, StratusError
@@ -28,7 +29,7 @@ def test_each_error_reads_as_a_terminal_line(error: StratusError) -> None:
 @pytest.mark.parametrize("error", samples(), ids=lambda e: f"{type(e).__name__}-{e.remedy}")
 def test_the_cli_and_the_bot_show_the_same_facts(error: StratusError) -> None:
     cli_line = render.error_line(error)
-    bot_line = slack.error_line(error)
+    bot_line = error_words.error_line(error)
     assert FACT in cli_line and slack.esc(FACT) in bot_line
     # Both say what to do next, or neither does; and name the same objects when they do.
     assert bool(terminal.hint(error)) == (bot_line != slack.esc(FACT)), (cli_line, bot_line)

@@ -26,10 +26,11 @@ from urllib.parse import urlencode
 import pytest
 
 from agents.planner.offline import OfflinePlanner
-from bot import cards, http, replay, text
+from bot import cards, http, replay
 from bot.app import StratusBot
 from bot.config import BotConfig
 from bot.runtime import Runtime
+from bot.text import command_words
 from incidents.settings import WorkflowConfig
 from incidents.workflow import IncidentWorkflow
 from policies.model import Defaults, Rule
@@ -256,9 +257,11 @@ async def _run(w: World, errors: LogErrors) -> None:
     assert w.untouched() == start and errors.found == []
     pause = _command("pause", ADMIN)
     pause_headers = signed_headers(pause, FORM)
-    assert (await w.send(pause, pause_headers)).body == text.switch_flipped(True)
+    assert (await w.send(pause, pause_headers)).body == command_words.switch_flipped(True)
     resume = _command("resume", ADMIN)
-    assert (await w.send(resume, signed_headers(resume, FORM))).body == text.switch_flipped(False)
+    assert (
+        await w.send(resume, signed_headers(resume, FORM))
+    ).body == command_words.switch_flipped(False)
     resumed = w.untouched()
     assert (await w.send(pause, pause_headers)) == Reply(200, "")
     assert w.untouched() == resumed and not resumed[1]

@@ -1,6 +1,6 @@
 """Lower layers say facts, never a surface's words: no string a package below the surfaces
 writes (docstrings and comments aside) names a CLI flag or command, a slash command or a
-button. The words live in ``cli/text.py`` and ``bot/text.py``, keyed on the error's code and
+button. The words live in ``cli/text.py`` and ``bot/text/``, keyed on the error's code and
 remedy (socket-free: the sources are read, nothing runs)."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from bot import text
+from bot.text import card_words, undo_words
 from undo.effect import CREATE, DELETE, NOTHING, REPLACE, effect_of
 
 
@@ -27,7 +27,7 @@ def geo(replicas: int, image: str = "geo:1") -> dict[str, Any]:
 def words(now: dict[str, Any] | None, back: dict[str, Any] | None, forced: bool = False) -> str:
     effect = effect_of(now, back, label="deployment/geo")
     changes = [(c.path, c.back_to) for c in effect.changes]
-    return text.undo_effect(effect.operation, effect.label, changes, forced=forced)
+    return card_words.undo_effect(effect.operation, effect.label, changes, forced=forced)
 
 
 def test_one_field_goes_back_to_its_value() -> None:
@@ -72,17 +72,17 @@ def test_creates_and_deletes() -> None:
 
 
 def test_the_dialog_quotes_the_effect_as_data() -> None:
-    said = text.undo_confirm("Set env X of deployment/geo back to <!channel>")
+    said = card_words.undo_confirm("Set env X of deployment/geo back to <!channel>")
     assert "<!channel>" not in said and "&lt;!channel&gt;" in said
 
 
 def test_a_card_without_an_undo_button_does_not_claim_one() -> None:
-    fields = text.card_fields(
+    fields = card_words.card_fields(
         "deployment/geo in hotel",
         "low",
         True,
         "executed",
-        undo_note=text.undo_field_of_undo("hotel"),
+        undo_note=card_words.undo_field_of_undo("hotel"),
     )
     assert not any("exact undo available" in f for f in fields)
     assert any("/stratus investigate hotel" in f for f in fields)
@@ -93,12 +93,12 @@ def test_the_force_dialog_shows_the_changed_lines_and_fits_slack() -> None:
         "--- deployment/geo (as Stratus wrote it)\n+++ deployment/geo (now)\n@@ -1,3 +1,3 @@\n"
         " spec:\n-  replicas: 1\n+  replicas: 2\n" + "+  note: <!channel> ```x```\n" * 30
     )
-    said = text.force_confirm(diff)
+    said = undo_words.force_confirm(diff)
     assert "-  replicas: 1\n+  replicas: 2" in said and "+++" not in said
     assert len(said) <= 300 and said.endswith("```") and said.count("```") == 2
     assert "<!channel>" not in said
 
 
 def test_a_value_from_the_cluster_stays_on_one_visible_line() -> None:
-    said = text.undo_effect("replace", "configmap/app", [("data.motd", "hi\n\u202eevil")])
+    said = card_words.undo_effect("replace", "configmap/app", [("data.motd", "hi\n\u202eevil")])
     assert "\n" not in said and "\u202e" not in said and "[U+202E]" in said

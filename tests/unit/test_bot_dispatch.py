@@ -16,10 +16,11 @@ import pytest
 import pytest_asyncio
 
 from agents.planner.offline import OfflinePlanner
-from bot import cards, text
+from bot import cards
 from bot.app import StratusBot
 from bot.config import BotConfig
 from bot.runtime import Runtime
+from bot.text import command_words, error_words
 from incidents.settings import WorkflowConfig
 from incidents.workflow import IncidentWorkflow
 from policies.model import Defaults, Rule
@@ -78,18 +79,18 @@ async def bot(memory_store: Store, tmp_path: Path) -> AsyncIterator[Bot]:
 
 async def test_a_command_without_words_is_answered_with_the_help(bot: Bot) -> None:
     answer = slack.acknowledged(await slack.command(bot.app, "", user=OTHER))
-    assert answer == text.HELP
+    assert answer == command_words.HELP
 
 
 async def test_an_unknown_subcommand_names_itself(bot: Bot) -> None:
     answer = slack.acknowledged(await slack.command(bot.app, "frobnicate now", user=OTHER))
-    assert answer == text.unknown_command("frobnicate")
+    assert answer == command_words.unknown_command("frobnicate")
 
 
 async def test_status_reads_the_store(bot: Bot) -> None:
     answer = slack.acknowledged(await slack.command(bot.app, "status", user=OTHER))
-    assert text.STATUS_RUNNING in answer
-    assert text.NO_OPEN_INCIDENTS in answer and text.NO_PENDING in answer
+    assert command_words.STATUS_RUNNING in answer
+    assert command_words.NO_OPEN_INCIDENTS in answer and command_words.NO_PENDING in answer
 
 
 @pytest.mark.parametrize(
@@ -118,15 +119,15 @@ async def test_a_request_slack_did_not_sign_just_now_is_refused(
 
 async def test_only_an_admin_may_pause_and_the_channel_is_told(bot: Bot) -> None:
     refused = slack.acknowledged(await slack.command(bot.app, "pause", user=OTHER))
-    assert refused == text.PAUSE_REFUSED and not bot.bot.rt.switch.state().paused
+    assert refused == command_words.PAUSE_REFUSED and not bot.bot.rt.switch.state().paused
 
     flipped = await slack.command(bot.app, "pause deploy freeze", user=ADMIN, channel="C0OPS")
-    assert slack.acknowledged(flipped) == text.switch_flipped(True)
+    assert slack.acknowledged(flipped) == command_words.switch_flipped(True)
     state = bot.bot.rt.switch.state()
     assert state.paused and state.actor == ADMIN
     announced = await bot.slack.wait_for("chat.postMessage")
     assert announced["channel"] == "C0OPS"
-    assert announced["text"] == text.paused(ADMIN, "deploy freeze")
+    assert announced["text"] == command_words.paused(ADMIN, "deploy freeze")
     assert bot.slack.called("usergroups.users.list") == [{"usergroup": SRE_GROUP}]
 
 
@@ -155,7 +156,7 @@ async def test_a_click_on_a_proposal_that_does_not_exist_is_refused_in_a_whisper
     assert whisper == {
         "channel": "C0OPS",
         "user": OTHER,
-        "text": text.UNKNOWN_ACTION,
+        "text": error_words.UNKNOWN_ACTION,
         "thread_ts": "1.0",
         "team_id": slack.TEAM,  # bolt's per-request client names the workspace
     }

@@ -12,6 +12,7 @@ from typing import Any
 from bot import blocks as b
 from bot import cards
 from bot.summary import summary_blocks
+from bot.text import error_words, thread_words, undo_words
 from incidents.model import Incident, IncidentState
 from proposals.model import Decision, Facts, PlanSnapshot, Proposal, ProposalState, Target, Vote
 
@@ -169,15 +170,15 @@ def test_refusals_name_people_and_groups_by_handle_and_keep_unknown_ids() -> Non
     from proposals.errors import AnswerRefused
 
     why = "only someone who is S0SRE and also U0CAROL may undo this (U0NEW is neither)"
-    for said in (text.undo_refused(why, HANDLES), text.force_refused(why, HANDLES)):
+    for said in (error_words.undo_refused(why, HANDLES), undo_words.force_refused(why, HANDLES)):
         assert "@sre and also @carol" in said and "U0NEW" in said, said
     refused = AnswerRefused(
         "U0ALICE may not approve step 2 (scale s2): requires S0SRE; approve once instead"
     )
-    said = text.refused_error(refused, HANDLES)
+    said = error_words.refused_error(refused, HANDLES)
     assert "@alice may not approve step 2" in said and "requires @sre" in said, said
     assert text.slack_ids(f"at 10:52 UTC {why}") == ["S0SRE", "U0CAROL", "U0NEW"]
-    assert text.state_note("U0DAVE asked to look again", {"U0DAVE": "dave"}).startswith(
+    assert thread_words.state_note("U0DAVE asked to look again", {"U0DAVE": "dave"}).startswith(
         "`@dave asked"
     )
 
