@@ -34,6 +34,7 @@ from bot.runtime import Runtime
 from bot.text import command_words, thread_words
 from incidents.alert_store import AlertIntake
 from incidents.alerts import AlertmanagerPayload, Refusal
+from incidents.model import AGENT_SOURCE
 from store.errors import StratusError
 
 log = logging.getLogger("stratus.bot")
@@ -58,12 +59,20 @@ class AlertThreads:
     ``/stratus investigate`` of the namespace, or the alert group notified again."""
 
     def __init__(
-        self, runtime: Runtime, follower: Follower, threads: Threads, config: AlertsConfig
+        self,
+        runtime: Runtime,
+        follower: Follower,
+        threads: Threads,
+        config: AlertsConfig,
+        *,
+        mcp_channel: str = "",
     ) -> None:
         self.rt = runtime
         self.follower = follower
         self.threads = threads
         self.config = config
+        # An incident an MCP client's proposal opened is posted the same way, in this channel.
+        self.mcp_channel = mcp_channel
         self._locks: dict[str, asyncio.Lock] = {}
 
     async def ensure(self, incident_id: str, *, retry: bool = False) -> MessageRef | None:
@@ -77,7 +86,12 @@ class AlertThreads:
             incident = await self.rt.call(self.rt.incidents.get, incident_id)
             if incident.parked and not retry:
                 return None
-            channel = self.config.channel_for(incident.namespace)
+            if incident.source == AGENT_SOURCE:
+                if not self.mcp_channel or not incident.is_open:
+                    return None  # nowhere to post it, or it ended before anything was asked
+                channel = self.mcp_channel
+            else:
+                channel = self.config.channel_for(incident.namespace)
             parent, error = await self.threads.post_thread(incident, channel, incident.requester)
             if parent is None:
                 log.error(

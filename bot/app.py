@@ -104,14 +104,14 @@ class StratusBot:
         self.commands = Commands(parts, self.threads)
         self.clicks = Clicks(parts)
         self.alert_threads = alerts.AlertThreads(
-            runtime, self.follower, self.threads, config.alerts
+            runtime, self.follower, self.threads, config.alerts, mcp_channel=config.mcp_channel
         )
         self.alerts = alerts.AlertReceiver(
             runtime, threads=self.alert_threads, driver=self.driver, config=config.alerts
         )
         self._alert_listener: alerts.AlertListener | None = None
         self.alerts_url = ""
-        if config.alerts.enabled:
+        if config.alerts.enabled or config.mcp_channel:
             self.follower.alert_threads = self.alert_threads
         self._runner: web.AppRunner | None = None
         self._socket: Any = None

@@ -119,6 +119,9 @@ class BotConfig(BaseModel):
     # (``incidents.continuation.PARKED_GRACE_SECONDS``; tests shorten it).
     parked_grace: float = Field(default=30.0, ge=0.0, le=3600.0)
     alerts: AlertsConfig = Field(default_factory=AlertsConfig)  # Alertmanager's webhook
+    # The channel where an incident an MCP client's proposal opened gets its thread (docs/
+    # mcp.md); empty: the alert channel; neither: such incidents have no thread.
+    mcp_channel: str = ""
     # How long a stop (SIGTERM) may take: below a pod's 30 s termination grace period.
     shutdown_seconds: float = Field(default=25.0, ge=MIN_SHUTDOWN_SECONDS, le=MAX_SHUTDOWN_SECONDS)
 
@@ -176,6 +179,8 @@ class BotConfig(BaseModel):
                 env=values,
             ),
             alerts=AlertsConfig.from_env(values),
+            mcp_channel=values.get("STRATUS_MCP_CHANNEL", "")
+            or values.get("STRATUS_ALERT_CHANNEL", ""),
             shutdown_seconds=number(
                 "STRATUS_SHUTDOWN_SECONDS",
                 default=25.0,

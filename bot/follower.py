@@ -31,7 +31,7 @@ from bot.names import Names
 from bot.runtime import Runtime
 from bot.summary import summary_blocks
 from bot.text import card_words, thread_words
-from incidents.model import Incident
+from incidents.model import AGENT_SOURCE, Incident
 from incidents.repository import STREAM as INCIDENTS
 from incidents.repository import IncidentEnvelope, IncidentEvent, IncidentEventType
 from proposals import intake
@@ -172,7 +172,7 @@ class Follower:
         self, event: IncidentEvent, parents: set[str], dirty: set[str], *, seq: int = 0
     ) -> None:
         thread = await self.rt.call(self.rt.links.thread, event.incident_id)
-        if thread is None and event.type == IncidentEventType.ALERT_FIRED and self.alert_threads:
+        if thread is None and self.alert_threads and await self._opens_thread(event):
             thread = await self.alert_threads.ensure(event.incident_id)
         if thread is None:
             return
@@ -244,6 +244,17 @@ class Follower:
             return
         if body:
             await self.post(thread, body, text.inert(event.message or event.type.value))
+
+    async def _opens_thread(self, event: IncidentEvent) -> bool:
+        """Whether an incident with no thread gets one at this event: an alert's at its first
+        alert; one an MCP client's proposal opened as soon as it is opened, so that the
+        proposal's card (the next event) is posted in it."""
+        if event.type == IncidentEventType.ALERT_FIRED:
+            return True
+        if event.type != IncidentEventType.OPENED:
+            return False
+        incident = await self.rt.call(self.rt.incidents.get, event.incident_id)
+        return incident.source == AGENT_SOURCE
 
     async def show_summary(self, incident_id: str, *, only_shown: bool = False) -> None:
         """The incident's one summary: posted in its thread when the incident ends, and from

@@ -17,6 +17,7 @@ import anyio
 import click
 
 from cli.context import cluster_options, session
+from cli.incident_commands import build_workflow
 from policies.clients import ENV_TOKEN, Registry, hash_token
 from store.errors import StratusError
 
@@ -46,6 +47,9 @@ def mcp(ctx: click.Context, read_only: bool, kubeconfig: Path | None, context: s
             registry=registry,
             token=token,
             read_only=read_only or not client.may_propose,
+            # A proposal with no open incident opens one, verified like any attempt; Stratus
+            # plans nothing in it, so the offline planner is never asked (docs/mcp.md).
+            workflow=build_workflow(s, planner="offline", max_attempts=3, settle_seconds=None),
         )
         anyio.run(server.build(gateway).run_stdio_async)
 

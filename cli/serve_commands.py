@@ -110,7 +110,9 @@ def serve(
 
             try:
                 gateway = mcp_http.from_env(
-                    mcp_server.Gateway(service=s.service, kube=s.kube, registry=registry)
+                    mcp_server.Gateway(
+                        service=s.service, kube=s.kube, registry=registry, workflow=flow
+                    )
                 )
             except ValueError as exc:
                 raise click.ClickException(str(exc)) from exc

@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from agents.llm.telemetry import fence, tool_result
+from gateway import text
+from incidents.continuation import Verification
 from proposals.model import Proposal, ProposalState
 
 S = ProposalState
@@ -20,7 +22,9 @@ def untrusted(name: str, result: Any) -> str:
     return tool_result(name, result)
 
 
-def proposal(found: Proposal, *, repeated: bool = False) -> dict[str, Any]:
+def proposal(
+    found: Proposal, *, repeated: bool = False, verification: Verification | None = None
+) -> dict[str, Any]:
     decision = found.decision
     body: dict[str, Any] = {
         "id": found.id,
@@ -60,4 +64,17 @@ def proposal(found: Proposal, *, repeated: bool = False) -> dict[str, Any]:
         body["reason"] = fence("why it ended", [found.reason])
     if found.superseded_by:
         body["superseded_by"] = found.superseded_by
+    if verification is not None and found.state in (S.EXECUTED, S.UNDONE):
+        body["verification"] = {
+            "incident": verification.incident_id,
+            "attempt": verification.attempt,
+            "verdict": verification.verdict,
+            "score_before": verification.score_before,
+            "score_after": verification.score_after,
+            "undone_automatically": verification.undone,
+            "undo_proposal": verification.undo_proposal,
+            "undo_refused": verification.undo_refused,
+            "done": verification.done,
+            "summary": text.verdict(verification),
+        }
     return body

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 import anyio
@@ -27,6 +27,7 @@ from agents import health
 from gateway import render, text
 from incidents import continuation
 from incidents.repository import IncidentRepository
+from incidents.workflow import IncidentWorkflow
 from policies.clients import Client, Registry
 from proposals.intake import Ask, Quota
 from proposals.model import Proposal, ProposalState
@@ -70,6 +71,9 @@ class Gateway:
     registry: Registry
     token: str | None = None
     read_only: bool = False
+    # The incident workflow: a proposal with no open incident opens one, whose attempt is
+    # verified and undone when worse (docs/mcp.md). None: it joins open incidents only.
+    workflow: IncidentWorkflow | None = None
 
     @property
     def reader(self) -> ClusterReader:
@@ -243,7 +247,7 @@ def build(gateway: Gateway) -> MCPServer:
     async def get_proposal(proposal_id: str, ctx: Context) -> dict[str, Any]:
         client = gateway.client(ctx)
         found = await _run(service.own, proposal_id, requester=client.requester)
-        return render.proposal(found)
+        return await _rendered(gateway, found)
 
     @server.tool(description=text.TOOLS["wait_for_decision"])
     async def wait_for_decision(
@@ -255,18 +259,21 @@ def build(gateway: Gateway) -> MCPServer:
         last = ""
         while True:
             found = await _run(service.own, proposal_id, requester=client.requester)
+            checked = await _run(_verification, service, found)
             waited = time.monotonic() - started
-            if found.state.value != last:
-                last = found.state.value
-                await ctx.report_progress(waited, limit, message=text.waiting(found))
-            if found.state in render.SETTLED or waited >= limit:
+            now = f"{found.state.value} {checked.verdict if checked else ''}"
+            if now != last:
+                last = now
+                await ctx.report_progress(waited, limit, message=text.waiting(found, checked))
+            decided = found.state in render.SETTLED and (checked is None or checked.done)
+            if decided or waited >= limit:
                 break
             await anyio.sleep(POLL_SECONDS)
             gateway.client(ctx)  # a token revoked while waiting ends the wait
-        body = render.proposal(found)
-        if found.state == ProposalState.EXECUTED:
+        body = render.proposal(found, verification=checked)
+        if found.state in (ProposalState.EXECUTED, ProposalState.UNDONE):
             body["health_after"] = await _health(gateway, found)
-        if found.state not in render.SETTLED:
+        if not decided:
             body["timed_out"] = True
         return body
 
@@ -285,16 +292,21 @@ def build(gateway: Gateway) -> MCPServer:
     ) -> dict[str, Any]:
         client = writer(gateway, ctx)
         kind, name = parse_target(action, target)
-        joined = await _run(
-            continuation.incident_to_join,
-            IncidentRepository(service.store),
-            namespace=namespace,
-            asked=incident,
-        )
-        ask = Ask(action, kind, name, namespace, dict(params or {}), intent, joined)
-        made = await _run(service.propose_for, ask, requester=client.requester, quota=quota(client))
-        found = await _carry_on(service, made.proposal, client)
-        return render.proposal(found, repeated=made.repeated)
+        ask = Ask(action, kind, name, namespace, dict(params or {}), intent, incident)
+        if gateway.workflow is not None:
+            propose = gateway.workflow.propose_for_client
+        else:
+            joined = await _run(
+                continuation.incident_to_join,
+                IncidentRepository(service.store),
+                namespace=namespace,
+                asked=incident,
+            )
+            ask = replace(ask, incident_id=joined)
+            propose = service.propose_for
+        made = await _run(propose, ask, requester=client.requester, quota=quota(client))
+        found = await _carry_on(gateway, made.proposal, client)
+        return await _rendered(gateway, found, repeated=made.repeated)
 
     @server.tool(description=text.TOOLS["request_undo"])
     async def request_undo(undo_id: str, ctx: Context) -> dict[str, Any]:
@@ -302,7 +314,7 @@ def build(gateway: Gateway) -> MCPServer:
         made = await _run(
             service.undo_for, undo_id, requester=client.requester, quota=quota(client)
         )
-        found = await _carry_on(service, made.proposal, client)
+        found = await _carry_on(gateway, made.proposal, client)
         return render.proposal(found, repeated=made.repeated)
 
     return server
@@ -329,17 +341,38 @@ def parse_target(action: str, target: str) -> tuple[str, str]:
         raise ToolError(text.refused(exc)) from exc
 
 
-async def _carry_on(service: ProposalService, proposal: Proposal, client: Client) -> Proposal:
-    """A proposal the policy allowed runs now, as every surface's continuation runs it; one
-    that waits for humans is left to them (the bot executes it on their approval)."""
+async def _carry_on(gateway: Gateway, proposal: Proposal, client: Client) -> Proposal:
+    """A proposal the policy allowed runs now, as every surface's continuation runs it — the
+    step of an attempt by its incident's workflow (executed, then verified), anything else on
+    its own; one that waits for humans is left to them (the bot carries it on after their
+    approval)."""
+    service = gateway.service
     if proposal.state == ProposalState.DENIED:
         raise ToolError(text.denied(proposal))
     if proposal.state != ProposalState.APPROVED:
         return proposal
     incidents = IncidentRepository(service.store)
     execute = functools.partial(service.execute, actor=client.requester)
-    done = await _run(continuation.carry_on, proposal, incidents=incidents, execute=execute)
+    advance = gateway.workflow.advance if gateway.workflow is not None else None
+    done = await _run(
+        continuation.carry_on, proposal, incidents=incidents, execute=execute, advance=advance
+    )
     return done if isinstance(done, Proposal) else await _run(service.get, proposal.id)
+
+
+def _verification(service: ProposalService, proposal: Proposal) -> continuation.Verification | None:
+    """How the proposal's write was judged, when it is the step of an incident's attempt."""
+    if not proposal.incident_id:
+        return None
+    incident = IncidentRepository(service.store).get(proposal.incident_id)
+    undos = [u for a in incident.attempts if proposal.id in a.proposals for u in a.undo_proposals]
+    states = {u: service.get(u).state for u in undos}
+    return continuation.verification_of(incident, proposal.id, states)
+
+
+async def _rendered(gateway: Gateway, found: Proposal, *, repeated: bool = False) -> dict[str, Any]:
+    checked = await _run(_verification, gateway.service, found)
+    return render.proposal(found, repeated=repeated, verification=checked)
 
 
 async def _health(gateway: Gateway, proposal: Proposal) -> str:

@@ -4,8 +4,11 @@ this surface)."""
 
 from __future__ import annotations
 
-from proposals.model import Proposal
+from incidents.continuation import Verification
+from proposals.model import Proposal, ProposalState
 from store.errors import Remedy, StratusError
+
+S = ProposalState
 
 INSTRUCTIONS = (
     "Stratus reads a Kubernetes cluster for you and lets you propose fixes. You cannot write: "
@@ -31,9 +34,12 @@ TOOLS = {
     "my_proposals": "Your own proposals, newest first.",
     "list_actions": "The write actions you may propose: each with its parameters as a JSON "
     "Schema and an example call of propose_action.",
-    "get_proposal": "One of your proposals: state, decision, who must approve, diff, undo id.",
+    "get_proposal": "One of your proposals: state, decision, who must approve, diff, undo id, "
+    "and its verification once executed.",
     "wait_for_decision": "Wait (up to timeout_seconds) until humans or the policy decided one "
-    "of your proposals and its write has an outcome; progress notifications say its state.",
+    "of your proposals and its write has an outcome — once executed, until Stratus verified "
+    "the namespace's health after it (healthy, better, same, worse) and undid it when it made "
+    "things no better; progress notifications say its state.",
     "propose_action": "Propose a write from the catalog (list_actions). target: KIND/NAME, "
     "e.g. Deployment/web. It is planned, dry-run on the server and decided by policy; a "
     "human approves it in Slack where the policy asks. Returns the proposal id, the decision, "
@@ -75,7 +81,37 @@ def read_only(requester: str) -> str:
     return f"[read_only] {requester} has read tools only; it may not propose writes"
 
 
-def waiting(proposal: Proposal) -> str:
+def waiting(proposal: Proposal, verification: Verification | None = None) -> str:
     approvals = len(proposal.approvals())
     need = proposal.decision.min_approvals
-    return f"{proposal.id}: {proposal.state.value} ({approvals} of {need} approvals)"
+    said = f"{proposal.id}: {proposal.state.value} ({approvals} of {need} approvals)"
+    if verification is None or proposal.state not in (S.EXECUTED, S.UNDONE):
+        return said
+    if verification.verdict is None:
+        return f"{said}; verifying the namespace's health"
+    undone = "; undone automatically" if verification.undone else ""
+    return f"{said}; verified: {verification.verdict}{undone}"
+
+
+def verdict(verification: Verification) -> str:
+    """What the verification means for the agent, in one sentence."""
+    if verification.verdict is None:
+        return "not verified yet: Stratus is waiting for the namespace to settle"
+    if verification.undone:
+        return (
+            f"verified {verification.verdict}: the write made things no better, so Stratus "
+            "undid it automatically (Transactional No-Regression)"
+        )
+    if verification.undo_refused:
+        return (
+            f"verified {verification.verdict}: Stratus's undo of it "
+            f"({verification.undo_proposal}) was refused, so the write remains"
+        )
+    if verification.undo_proposal:
+        return (
+            f"verified {verification.verdict}: Stratus proposed undoing it "
+            f"({verification.undo_proposal}); the undo is not executed yet"
+        )
+    if verification.verdict in ("healthy", "better"):
+        return f"verified {verification.verdict}: the write is kept"
+    return f"verified {verification.verdict}"

@@ -173,14 +173,45 @@ def begin_attempt(d: Deps, incident: Incident, candidate: Candidate) -> Incident
         attempts=[*incident.attempts, attempt],
         tried=[*incident.tried, candidate.key()],
     )
+    _note_attempt(d, incident, attempt)
+    return next_step(d, incident)
+
+
+def adopt(d: Deps, incident: Incident, candidate: Candidate, proposal: Proposal) -> Incident:
+    """An outside agent's proposal (docs/mcp.md) as the incident's attempt: one step, already
+    proposed by the agent, with the health taken now, before anything is written — so that
+    once executed it is verified, kept or undone (TNR) exactly like an attempt of Stratus's
+    own. ``incident``: one the agent's proposal just opened (planning, no attempt yet)."""
+    before = health(d, incident).to_dict()
+    attempt = Attempt(
+        number=len(incident.attempts) + 1,
+        candidate=candidate,
+        transaction_id=new_transaction_id(),
+        proposals=[proposal.id],
+        health_before=before,
+        started_at=d.clock.now(),
+    )
+    incident = update(
+        d,
+        incident,
+        attempts=[*incident.attempts, attempt],
+        tried=[*incident.tried, candidate.key()],
+        health_at_start=incident.health_at_start or before,
+        health_now=before,
+    )
+    _note_attempt(d, incident, attempt)
+    return _after_proposal(d, incident, proposal)
+
+
+def _note_attempt(d: Deps, incident: Incident, attempt: Attempt) -> None:
     d.incidents.note(
         incident,
         IncidentEventType.ATTEMPT,
         actor=AGENT,
-        message=f"attempt {attempt.number}: {candidate.intent}",
+        message=f"attempt {attempt.number}: {attempt.candidate.intent}",
         data={
             "attempt": attempt.number,
-            "candidate": candidate.model_dump(mode="json"),
+            "candidate": attempt.candidate.model_dump(mode="json"),
             "health_before": attempt.health_before,
             "plan": [
                 step.model_dump(mode="json", include={"number", "intent", "target", "note"})
@@ -188,7 +219,6 @@ def begin_attempt(d: Deps, incident: Incident, candidate: Candidate) -> Incident
             ],
         },
     )
-    return next_step(d, incident)
 
 
 def next_step(d: Deps, incident: Incident) -> Incident:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from agents.health import Verdict
-from incidents.model import Attempt, Incident, IncidentState
+from incidents.model import AGENT_SOURCE, Attempt, Incident, IncidentState
 from incidents.repository import IncidentRepository
 from proposals.model import Proposal, ProposalState
 from store.errors import NotFound
@@ -117,6 +117,58 @@ def after_tnr_undo(*, kept: bool, cancelled: bool) -> IncidentState:
     if cancelled:
         return IncidentState.CANCELLED
     return IncidentState.ESCALATED if kept else IncidentState.PLANNING
+
+
+def plans_own_fixes(incident: Incident) -> bool:
+    """Whether Stratus's planners propose fixes in this incident. Not in one an outside agent's
+    proposal opened: the agent is working on it, and fixes of Stratus's own on top of the
+    agent's would race it for the approvers and the same objects. Its attempt is verified,
+    kept or undone like any; after that the agent (or a person) decides what follows — until a
+    person asks Stratus to look again (Look again counts in ``reopened``)."""
+    return incident.source != AGENT_SOURCE or incident.reopened > 0
+
+
+@dataclass(frozen=True)
+class Verification:
+    """What became of an executed proposal that is a step of an attempt: the verdict (None
+    while not judged), whether the attempt's own undo (TNR) undid it, and whether the workflow
+    is done with it (nothing more happens to it without someone asking)."""
+
+    incident_id: str
+    attempt: int
+    verdict: Verdict | None
+    score_before: int | None
+    score_after: int | None
+    undo_proposal: str | None
+    undone: bool
+    done: bool
+    undo_refused: bool = False  # a person rejected TNR's undo (or let it expire): it remains
+
+
+def verification_of(
+    incident: Incident, proposal_id: str, states: Mapping[str, ProposalState]
+) -> Verification | None:
+    """The verification of ``proposal_id`` as a step of one of ``incident``'s attempts (None:
+    it is a step of none). ``states``: the states of that attempt's undo proposals."""
+    attempt = next((a for a in incident.attempts if proposal_id in a.proposals), None)
+    if attempt is None:
+        return None
+    undo = attempt.undo_proposals[-1] if attempt.undo_proposals else None
+    current = incident.current is not None and incident.current.number == attempt.number
+    return Verification(
+        incident_id=incident.id,
+        attempt=attempt.number,
+        verdict=attempt.verdict,
+        score_before=attempt.health_before.get("total") if attempt.health_before else None,
+        score_after=attempt.health_after.get("total") if attempt.health_after else None,
+        undo_proposal=undo,
+        undone=undo is not None and states.get(undo) == P.EXECUTED,
+        done=attempt.finished_at is not None or not incident.is_open or not current,
+        undo_refused=undo is not None and states.get(undo) in _UNDO_REFUSED,
+    )
+
+
+_UNDO_REFUSED = frozenset({P.REJECTED, P.EXPIRED, P.CANCELLED, P.DENIED})
 
 
 def waiting_on(attempt: Attempt, states: Mapping[str, ProposalState]) -> Waiting:

@@ -62,6 +62,8 @@ TRANSITIONS: dict[IncidentState, frozenset[IncidentState]] = {
     St.ESCALATED: frozenset({St.DIAGNOSING}),
 }
 TERMINAL = frozenset({St.RESOLVED, St.ESCALATED, St.CANCELLED})
+# The source of an incident an outside agent's proposal opened (docs/mcp.md).
+AGENT_SOURCE = "mcp"
 
 
 class _Model(BaseModel):
@@ -183,7 +185,7 @@ class Incident(_Model):
     namespace: str
     question: str = ""
     requester: str
-    source: str = "cli"  # cli, slack, alert
+    source: str = "cli"  # cli, slack, alert, mcp (AGENT_SOURCE)
     state: IncidentState
     version: int = 0
     created_at: datetime

@@ -100,6 +100,18 @@ def diagnose(d: Deps, planners: Planners, incident: Incident) -> Incident:
 
 
 def plan(d: Deps, planners: Planners, incident: Incident) -> Incident | None:
+    if not continuation.plans_own_fixes(incident):
+        last = incident.current
+        judged = f" (attempt {last.number}: {last.result or last.verdict})" if last else ""
+        return attempts.move(
+            d,
+            incident,
+            St.ESCALATED,
+            message=f"opened by {incident.requester}'s proposal{judged}; Stratus proposes no "
+            "fixes of its own here: the agent may propose again, or a person takes over (Look "
+            "again asks Stratus to diagnose it)",
+            reason="agent's attempt ended",
+        )
     if len(incident.attempts) >= incident.max_attempts:
         return attempts.move(
             d,

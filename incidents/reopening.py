@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from incidents.model import FixUndone, Incident, IncidentState
+from incidents.model import AGENT_SOURCE, FixUndone, Incident, IncidentState
 from incidents.repository import IncidentEventType, IncidentRepository, StaleIncident
 from proposals.model import ProposalState
 from proposals.service import ProposalService
@@ -60,6 +60,8 @@ def decide(incident: Incident, undone: Undone, *, other_open: str | None) -> Fix
         return closed("it had been cancelled")
     if incident.state == St.ESCALATED:
         return closed("it had been escalated to people, who own it")
+    if incident.source == AGENT_SOURCE:
+        return closed(f"it was opened by {incident.requester}'s proposal, whose client decides")
     if attempt.result not in FIXES:
         return closed(f"that write was not the fix that resolved it (attempt {attempt.number})")
     if other_open is not None:

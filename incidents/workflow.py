@@ -24,11 +24,13 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from functools import partial
 
+from agents.model import Candidate, Step
 from agents.planner import Planner
 from agents.verify import Pause
-from incidents import attempts, phases, reopening
+from incidents import attempts, continuation, phases, reopening
 from incidents.attempts import WriteInFlight
 from incidents.model import (
+    AGENT_SOURCE,
     Incident,
     IncidentState,
     new_incident_id,
@@ -43,9 +45,11 @@ from incidents.repository import (
 from incidents.settings import WorkflowConfig
 from policies import authority
 from policies.approvals import ApprovalRequest
+from proposals.intake import Ask, Proposed, Quota
 from proposals.model import ProposalState
 from proposals.service import ProposalService
 from store import logcontext
+from store.errors import StratusError
 from store.locks import LeaseLocks, holder_name
 from tools import errors, names
 from tools.k8s import KubeClient
@@ -161,6 +165,83 @@ class IncidentWorkflow:
             )
             return existing, True
         return incident, False
+
+    def propose_for_client(self, ask: Ask, *, requester: str, quota: Quota) -> Proposed:
+        """An outside agent's proposal (docs/mcp.md). It joins the incident it names or the
+        namespace's open one, as a proposal of its own (``continuation.incident_to_join``).
+        With none open, it opens one — requester the client, its question the agent's intent
+        quoted as untrusted — whose one attempt is that proposal: verified once executed, and
+        undone when it made things worse, as any attempt (``attempts.adopt``). Stratus plans
+        no fixes of its own there (``continuation.plans_own_fixes``). The call's checks —
+        schema, scope, limits, repeats — come first: a refused call opens nothing. All of it
+        in the client's turn: two asks at once must not both see room under its limits."""
+        with self.service.client_turn(requester):
+            return self._propose_for_client(ask, requester=requester, quota=quota)
+
+    def _propose_for_client(self, ask: Ask, *, requester: str, quota: Quota) -> Proposed:
+        joined = continuation.incident_to_join(
+            self.incidents, namespace=ask.namespace, asked=ask.incident_id
+        )
+        checked = self.service.check_for(ask, requester=requester, quota=quota)
+        if isinstance(checked, Proposed):
+            return checked  # a repeat: that proposal, wherever it is
+        if joined is not None:
+            made = self.service.propose_checked(checked, incident_id=joined)
+            return Proposed(made, repeated=False)
+        now = self.clock.now()
+        incident = Incident(
+            id=new_incident_id(),
+            namespace=checked.ref.namespace or ask.namespace,
+            question=checked.notes[0] if checked.notes else "",
+            requester=requester,
+            source=AGENT_SOURCE,
+            state=St.PLANNING,
+            created_at=now,
+            updated_at=now,
+            max_attempts=1,
+            planner=requester,
+            cluster=self.service.executor.cluster,
+        )
+        existing = self.incidents.insert(incident)
+        if existing is not None:  # opened meanwhile: join it
+            made = self.service.propose_checked(checked, incident_id=existing.id)
+            return Proposed(made, repeated=False)
+        try:
+            proposal = self.service.propose_checked(checked, incident_id=incident.id)
+        except StratusError as error:
+            attempts.move(
+                self.deps,
+                incident,
+                St.CANCELLED,
+                message=f"{requester}'s proposal could not be made: {error.message}",
+                reason="proposal refused",
+            )
+            raise
+        if proposal.state == ProposalState.DENIED:
+            # Nothing will be tried: the incident ends at once, before it has a thread (the
+            # agent is told by its call; a flood of denied asks opens no flood of threads).
+            attempts.move(
+                self.deps,
+                incident,
+                St.CANCELLED,
+                message=f"{requester}'s proposal was denied by policy: {proposal.reason}",
+                reason="proposal denied",
+            )
+            return Proposed(proposal, repeated=False)
+        candidate = Candidate(
+            steps=[
+                Step(
+                    action=proposal.action,
+                    kind=proposal.target.kind,
+                    name=proposal.target.name,
+                    params=proposal.params,
+                )
+            ],
+            intent=proposal.intent,
+            why=f"proposed by {requester}",
+        )
+        attempts.adopt(self.deps, incident, candidate, proposal)
+        return Proposed(self.service.get(proposal.id), repeated=False)
 
     def recent_escalation(self, namespace: str, *, cluster: str = "") -> Incident | None:
         """The namespace's latest incident when it escalated within ``reopen_seconds`` and

@@ -25,6 +25,7 @@ from store.errors import Remedy, StratusError
 from store.locks import LeaseLocks, holder_name
 from tools import errors, schemas
 from tools.actions import Action
+from tools.objects import ObjectRef
 
 WINDOW = timedelta(minutes=1)
 WAITING = frozenset({ProposalState.AWAITING_APPROVAL})
@@ -116,30 +117,21 @@ def admit(recent: list[Proposal], built: Action, quota: Quota, *, now: datetime)
     return None
 
 
-@contextlib.contextmanager
-def _turn(deps: Deps, requester: str) -> Iterator[None]:
-    """The client's turn: its asks are decided one after another."""
-    locks = LeaseLocks(deps.store)
-    resource, holder = f"intake:{requester}", holder_name(requester)
-    if locks.acquire(resource, holder, ttl=TURN_TTL, wait=TURN_WAIT) is not None:
-        raise LimitReached(
-            "this client's other proposals are still being planned; try again in a moment",
-            details={"limit": "one_at_a_time", "allowed": 1},
-        )
-    try:
-        yield
-    finally:
-        locks.release(resource, holder)
+@dataclass(frozen=True)
+class Checked:
+    """An ask that passed the schema, the write scope, the client's limits and is no repeat:
+    what ``propose_checked`` proposes (an outside agent's incident may be opened in between)."""
+
+    action: str
+    ref: ObjectRef
+    params: dict[str, Any]
+    requester: str
+    notes: tuple[str, ...]
 
 
-def propose_for(deps: Deps, ask: Ask, *, requester: str, quota: Quota) -> Proposed:
-    """Check, limit and deduplicate a client's ask, then propose it (plan, server dry-run,
-    policy) exactly as every other surface does — one ask of a client at a time."""
-    with _turn(deps, requester):
-        return _propose_for(deps, ask, requester=requester, quota=quota)
-
-
-def _propose_for(deps: Deps, ask: Ask, *, requester: str, quota: Quota) -> Proposed:
+def check(deps: Deps, ask: Ask, *, requester: str, quota: Quota) -> Checked | Proposed:
+    """Check, limit and deduplicate a client's ask before anything is planned: the checked ask,
+    or the open proposal of the same change (a repeat), or a refusal naming the field."""
     cls, built = schemas.checked(
         action=ask.action,
         kind=ask.kind,
@@ -160,19 +152,62 @@ def _propose_for(deps: Deps, ask: Ask, *, requester: str, quota: Quota) -> Propo
     existing = admit(recent, built, quota, now=deps.clock.now())
     if existing is not None:
         return Proposed(existing, repeated=True)
-    notes = (f"{requester} says (untrusted): “{_quoted(ask.intent)}”",) if ask.intent else ()
-    proposal = propose.propose(
-        deps,
+    notes = (said(requester, ask.intent),) if ask.intent else ()
+    return Checked(
         action=cls.name,
-        kind=built.ref().kind,
-        name=built.ref().name,
-        namespace=built.ref().namespace,
+        ref=built.ref(),
         params=comparable(built.model_dump(mode="json", exclude={"kind", "target", "namespace"})),
         requester=requester,
-        incident_id=ask.incident_id,
         notes=notes,
     )
-    return Proposed(proposal, repeated=False)
+
+
+def propose_checked(deps: Deps, checked: Checked, *, incident_id: str | None) -> Proposal:
+    """Propose a checked ask (plan, server dry-run, policy) exactly as every other surface."""
+    return propose.propose(
+        deps,
+        action=checked.action,
+        kind=checked.ref.kind,
+        name=checked.ref.name,
+        namespace=checked.ref.namespace,
+        params=checked.params,
+        requester=checked.requester,
+        incident_id=incident_id,
+        notes=checked.notes,
+    )
+
+
+@contextlib.contextmanager
+def turn(deps: Deps, requester: str) -> Iterator[None]:
+    """The client's turn: its asks are decided one after another. ``check`` and
+    ``propose_checked`` are called inside it (``propose_for`` and ``undo_for`` take it)."""
+    locks = LeaseLocks(deps.store)
+    resource, holder = f"intake:{requester}", holder_name(requester)
+    if locks.acquire(resource, holder, ttl=TURN_TTL, wait=TURN_WAIT) is not None:
+        raise LimitReached(
+            "this client's other proposals are still being planned; try again in a moment",
+            details={"limit": "one_at_a_time", "allowed": 1},
+        )
+    try:
+        yield
+    finally:
+        locks.release(resource, holder)
+
+
+def propose_for(deps: Deps, ask: Ask, *, requester: str, quota: Quota) -> Proposed:
+    """Check, limit and deduplicate a client's ask, then propose it (plan, server dry-run,
+    policy) exactly as every other surface does — in the client's turn."""
+    with turn(deps, requester):
+        checked = check(deps, ask, requester=requester, quota=quota)
+        if isinstance(checked, Proposed):
+            return checked
+        made = propose_checked(deps, checked, incident_id=ask.incident_id)
+        return Proposed(made, repeated=False)
+
+
+def said(requester: str, intent: str) -> str:
+    """The agent's intent as it is shown: quoted, marked untrusted, one printable line."""
+    return f"{requester} says (untrusted): “{_quoted(intent)}”"
 
 
 def own(deps: Deps, proposal_id: str, *, requester: str) -> Proposal:
@@ -189,7 +224,7 @@ def own(deps: Deps, proposal_id: str, *, requester: str) -> Proposal:
 def undo_for(deps: Deps, entry_id: str, *, requester: str, quota: Quota) -> Proposed:
     """Propose the undo of a write one of the caller's own proposals made (in the client's
     turn, like every ask)."""
-    with _turn(deps, requester):
+    with turn(deps, requester):
         return _undo_for(deps, entry_id, requester=requester, quota=quota)
 
 

@@ -9,7 +9,8 @@ one call to a use-case module that reads top to bottom:
 | ``propose_undo``, ``undo_target``, ``undo_conflict``, ``drop_undo_entry`` | ``undoing.py`` |
 | ``cancel``, ``withdraw`` | ``proposals/cancel.py`` |
 | ``expire``, ``reconcile``, ``settle_earlier_writes`` | ``proposals/recover.py`` |
-| ``propose_for``, ``undo_for``, ``own`` | ``proposals/intake.py`` (outside agents) |
+| ``propose_for``, ``client_turn``, ``check_for`` | ``intake.py`` (an MCP client's asks) |
+| ``propose_checked``, ``undo_for``, ``own`` | ``intake.py`` |
 | ``get``, ``pending``, ``by_incident``, ``recent``, ``undo_entries`` | ``proposals/queries.py`` |
 
 Three rules hold everywhere:
@@ -24,6 +25,7 @@ Three rules hold everywhere:
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -120,6 +122,17 @@ class ProposalService:
         self, ask: intake.Ask, *, requester: str, quota: intake.Quota
     ) -> intake.Proposed:
         return intake.propose_for(self.deps, ask, requester=requester, quota=quota)
+
+    def client_turn(self, requester: str) -> contextlib.AbstractContextManager[None]:
+        return intake.turn(self.deps, requester)
+
+    def check_for(
+        self, ask: intake.Ask, *, requester: str, quota: intake.Quota
+    ) -> intake.Checked | intake.Proposed:
+        return intake.check(self.deps, ask, requester=requester, quota=quota)
+
+    def propose_checked(self, checked: intake.Checked, *, incident_id: str | None) -> Proposal:
+        return intake.propose_checked(self.deps, checked, incident_id=incident_id)
 
     def undo_for(self, entry_id: str, *, requester: str, quota: intake.Quota) -> intake.Proposed:
         return intake.undo_for(self.deps, entry_id, requester=requester, quota=quota)

@@ -66,14 +66,42 @@ def clients(tmp_path: Path) -> Clients:
     return found
 
 
-@pytest_asyncio.fixture
-async def mcp_url(stratus_bot: BotHandle, clients: Clients) -> AsyncIterator[str]:  # noqa: F811
-    rt = stratus_bot.runtime
-    gateway = Gateway(service=rt.service, kube=stratus_bot.kube, registry=Registry(clients.path))
+@contextlib.asynccontextmanager
+async def gateway_on(bot: BotHandle, clients: Clients) -> AsyncIterator[str]:
+    """The gateway's HTTP listener on the running bot's own service and workflow."""
+    rt = bot.runtime
+    gateway = Gateway(
+        service=rt.service, kube=bot.kube, registry=Registry(clients.path), workflow=rt.workflow
+    )
     listener = HttpGateway(gateway)
     url = await listener.start()
-    yield url
-    await listener.stop()
+    try:
+        yield url
+    finally:
+        await listener.stop()
+
+
+@pytest_asyncio.fixture
+async def mcp_url(stratus_bot: BotHandle, clients: Clients) -> AsyncIterator[str]:  # noqa: F811
+    async with gateway_on(stratus_bot, clients) as url:
+        yield url
+
+
+AGENT_CHANNEL = "C0INCIDENT"
+
+
+@pytest_asyncio.fixture
+async def agent_thread_url(
+    stratus_bot: BotHandle,  # noqa: F811
+    clients: Clients,
+) -> AsyncIterator[str]:
+    """The gateway on a bot that posts the thread of an incident an MCP client's proposal
+    opened in ``AGENT_CHANNEL`` (``STRATUS_MCP_CHANNEL``)."""
+    await stratus_bot.stop()
+    stratus_bot.settings["mcp_channel"] = AGENT_CHANNEL
+    await stratus_bot.start()
+    async with gateway_on(stratus_bot, clients) as url:
+        yield url
 
 
 @contextlib.asynccontextmanager

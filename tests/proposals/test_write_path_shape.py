@@ -63,6 +63,9 @@ def test_the_facade_keeps_every_call_the_surfaces_make() -> None:
         "undo_refusal",
         # An outside agent's (MCP client's) asks: proposals/intake.py (issue 20).
         "propose_for",
+        "client_turn",
+        "check_for",
+        "propose_checked",
         "undo_for",
         "own",
     }
