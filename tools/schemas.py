@@ -119,7 +119,10 @@ def checked(
     # Checked with a stand-in stamp: the propose use-case stamps the real one.
     values.update({k: "1970-01-01T00:00:00Z" for k in STAMPED if k in cls.model_fields})
     try:
-        built = cls.model_validate(values, strict=False)
+        # Strict, as JSON: a wrong type is an error naming the field, never coerced ("1",
+        # 1.0 and true were all taken as replicas 1, an outside tester found); JSON's own
+        # strings still stand for times and enums.
+        built = cls.model_validate_json(json.dumps(values), strict=True)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "params"

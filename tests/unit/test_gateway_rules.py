@@ -133,6 +133,10 @@ def test_every_catalog_example_passes_its_own_schema_check() -> None:
         ("action", {"action": "kubectl-exec"}),
         ("params.replicas", {"given": {"replicas": "many"}}),
         ("params.replicas", {"given": {"replicas": -3}}),
+        # Wrong JSON types are refused, not coerced (an outside tester's true became 1).
+        ("params.replicas", {"given": {"replicas": "1"}}),
+        ("params.replicas", {"given": {"replicas": 1.0}}),
+        ("params.replicas", {"given": {"replicas": True}}),
         ("params.restarted_at", {"given": {"replicas": 2, "restarted_at": "x"}}),
         ("params.kind", {"given": {"replicas": 2, "kind": "Secret"}}),
         ("target", {"name": "web/../../secrets"}),
