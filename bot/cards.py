@@ -282,6 +282,8 @@ def proposal_card(
     )
     if telemetry is not None:
         parts += telemetry_blocks(telemetry, proposal.id)
+    if proposal.agent_intent:
+        parts.append(b.context(card_words.agent_intent(proposal.requester, proposal.agent_intent)))
     if proposal.warnings:
         parts.append(b.context(*[card_words.warning(w) for w in proposal.warnings]))
     decision = proposal.decision

@@ -94,6 +94,8 @@ def plan(proposal: Proposal) -> None:
         echo(f"warning: this puts back the cause found: {visible(proposal.puts_back)}")
     for warning in proposal.warnings:
         echo(f"warning: {visible(warning)}")
+    if proposal.agent_intent:  # an outside agent's own words: quoted, never obeyed
+        echo(f"{proposal.requester} says it is for (untrusted): \"{visible(proposal.agent_intent)}\"")
     echo(visible_lines(proposal.plan.diff.rstrip()) or "(no change)")
 
 

@@ -45,7 +45,7 @@ from incidents.repository import (
 from incidents.settings import WorkflowConfig
 from policies import authority
 from policies.approvals import ApprovalRequest
-from proposals.intake import Ask, Proposed, Quota
+from proposals.intake import Ask, Proposed, Quota, said
 from proposals.model import ProposalState
 from proposals.service import ProposalService
 from store import logcontext
@@ -192,7 +192,7 @@ class IncidentWorkflow:
         incident = Incident(
             id=new_incident_id(),
             namespace=checked.ref.namespace or ask.namespace,
-            question=checked.notes[0] if checked.notes else "",
+            question=said(requester, checked.agent_intent) if checked.agent_intent else "",
             requester=requester,
             source=AGENT_SOURCE,
             state=St.PLANNING,

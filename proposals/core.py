@@ -187,6 +187,7 @@ def open_proposal(
     risk_reason: str = "",
     fixes: str = "",
     puts_back: str = "",
+    agent_intent: str = "",
 ) -> Proposal:
     # The policy decides on the cluster it is written to (a rule's ``clusters``).
     facts = dataclasses.replace(facts, cluster=deps.executor.cluster)
@@ -228,6 +229,7 @@ def open_proposal(
         previous_diff=supersedes.plan.diff if supersedes else None,
         reason=decision.reason if decision.outcome == "deny" else "",
         warnings=list(warnings or []),
+        agent_intent=agent_intent,
         risk_reason=risk_reason,
         fixes=fixes,
         puts_back=puts_back,

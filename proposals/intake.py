@@ -126,7 +126,7 @@ class Checked:
     ref: ObjectRef
     params: dict[str, Any]
     requester: str
-    notes: tuple[str, ...]
+    agent_intent: str  # as the agent said it, one printable line (``_quoted``)
 
 
 def check(deps: Deps, ask: Ask, *, requester: str, quota: Quota) -> Checked | Proposed:
@@ -152,13 +152,12 @@ def check(deps: Deps, ask: Ask, *, requester: str, quota: Quota) -> Checked | Pr
     existing = admit(recent, built, quota, now=deps.clock.now())
     if existing is not None:
         return Proposed(existing, repeated=True)
-    notes = (said(requester, ask.intent),) if ask.intent else ()
     return Checked(
         action=cls.name,
         ref=built.ref(),
         params=comparable(built.model_dump(mode="json", exclude={"kind", "target", "namespace"})),
         requester=requester,
-        notes=notes,
+        agent_intent=_quoted(ask.intent),
     )
 
 
@@ -173,7 +172,7 @@ def propose_checked(deps: Deps, checked: Checked, *, incident_id: str | None) ->
         params=checked.params,
         requester=checked.requester,
         incident_id=incident_id,
-        notes=checked.notes,
+        agent_intent=checked.agent_intent,
     )
 
 

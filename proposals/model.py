@@ -265,6 +265,9 @@ class Proposal(_Model):
     undone_by: str | None = None
     # What a person should know before approving (e.g. a GitOps controller will revert it).
     warnings: list[str] = Field(default_factory=list)
+    # What an outside agent (an MCP client) said the change is for, as it said it: untrusted
+    # text, never one of our warnings, shown by each surface as quoted data.
+    agent_intent: str = ""
     error: dict[str, Any] | None = None
     reason: str = ""  # why it ended as it did (rejection reason, failure, expiry)
     # A keyed digest of everything above, set by the repository on every save; the audit row

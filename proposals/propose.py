@@ -34,12 +34,12 @@ def propose(
     supersedes: Proposal | None = None,
     fixes: str = "",
     cluster: str = "",
-    notes: tuple[str, ...] = (),
+    agent_intent: str = "",
 ) -> Proposal:
     """Plan a catalog action, server-dry-run it, assess its risk, decide it by policy and
     store it. ``fixes``: the diagnosed cause whose very object this write changes (an
-    incident's step), so that an undo of it says it puts that cause back. ``notes``: lines
-    the card shows beside the warnings (an MCP client's own intent, already quoted)."""
+    incident's step), so that an undo of it says it puts that cause back. ``agent_intent``:
+    what an MCP client said the change is for (untrusted; surfaces quote it)."""
     if action == UNDO:
         raise errors.Invalid("undo is proposed with propose_undo")
     deps = deps.on(cluster)  # planned, dry-run and later executed on that cluster only
@@ -115,7 +115,8 @@ def propose(
         incident_id=incident_id,
         dry_run=dry_run,
         supersedes=supersedes,
-        warnings=[*([owner.warning()] if owner else []), *notes],
+        warnings=[owner.warning()] if owner else [],
+        agent_intent=agent_intent,
         risk_reason=assessed.reason,
         fixes=fixes,
     )

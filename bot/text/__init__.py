@@ -43,6 +43,7 @@ SOURCES = {
     "person": "a person's words",
     "alert": "from the alert",
     "memory": "from a past incident",
+    "agent": "an outside agent's words, untrusted",
 }
 
 

@@ -6,7 +6,19 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from bot.text import VERDICTS, approvers, clock, data, duration, esc, inert, named, plain, who
+from bot.text import (
+    VERDICTS,
+    approvers,
+    clock,
+    data,
+    duration,
+    esc,
+    inert,
+    named,
+    plain,
+    quoted,
+    who,
+)
 
 # ---------------------------------------------------------------------- proposal cards
 
@@ -167,6 +179,12 @@ def before_after_pending(again: datetime | None) -> str:
 
 def warning(text: str) -> str:
     return f":warning: {esc(text)}"
+
+
+def agent_intent(requester: str, said: str) -> str:
+    """An outside agent's own words for its change: quoted as data (no formatting, no
+    mention, no link), so they cannot dress up as a policy line or an approval."""
+    return f":speech_balloon: {who(requester)} says it is for: {quoted(said, 'agent')}"
 
 
 def approver_lists(lists: list[list[str]]) -> str:

@@ -67,7 +67,7 @@ async def test_propose_wait_approve_execute_undo(
         stored = await rt.call(rt.service.get, pid)
         assert stored.requester == "mcp:claude"
         # The agent's own words reach the card quoted and marked, never as Stratus's intent.
-        assert any("mcp:claude says (untrusted)" in w for w in stored.warnings)
+        assert stored.agent_intent and not stored.warnings  # its own field, not our warning
         assert "IGNORE" not in stored.intent
         assert replicas(kube, "geo") == before  # nothing written by proposing
         # The client is the requester on the audit row and the event of its proposal.

@@ -63,8 +63,8 @@ async def test_a_proposal_with_no_incident_opens_one_whose_thread_shows_its_card
         assert thread is not None and thread.channel == AGENT_CHANNEL
         assert shown["thread_ts"] == thread.ts
         said = blocks_text(shown)
-        assert "`claude` (MCP client)" in said
-        assert "mcp:claude says (untrusted)" in said and "<!channel>" not in said
+        assert "`claude` (MCP client) says it is for: `" in said
+        assert "an outside agent's words, untrusted" in said and "<!channel>" not in said
 
         waiting = asyncio.create_task(
             mcp.call_tool("wait_for_decision", {"proposal_id": pid, "timeout_seconds": 90})

@@ -91,6 +91,9 @@ async def test_stdio_proposes_slack_approves_http_undoes(
             )
         )
         assert proposed["state"] == "awaiting_approval" and proposed["requester"] == "mcp:claude"
+        # The terminal shows the agent's words as Slack does: quoted, marked, not ours.
+        shown = stratus("proposals", "show", proposed["id"], env=env)
+        assert 'mcp:claude says it is for (untrusted): "absorb the load"' in shown.stdout, shown
         await approve_in_slack(slack, "U0ALICE", proposed["id"])
         decided = body(
             await mcp.call_tool(

@@ -234,3 +234,17 @@ def test_a_clients_proposals_for_the_same_approvers_join_the_oldest_card_with_ro
     assert intake.batch_head(new, [elsewhere], {"p-1": 1}) is None
     stratus_own = new.model_copy(update={"requester": "agent:stratus"})
     assert intake.batch_head(stratus_own, [first], {"p-1": 1}) is None
+
+
+def test_a_proposal_sealed_before_it_had_an_agent_intent_still_matches_its_seal() -> None:
+    """Proposals stored before the field existed read it as "": their seal must still hold,
+    or an upgrade would make every stored proposal look tampered with."""
+    from proposals import seals
+    from store import integrity
+
+    stored = proposal("prop-old", 2, state=ProposalState.AWAITING_APPROVAL)
+    body = stored.model_dump(mode="json", exclude={"seal", "agent_intent"})  # as then
+    before = integrity.digest({"record": "proposal", "body": body})
+    assert seals.seal_of(stored) == before
+    said = stored.model_copy(update={"agent_intent": "scale web"})
+    assert seals.seal_of(said) != before  # once set, the field is sealed like the rest
