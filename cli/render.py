@@ -95,7 +95,8 @@ def plan(proposal: Proposal) -> None:
     for warning in proposal.warnings:
         echo(f"warning: {visible(warning)}")
     if proposal.agent_intent:  # an outside agent's own words: quoted, never obeyed
-        echo(f"{proposal.requester} says it is for (untrusted): \"{visible(proposal.agent_intent)}\"")
+        said = visible(proposal.agent_intent)
+        echo(f'{proposal.requester} says it is for (untrusted): "{said}"')
     echo(visible_lines(proposal.plan.diff.rstrip()) or "(no change)")
 
 
