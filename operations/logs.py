@@ -25,10 +25,10 @@ from typing import Any
 
 from store import logcontext
 from store.errors import Remedy, StratusError
+from store.redaction import REDACTED, redact
 
 ENV = "STRATUS_LOG_FORMAT"
 FORMATS = ("json", "text")
-REDACTED = "[redacted]"
 TEXT_FORMAT = "%(asctime)s %(name)s %(message)s"
 # Variables whose values are secrets. Anything else named like one is covered too.
 SECRET_VARIABLES = (
@@ -41,13 +41,6 @@ SECRET_VARIABLES = (
 )
 _SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|API_KEY|AUDIT_KEY)$")
 MIN_SECRET = 6  # shorter values would redact ordinary words; real tokens are far longer
-TOKEN_SHAPES = re.compile(
-    r"xox[a-z]-[A-Za-z0-9-]+"  # Slack bot, user and refresh tokens
-    r"|xapp-[A-Za-z0-9-]+"  # Slack app-level tokens (Socket Mode)
-    r"|(?i:bearer)\s+[A-Za-z0-9._~+/=-]+"  # any Authorization header
-    r"|eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"  # JWTs (ServiceAccount tokens)
-    r"|sk-[A-Za-z0-9_-]{16,}"  # model API keys
-)
 
 
 class LogSettingError(StratusError, code="log_setting", remedy=Remedy.FIX_CONFIG):
@@ -84,7 +77,7 @@ class Redactor:
         for secret in self.secrets:
             if secret in text:
                 text = text.replace(secret, REDACTED)
-        return TOKEN_SHAPES.sub(REDACTED, text)
+        return redact(text)
 
 
 class RedactingTextFormatter(logging.Formatter):

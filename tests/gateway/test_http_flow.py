@@ -159,3 +159,29 @@ async def test_a_write_the_policy_allows_runs_at_once_with_its_undo_entry(
         "annotations"
     ]
     assert annotations["kubectl.kubernetes.io/restartedAt"] == stored.params["restarted_at"]
+
+
+async def test_credentials_in_cluster_text_are_redacted_for_the_agent(
+    lab: Lab, kube: KubeClient, mcp_url: str
+) -> None:
+    """A password, a JWT and an AWS key that leaked into an event reach the agent redacted (an
+    outside tester read them back verbatim through the read tools)."""
+    jwt = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW0ifQ.c2lnbmF0dXJl"
+    leaked = f"db login with password=geo-s3cret token {jwt} key AKIAIOSFODNN7EXAMPLE"
+    kube.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": "geo.leaky", "namespace": "hotel"},
+            "involvedObject": {"kind": "Deployment", "name": "geo", "namespace": "hotel"},
+            "reason": "DebugDump",
+            "type": "Warning",
+            "message": leaked,
+            "count": 1,
+        }
+    )
+    async with connect(mcp_url, TOKENS["claude"]) as mcp:
+        shown = body(await mcp.call_tool("events", {"namespace": "hotel", "object_name": "geo"}))
+    assert "DebugDump" in shown and "password=[redacted]" in shown, shown
+    for secret in ("geo-s3cret", jwt, "AKIAIOSFODNN7EXAMPLE"):
+        assert secret not in shown, shown
