@@ -15,6 +15,7 @@ RUN python -m venv /opt/stratus
 COPY pyproject.toml README.md ./
 COPY cli/ cli/
 COPY bot/ bot/
+COPY gateway/ gateway/
 COPY operations/ operations/
 COPY incidents/ incidents/
 COPY agents/ agents/
