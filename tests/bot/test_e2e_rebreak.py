@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from bot.runtime import Runtime
 from incidents.model import IncidentState
 from lab.slack.client import AsyncPlaygroundClient
 from proposals.model import ProposalState
@@ -31,16 +32,9 @@ def provider(kube: KubeClient) -> str:
     return str(kube.get(ObjectRef("ConfigMap", "shop-config", "shop"))["data"]["payment-provider"])
 
 
-async def test_a_rejected_restart_keeps_the_fix_and_an_undo_of_it_says_it_rebreaks(
-    lab: Lab, kube: KubeClient, slack: AsyncPlaygroundClient, stratus_bot: BotHandle
-) -> None:
-    rt = stratus_bot.runtime
-    inject(lab, SCENARIO)
-    await slack.command("U0DAVE", "/stratus", "investigate shop")
-    card = await first_card(slack)
-    fix = proposal_id(card)
-    assert "Risk: " in blocks_text(card)
-    assert "changes data.payment-provider of configmap/shop-config" in blocks_text(card)
+async def fix_then_reject_the_restart(rt: Runtime, slack: AsyncPlaygroundClient, fix: str) -> Any:
+    """Approve the fix; reject the restart that follows it (with a reason); the ended
+    incident."""
     await slack.click("U0ALICE", "stratus.approve", value=fix)
 
     async def restart_waiting() -> str | None:
@@ -62,6 +56,20 @@ async def test_a_rejected_restart_keeps_the_fix_and_an_undo_of_it_says_it_rebrea
         return incident if not incident.is_open else None
 
     incident = await wait_for(ended, timeout=60)
+    return incident
+
+
+async def test_a_rejected_restart_keeps_the_fix_and_an_undo_of_it_says_it_rebreaks(
+    lab: Lab, kube: KubeClient, slack: AsyncPlaygroundClient, stratus_bot: BotHandle
+) -> None:
+    rt = stratus_bot.runtime
+    inject(lab, SCENARIO)
+    await slack.command("U0DAVE", "/stratus", "investigate shop")
+    card = await first_card(slack)
+    fix = proposal_id(card)
+    assert "Risk: " in blocks_text(card)
+    assert "changes data.payment-provider of configmap/shop-config" in blocks_text(card)
+    incident = await fix_then_reject_the_restart(rt, slack, fix)
     assert incident.state == IncidentState.RESOLVED, (incident.state, incident.reason)
     assert incident.attempts[0].undo_proposals == []
     assert provider(kube) == "mock"

@@ -14,8 +14,8 @@ from incidents.model import IncidentState
 from lab.slack.client import AsyncPlaygroundClient
 from policies.model import Rule
 from tests.bot.conftest import SRE, BotHandle, blocks_text, inject, wait_for
-from tests.bot.test_e2e import card_with, first_card, proposal_id
-from tests.bot.test_e2e_rebreak import _open_modal, _undo_card, provider
+from tests.bot.test_e2e import first_card, proposal_id
+from tests.bot.test_e2e_rebreak import _undo_card, fix_then_reject_the_restart, provider
 from tests.conftest import Lab
 from tests.proposals.conftest import PolicyBox
 from tools.k8s import KubeClient
@@ -41,26 +41,7 @@ async def test_the_undo_that_rebreaks_offers_no_always_allow_and_reopens_when_ru
     card = await first_card(slack)
     fix = proposal_id(card)
     assert "stratus.always" in blocks_text(card)  # the policy lets people remember answers
-    await slack.click("U0ALICE", "stratus.approve", value=fix)
-
-    async def restart_waiting() -> str | None:
-        for proposal in await rt.call(rt.service.pending):
-            if proposal.id != fix and proposal.action == "rollout-restart":
-                return proposal.id
-        return None
-
-    restart = await wait_for(restart_waiting, timeout=60)
-    await wait_for(lambda: card_with(slack, restart))
-    await slack.click("U0ALICE", "stratus.reject", value=restart)
-    modal = await wait_for(lambda: _open_modal(slack, "U0ALICE"))
-    await slack.submit(modal["id"], {"reason.text": "no restarts at peak hours"})
-    incident_id = (await rt.call(rt.service.get, fix)).incident_id
-
-    async def ended() -> Any:
-        incident = await rt.call(rt.incidents.get, incident_id)
-        return incident if not incident.is_open else None
-
-    incident = await wait_for(ended, timeout=60)
+    incident = await fix_then_reject_the_restart(rt, slack, fix)
     assert incident.state == IncidentState.RESOLVED, (incident.state, incident.reason)
     assert incident.attempts[0].outcome == "fixed", incident.attempts[0]
 
@@ -73,7 +54,7 @@ async def test_the_undo_that_rebreaks_offers_no_always_allow_and_reopens_when_ru
     await slack.click("U0BOB", "stratus.approve", value=undo)
 
     async def reopened() -> Any:
-        now = await rt.call(rt.incidents.get, incident_id)
+        now = await rt.call(rt.incidents.get, incident.id)
         return now if now.fix_undone is not None else None
 
     after = await wait_for(reopened, timeout=60)
