@@ -49,7 +49,9 @@ async def test_a_quorum_rule_needs_two_distinct_approvers(
     await slack.click("U0BOB", "stratus.approve", value=pid)
     await wait_for(lambda: _card_state(slack, pid, "Executed"), timeout=60)
     assert replicas(kube, "recommendation") == 1
-    card = await card_with(slack, pid)
+    # The card is edited as the write is recorded: read it once it is there again (it was
+    # between two edits once in a fresh-clone run).
+    card = await wait_for(lambda: card_with(slack, pid))
     assert card is not None and "U0ALICE" in blocks_text(card) and "U0BOB" in blocks_text(card)
     # The gate calls an Approve on the executed proposal stale, and it changes nothing.
     gate = stratus_bot.bot.gate if stratus_bot.bot else None
