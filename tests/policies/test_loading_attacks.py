@@ -227,28 +227,34 @@ def billion_laughs() -> str:
     return "\n".join(lines) + "\n"
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 def test_the_classic_billion_laughs_fails_fast(tmp_path: Path) -> None:
+    # CPU time of this thread, not the wall clock: "fast" is about the work the loader
+    # does, and a CI machine running four workers on two cores stretches wall time.
     path = write(tmp_path, billion_laughs())
-    started = time.perf_counter()
+    started = time.thread_time()
     problem = the_problem([path], "aliases")
-    assert time.perf_counter() - started < 2
+    assert time.thread_time() - started < 2
     assert f"more than {MAX_ALIAS_EXPANSION:,} nodes" in problem and "alias bomb" in problem
 
 
 GUARDED_LOAD = """
-import resource, sys
+import resource, sys, time
 from pathlib import Path
 resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
 from policies.loader import PolicyError, load
+started = time.process_time()
 try:
     load([Path(sys.argv[1])])
 except PolicyError as error:
     print(error)
+print(f"cpu seconds: {time.process_time() - started:.3f}")
 """
 
 
-@pytest.mark.timeout(10)
+# The wall-clock bounds are generous (a cold interpreter on a loaded CI machine once took
+# over 8 s to start); the child's own CPU time is what says "fast".
+@pytest.mark.timeout(90)
 def test_a_billion_laughs_where_the_schema_looks_fails_fast(tmp_path: Path) -> None:
     """The bomb behind a key the schema reads: before the bound, the error message for
     ``kind`` printed the fully expanded value (gigabytes). A separate process with a memory
@@ -259,20 +265,22 @@ def test_a_billion_laughs_where_the_schema_looks_fails_fast(tmp_path: Path) -> N
         [sys.executable, "-c", GUARDED_LOAD, str(path)],
         capture_output=True,
         text=True,
-        timeout=8,
+        timeout=60,
         check=False,
         cwd=REPO,
     )
     assert loaded.returncode == 0 and "alias bomb" in loaded.stdout, loaded.stderr[-2000:]
+    cpu = float(loaded.stdout.rsplit("cpu seconds: ", 1)[1])
+    assert cpu < 2, loaded.stdout
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 def test_a_recursive_alias_is_refused(tmp_path: Path) -> None:
     path = write(tmp_path, HEADER + "rules: &loop\n  - *loop\n")
     assert "contains itself" in the_problem([path], "alias")
 
 
-@pytest.mark.timeout(10)
+@pytest.mark.timeout(60)
 def test_deep_nesting_is_refused_without_a_traceback(tmp_path: Path) -> None:
     for depth in (60, 5000):
         path = write(tmp_path, HEADER + "rules: " + "[" * depth + "]" * depth + "\n")
