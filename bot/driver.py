@@ -48,7 +48,9 @@ class Driver:
         """An answer was stored (or a proposal made): carry on as the continuation decides —
         the incident moves on, or a standalone approved proposal runs."""
         step = await self.rt.call(continuation.next_after, proposal, self.rt.incidents)
-        if step == continuation.Next.ADVANCE and proposal.incident_id:
+        if step in (continuation.Next.ADVANCE, continuation.Next.QUEUED) and proposal.incident_id:
+            # Queued: an agent's change waits for its turn as the incident's next attempt;
+            # the advance starts it when nothing else is in flight there.
             await self.advance(proposal.incident_id, answered=True)
         elif step == continuation.Next.EXECUTE:
             await self.execute(proposal.id, actor=actor)

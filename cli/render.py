@@ -70,6 +70,15 @@ def waiting_hint(proposal_id: str, *, in_slack_too: bool) -> str:
     )
 
 
+def waits_its_turn(proposal: Proposal) -> str:
+    """An agent's approved change queued in an incident under way (docs/mcp.md)."""
+    return (
+        f"{visible(proposal.id)} approved; incident {visible(proposal.incident_id or '')} "
+        "verifies one change at a time: it runs as the incident's next attempt, carried out by "
+        "`stratus serve`, once the change before it has its verdict"
+    )
+
+
 def in_slack(served: bool) -> str:
     """Where else a waiting proposal is answered, when a bot serves this database."""
     return (

@@ -107,9 +107,10 @@ def approve_and_execute(
     try:
         # A terminal runs no incident workflow: it executes the approved write itself, and
         # the incident's next advance finds that step executed.
+        incidents = IncidentRepository(s.service.store)
         done = continuation.carry_on(
             proposal,
-            incidents=IncidentRepository(s.service.store),
+            incidents=incidents,
             # The service's own method, bound to the person: no call back into the surface.
             execute=functools.partial(s.service.execute, actor=s.actor),
         )
@@ -122,6 +123,11 @@ def approve_and_execute(
             )
             render.echo(render.visible_lines(superseded.new.plan.diff.rstrip()), err=True)
         raise
+    if isinstance(done, Proposal) and continuation.next_after(done, incidents) == (
+        continuation.Next.QUEUED
+    ):
+        render.echo(render.waits_its_turn(done))
+        return None
     if done is None:
         render.echo(
             f"{len(proposal.approvals())} of {proposal.decision.min_approvals} approvals; "

@@ -270,7 +270,7 @@ def build(gateway: Gateway) -> MCPServer:
                 break
             await anyio.sleep(POLL_SECONDS)
             gateway.client(ctx)  # a token revoked while waiting ends the wait
-        body = render.proposal(found, verification=checked)
+        body = await _rendered(gateway, found)
         if found.state in (ProposalState.EXECUTED, ProposalState.UNDONE):
             body["health_after"] = await _health(gateway, found)
         if not decided:
@@ -372,7 +372,17 @@ def _verification(service: ProposalService, proposal: Proposal) -> continuation.
 
 async def _rendered(gateway: Gateway, found: Proposal, *, repeated: bool = False) -> dict[str, Any]:
     checked = await _run(_verification, gateway.service, found)
-    return render.proposal(found, repeated=repeated, verification=checked)
+    body = render.proposal(found, repeated=repeated, verification=checked)
+    if await _run(_waits_its_turn, gateway.service, found):
+        body["waits_its_turn"] = text.WAITS_ITS_TURN.format(incident=found.incident_id)
+    return body
+
+
+def _waits_its_turn(service: ProposalService, proposal: Proposal) -> bool:
+    if not proposal.incident_id:
+        return False
+    incident = IncidentRepository(service.store).get(proposal.incident_id)
+    return continuation.waits_its_turn(proposal, incident)
 
 
 async def _health(gateway: Gateway, proposal: Proposal) -> str:

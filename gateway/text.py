@@ -44,10 +44,18 @@ TOOLS = {
     "e.g. Deployment/web. It is planned, dry-run on the server and decided by policy; a "
     "human approves it in Slack where the policy asks. Returns the proposal id, the decision, "
     "the diff, the risk and who must approve. Nothing is written by this call itself unless "
-    "the policy allows it without a human.",
+    "the policy allows it without a human. In a namespace whose incident is under way it "
+    "joins that incident and waits its turn (waits_its_turn): one change is verified at a "
+    "time.",
     "request_undo": "Propose undoing a write one of your proposals made (its undo_id). The "
     "undo is decided and approved like any other write.",
 }
+
+WAITS_ITS_TURN = (
+    "incident {incident} verifies one change at a time: this one runs as its next attempt "
+    "(verified, and undone when it makes things worse) once the change before it has its "
+    "verdict; wait_for_decision follows it"
+)
 
 _REMEDIES = {
     Remedy.FIX_INPUT: "fix the call and try again",

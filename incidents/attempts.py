@@ -22,7 +22,14 @@ from agents.health import HealthScore
 from agents.model import Candidate, Step
 from agents.verify import Pause, look, wait_until_settled
 from incidents import continuation, plans
-from incidents.model import Attempt, Incident, IncidentState, new_transaction_id, stop_word
+from incidents.model import (
+    TERMINAL,
+    Attempt,
+    Incident,
+    IncidentState,
+    new_transaction_id,
+    stop_word,
+)
 from incidents.repository import (
     IncidentError,
     IncidentEventType,
@@ -115,6 +122,8 @@ def move(
     # (their moves are transactions too) lands wholly before it — and is seen here — or
     # after, on a withdrawn proposal, and is refused.
     with d.service.store.immediate():
+        if to in TERMINAL and to != St.CANCELLED:  # a cancel withdraws every open one
+            withdraw_queued(d, incident, to=to)
         if to == St.CANCELLED:
             by = incident.cancel_requested or AGENT
             withdraw_open(
@@ -177,11 +186,24 @@ def begin_attempt(d: Deps, incident: Incident, candidate: Candidate) -> Incident
     return next_step(d, incident)
 
 
-def adopt(d: Deps, incident: Incident, candidate: Candidate, proposal: Proposal) -> Incident:
-    """An outside agent's proposal (docs/mcp.md) as the incident's attempt: one step, already
-    proposed by the agent, with the health taken now, before anything is written — so that
+def adopt(d: Deps, incident: Incident, proposal: Proposal) -> Incident:
+    """An outside agent's proposal (docs/mcp.md) as the incident's next attempt: one step,
+    already proposed by the agent, with the health taken now, before it is written — so that
     once executed it is verified, kept or undone (TNR) exactly like an attempt of Stratus's
-    own. ``incident``: one the agent's proposal just opened (planning, no attempt yet)."""
+    own. ``incident``: planning, with no attempt in flight (one the proposal just opened, or
+    one whose last attempt has its verdict: ``continuation.queued_turn``)."""
+    candidate = Candidate(
+        steps=[
+            Step(
+                action=proposal.action,
+                kind=proposal.target.kind,
+                name=proposal.target.name,
+                params=proposal.params,
+            )
+        ],
+        intent=proposal.intent,
+        why=f"proposed by {proposal.requester}",
+    )
     before = health(d, incident).to_dict()
     attempt = Attempt(
         number=len(incident.attempts) + 1,
@@ -201,6 +223,27 @@ def adopt(d: Deps, incident: Incident, candidate: Candidate, proposal: Proposal)
     )
     _note_attempt(d, incident, attempt)
     return _after_proposal(d, incident, proposal)
+
+
+def withdraw_queued(d: Deps, incident: Incident, *, to: IncidentState) -> None:
+    """An incident that ends leaves no agent's change waiting for a turn that will not come:
+    each is withdrawn, saying why, before the incident is stored as ended (else an approval
+    would find it in a closed incident and nothing would verify it)."""
+    held = continuation.held_by_attempts(incident)
+    for proposal in d.service.by_incident(incident.id):
+        if (
+            continuation.queued_for_turn(proposal)
+            and proposal.id not in held
+            and proposal.state in (P.AWAITING_APPROVAL, P.APPROVED)
+        ):
+            with contextlib.suppress(StratusError):  # it moved on; judged by what it is
+                d.service.withdraw(
+                    proposal.id,
+                    incident_id=incident.id,
+                    actor=AGENT,
+                    reason=f"incident {incident.id} ended ({to.value}) before its turn as an "
+                    "attempt; propose it again if it is still needed",
+                )
 
 
 def _note_attempt(d: Deps, incident: Incident, attempt: Attempt) -> None:

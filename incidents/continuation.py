@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from agents.health import Verdict
 from incidents.model import AGENT_SOURCE, Attempt, Incident, IncidentState
 from incidents.repository import IncidentRepository
+from policies import clients
 from proposals.model import Proposal, ProposalState
 from store.errors import NotFound
 from tools.schemas import FieldInvalid
@@ -43,6 +44,10 @@ class Next(enum.StrEnum):
 
     ADVANCE = "advance"  # a step or undo of the incident's open attempt: its workflow moves on
     EXECUTE = "execute"  # approved and of no running attempt: executed on its own
+    # An MCP client's proposal in an open incident, of no attempt yet: it is the incident's
+    # next attempt, run when the current one has its verdict (``queued_turn``); its workflow
+    # is advanced, and nothing executes it on its own.
+    QUEUED = "queued"
     WAIT = "wait"  # more approvals are needed
     NOTHING = "nothing"  # refused, withdrawn or run already: nothing carries on
 
@@ -219,18 +224,65 @@ def in_open_attempt(incident: Incident | None, proposal_id: str) -> bool:
     return attempt is not None and proposal_id in (*attempt.proposals, *attempt.undo_proposals)
 
 
-def after_answer(proposal_id: str, state: ProposalState, incident: Incident | None) -> Next:
-    """What follows an answer to the proposal (``incident``: the one it belongs to, if any):
-    nothing while more approvals are needed; then the running attempt owns its proposals,
-    whatever became of them (a refusal moves it on too); anything else runs on its own once
-    approved."""
+def after_answer(
+    proposal_id: str, state: ProposalState, incident: Incident | None, *, agents: bool = False
+) -> Next:
+    """What follows an answer to the proposal (``incident``: the one it belongs to, if any;
+    ``agents``: an MCP client's change, ``queued_for_turn``): nothing while more approvals are
+    needed; then the running attempt owns its proposals, whatever became of them (a refusal
+    moves it on too); an agent's change in an open incident waits for its turn as an attempt;
+    anything else runs on its own once approved."""
     if state == P.AWAITING_APPROVAL:
         return Next.WAIT
     if in_open_attempt(incident, proposal_id):
         return Next.ADVANCE
+    if state == P.APPROVED and agents and incident is not None and incident.is_open:
+        return Next.QUEUED
     if state == P.APPROVED:
         return Next.EXECUTE
     return Next.NOTHING
+
+
+def queued_for_turn(proposal: Proposal) -> bool:
+    """Whether the proposal is an MCP client's change (not an undo it asked for): in an open
+    incident such a change is only ever carried out as one of its attempts — verified, and
+    undone when it made things worse — never on its own (docs/mcp.md)."""
+    return proposal.requester.startswith(clients.PREFIX) and proposal.undo_entry is None
+
+
+def held_by_attempts(incident: Incident) -> frozenset[str]:
+    return frozenset(
+        pid for a in incident.attempts for pid in (*a.proposals, *a.undo_proposals) if pid
+    )
+
+
+def waits_its_turn(proposal: Proposal, incident: Incident | None) -> bool:
+    """Whether the proposal is an agent's change queued in an open incident: open, and no
+    attempt holds it yet (``queued_turn`` says which of them is next)."""
+    return (
+        incident is not None
+        and incident.is_open
+        and queued_for_turn(proposal)
+        and proposal.state in (P.AWAITING_APPROVAL, P.APPROVED)
+        and proposal.id not in held_by_attempts(incident)
+    )
+
+
+def queued_turn(incident: Incident, proposals: Sequence[Proposal]) -> Proposal | None:
+    """The MCP client's proposal that is the incident's next attempt: of the changes that no
+    attempt holds yet and that are still open, the oldest approved, else the oldest waiting.
+    An incident verifies one change at a time: two writes judged by one before/after would
+    each get the other's verdict, and TNR could undo the wrong one."""
+    held = held_by_attempts(incident)
+    waiting = [
+        p
+        for p in proposals
+        if queued_for_turn(p) and p.id not in held and p.state in (P.AWAITING_APPROVAL, P.APPROVED)
+    ]
+    # People's answers first: an approved change does not wait behind one nobody answered.
+    return (
+        min(waiting, key=lambda p: (p.state != P.APPROVED, p.created_at, p.id)) if waiting else None
+    )
 
 
 # How long an answered proposal, or an incident executing, may stand still before the leader
@@ -279,7 +331,8 @@ def parked_standalone(
     card, a terminal's request) has been left unexecuted for ``grace`` seconds."""
     return (
         proposal.state == P.APPROVED
-        and after_answer(proposal.id, proposal.state, incident) == Next.EXECUTE
+        and after_answer(proposal.id, proposal.state, incident, agents=queued_for_turn(proposal))
+        == Next.EXECUTE
         and now - proposal.updated_at >= timedelta(seconds=grace)
     )
 
@@ -298,8 +351,8 @@ def incident_to_join(
 ) -> str | None:
     """The incident an outside agent's proposal joins, so its card is posted in that
     incident's thread: the one it named (open, in the same namespace), else the namespace's
-    open incident, else none (the proposal stands alone). It joins no attempt: once approved it
-    is executed on its own (``after_answer``)."""
+    open incident, else none (a new incident is opened for it). Joined, it waits for its turn
+    as the incident's next attempt (``queued_turn``)."""
     if asked:
         try:
             incident = incidents.get(asked)
@@ -315,7 +368,7 @@ def incident_to_join(
 def next_after(proposal: Proposal, incidents: IncidentRepository) -> Next:
     """``after_answer`` for a stored proposal, its incident read from the store."""
     incident = incidents.get(proposal.incident_id) if proposal.incident_id else None
-    return after_answer(proposal.id, proposal.state, incident)
+    return after_answer(proposal.id, proposal.state, incident, agents=queued_for_turn(proposal))
 
 
 def parked_work(
@@ -355,11 +408,14 @@ def carry_on(
     """An answer to ``proposal`` was stored: carry on. A step of a running attempt is left to
     its incident's workflow (``advance``); a process that runs no workflow (a terminal) passes
     none and executes the approved step itself — the workflow's next advance finds it executed.
-    A standalone approved proposal is executed. None: nothing carries on yet (more approvals
-    are needed)."""
+    A standalone approved proposal is executed; an agent's change queued in an open incident
+    is left to that incident's workflow (returned as it is). None: nothing carries on yet
+    (more approvals are needed)."""
     step = next_after(proposal, incidents)
-    if step == Next.ADVANCE and advance is not None and proposal.incident_id:
+    if step in (Next.ADVANCE, Next.QUEUED) and advance is not None and proposal.incident_id:
         return advance(proposal.incident_id)
+    if step == Next.QUEUED:
+        return proposal  # its incident's workflow runs it at its turn, never a terminal
     if step == Next.WAIT:
         return None
     # Executing what is refused or already run is refused by the service with the reason.

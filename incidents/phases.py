@@ -100,6 +100,11 @@ def diagnose(d: Deps, planners: Planners, incident: Incident) -> Incident:
 
 
 def plan(d: Deps, planners: Planners, incident: Incident) -> Incident | None:
+    # An MCP client's change waiting in the incident goes first: people were asked about it
+    # already, and it is verified as an attempt of its own (docs/mcp.md).
+    queued = continuation.queued_turn(incident, d.service.by_incident(incident.id))
+    if queued is not None:
+        return attempts.adopt(d, incident, queued)
     if not continuation.plans_own_fixes(incident):
         last = incident.current
         judged = f" (attempt {last.number}: {last.result or last.verdict})" if last else ""
@@ -302,6 +307,17 @@ def verify(d: Deps, incident: Incident) -> Incident:
         recorded[-1] = recorded[-1].model_copy(
             update={"outcome": "fixed", "finished_at": d.clock.now()}
         )
+        queued = continuation.queued_turn(incident, d.service.by_incident(incident.id))
+        if queued is not None:
+            return attempts.move(
+                d,
+                incident,
+                St.PLANNING,
+                message=f"attempt {attempt.number} left the namespace healthy; "
+                f"{queued.requester}'s {queued.id} ({queued.intent}) has its turn next",
+                attempts=recorded,
+                health_now=after,
+            )
         return attempts.move(
             d,
             incident,

@@ -17,6 +17,7 @@ an incident at a time (a lease); at most one incident per namespace is open.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import time
 import unicodedata
@@ -24,7 +25,6 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from functools import partial
 
-from agents.model import Candidate, Step
 from agents.planner import Planner
 from agents.verify import Pause
 from incidents import attempts, continuation, phases, reopening
@@ -45,7 +45,7 @@ from incidents.repository import (
 from incidents.settings import WorkflowConfig
 from policies import authority
 from policies.approvals import ApprovalRequest
-from proposals.intake import Ask, Proposed, Quota, said
+from proposals.intake import Ask, Checked, Proposed, Quota, said
 from proposals.model import ProposalState
 from proposals.service import ProposalService
 from store import logcontext
@@ -186,8 +186,7 @@ class IncidentWorkflow:
         if isinstance(checked, Proposed):
             return checked  # a repeat: that proposal, wherever it is
         if joined is not None:
-            made = self.service.propose_checked(checked, incident_id=joined)
-            return Proposed(made, repeated=False)
+            return self._join(checked, joined)
         now = self.clock.now()
         incident = Incident(
             id=new_incident_id(),
@@ -204,8 +203,7 @@ class IncidentWorkflow:
         )
         existing = self.incidents.insert(incident)
         if existing is not None:  # opened meanwhile: join it
-            made = self.service.propose_checked(checked, incident_id=existing.id)
-            return Proposed(made, repeated=False)
+            return self._join(checked, existing.id)
         try:
             proposal = self.service.propose_checked(checked, incident_id=incident.id)
         except StratusError as error:
@@ -228,20 +226,43 @@ class IncidentWorkflow:
                 reason="proposal denied",
             )
             return Proposed(proposal, repeated=False)
-        candidate = Candidate(
-            steps=[
-                Step(
-                    action=proposal.action,
-                    kind=proposal.target.kind,
-                    name=proposal.target.name,
-                    params=proposal.params,
-                )
-            ],
-            intent=proposal.intent,
-            why=f"proposed by {requester}",
-        )
-        attempts.adopt(self.deps, incident, candidate, proposal)
+        attempts.adopt(self.deps, incident, proposal)
         return Proposed(self.service.get(proposal.id), repeated=False)
+
+    def _join(self, checked: Checked, incident_id: str) -> Proposed:
+        """The agent's change in an incident already under way: proposed there (its card in
+        that thread), it waits for its turn as the incident's next attempt — an incident
+        verifies one change at a time (``continuation.queued_turn``)."""
+        made = self.service.propose_checked(checked, incident_id=incident_id)
+        incident = self.incidents.get(incident_id)
+        if not incident.is_open:
+            # It ended while the change was proposed: nothing would give it a turn.
+            with contextlib.suppress(StratusError):
+                self.service.withdraw(
+                    made.id,
+                    incident_id=incident_id,
+                    actor=AGENT,
+                    reason=f"incident {incident_id} ended while this was proposed",
+                )
+            raise IncidentClosed(
+                f"incident {incident_id} ended while this was proposed; propose it again",
+                subject=incident_id,
+            )
+        if made.state in (ProposalState.AWAITING_APPROVAL, ProposalState.APPROVED):
+            current = incident.current
+            ahead = (
+                f"attempt {current.number} ({current.candidate.intent})"
+                if current is not None and not current.finished_at
+                else "Stratus's look at the namespace"
+            )
+            self.incidents.note(
+                incident,
+                IncidentEventType.NOTE,
+                actor=AGENT,
+                message=f"{made.id} from {checked.requester} waits its turn: it runs as the "
+                f"next attempt once {ahead} has its verdict (one change is verified at a time)",
+            )
+        return Proposed(made, repeated=False)
 
     def recent_escalation(self, namespace: str, *, cluster: str = "") -> Incident | None:
         """The namespace's latest incident when it escalated within ``reopen_seconds`` and

@@ -12,7 +12,7 @@ from lab.slack.client import AsyncPlaygroundClient
 from tests.bot.conftest import BotHandle, blocks_text, inject, wait_for
 from tests.bot.test_e2e import SCENARIO, card_with, first_card, messages, replicas
 from tests.conftest import Lab
-from tests.gateway.conftest import TOKENS, body, connect
+from tests.gateway.conftest import TOKENS, Clients, body, connect
 from tools.k8s import KubeClient
 
 pytestmark = pytest.mark.asyncio
@@ -34,8 +34,15 @@ async def cards_of(slack: AsyncPlaygroundClient, pid: str) -> list[dict[str, Any
 
 
 async def test_one_clients_proposals_share_one_card(
-    lab: Lab, kube: KubeClient, slack: AsyncPlaygroundClient, stratus_bot: BotHandle, mcp_url: str
+    lab: Lab,
+    kube: KubeClient,
+    slack: AsyncPlaygroundClient,
+    stratus_bot: BotHandle,
+    mcp_url: str,
+    clients: Clients,
 ) -> None:
+    # An approved change waiting its turn is still open: room for the four asked below.
+    clients.default(proposals_per_minute=10, open_proposals=5)
     inject(lab, SCENARIO)
     await slack.command("U0DAVE", "/stratus", "investigate hotel")
     await first_card(slack)
@@ -60,12 +67,10 @@ async def test_one_clients_proposals_share_one_card(
         assert [m["ts"] for m in await cards_of(slack, frontend)] == [alone["ts"]]
         # Each keeps its own buttons: approving one answers that one only.
         await slack.click("U0ALICE", "stratus.approve", value=frontend)
-        done = body(
-            await mcp.call_tool(
-                "wait_for_decision", {"proposal_id": frontend, "timeout_seconds": 90}
-            )
-        )
-        assert done["state"] == "executed" and replicas(kube, "frontend") == 2
+        # … and it waits its turn behind Stratus's own attempt (one change at a time).
+        done = body(await mcp.call_tool("get_proposal", {"proposal_id": frontend}))
+        assert done["state"] == "approved" and "waits_its_turn" in done, done
+        assert replicas(kube, "frontend") == 1
         assert body(await mcp.call_tool("get_proposal", {"proposal_id": geo}))["state"] == (
             "awaiting_approval"
         )

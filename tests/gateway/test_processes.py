@@ -15,9 +15,12 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from cli.demo_commands import DEMO_POLICY
 from lab.slack.client import AsyncPlaygroundClient
 from lab.slack.server import PlaygroundServer
+from tests.bot.conftest import inject
 from tests.bot.serve_process import ServeProcess, serve_env
+from tests.bot.test_e2e import SCENARIO, first_card
 from tests.conftest import REPO, Lab, stratus
 from tests.gateway.conftest import TOKENS, Clients, approve_in_slack, body, connect, error
 from tools.k8s import KubeClient
@@ -130,3 +133,47 @@ def test_stratus_mcp_needs_a_client_s_token(env: dict[str, str], clients: Client
     unset = {k: v for k, v in env.items() if k != "STRATUS_MCP_CLIENTS"}
     done = stratus("mcp", env={**unset, "STRATUS_MCP_TOKEN": TOKENS["claude"]})
     assert done.returncode != 0 and "STRATUS_MCP_CLIENTS is not set" in done.stderr
+
+
+@pytest.mark.asyncio
+async def test_a_terminal_approving_a_queued_change_does_not_run_it_out_of_turn(
+    lab: Lab, playground: PlaygroundServer, served: tuple[ServeProcess, dict[str, str]]
+) -> None:
+    """An agent's change joined to an incident under way, approved at a terminal: the
+    terminal runs no workflow, so it must not execute the change itself (that would land
+    inside the attempt in flight); it says it waits its turn, and nothing is written."""
+    bot, env = served
+    slack = AsyncPlaygroundClient(playground.url)
+    await slack.configure(request_url=bot.running())
+    inject(lab, SCENARIO)
+    await slack.command("U0DAVE", "/stratus", "investigate hotel")
+    await first_card(slack)  # Stratus's own attempt waits for a person
+    before = geo(lab)
+    # A terminal user the policy names as an approver (the floor too), as a team has.
+    policy = Path(env["STRATUS_POLICY_DIR"]) / "demo.yaml"
+    policy.write_text(
+        DEMO_POLICY.replace('approvers: ["S0SRE"]', 'approvers: ["S0SRE", "cli:tester"]')
+    )
+    async with over_stdio(env, TOKENS["claude"]) as mcp:
+        made = body(
+            await mcp.call_tool(
+                "propose_action",
+                {
+                    "action": "scale",
+                    "target": "Deployment/geo",
+                    "namespace": "hotel",
+                    "params": {"replicas": before + 1},
+                    "intent": "more geo",
+                },
+            )
+        )
+        assert "waits_its_turn" in made, made
+        approved = stratus(
+            "proposals", "approve", made["id"], env={**env, "STRATUS_ACTOR": "tester"}
+        )
+        assert approved.returncode == 0, approved.stderr
+        assert "verifies one change at a time" in approved.stdout, approved.stdout
+        seen = body(await mcp.call_tool("get_proposal", {"proposal_id": made["id"]}))
+        assert seen["state"] == "approved" and "waits_its_turn" in seen, seen
+    assert geo(lab) == before
+    assert "Traceback" not in bot.output

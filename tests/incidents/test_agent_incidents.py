@@ -5,11 +5,14 @@ the incident ended does not re-open it. No store, no cluster, no socket."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from incidents import continuation, reopening
+from incidents.continuation import Next
 from incidents.model import AGENT_SOURCE, Attempt, Incident, IncidentState
 from incidents.reopening import Undone
 from proposals.model import ProposalState
-from tests.incidents.test_continuation import NOW, attempt, incident
+from tests.incidents.test_continuation import NOW, Surface, attempt, incident, proposal, stored
 
 P = ProposalState
 St = IncidentState
@@ -69,3 +72,54 @@ def test_a_refused_undo_of_tnr_is_reported_as_refused() -> None:
     )
     found = continuation.verification_of(agents(St.ESCALATED, worse), "p1", {"u1": P.REJECTED})
     assert found is not None and found.done and found.undo_refused and not found.undone
+
+
+# ------------------------------------------- one change under verification per incident
+
+
+def test_an_agents_change_in_an_incident_under_way_waits_for_its_turn() -> None:
+    """Joined to an incident whose attempt is in flight, an agent's approved change is not
+    executed on its own (it would land inside another attempt's before/after): it is queued,
+    and the incident's workflow is advanced."""
+    running = incident(St.AWAITING_APPROVAL, attempt(("p1",)))
+    after = continuation.after_answer("a1", P.APPROVED, running, agents=True)
+    assert after == Next.QUEUED
+    # Stratus's own standalone writes (an undo asked for from a card, a terminal's) still run.
+    assert continuation.after_answer("u9", P.APPROVED, running) == Next.EXECUTE
+    # Once it is the incident's attempt, it is advanced like any step.
+    adopted = incident(St.AWAITING_APPROVAL, attempt(("p1",)), attempt(("a1",)))
+    assert continuation.after_answer("a1", P.APPROVED, adopted, agents=True) == Next.ADVANCE
+    # In a closed incident nothing queues it (it was withdrawn when the incident ended).
+    closed = incident(St.RESOLVED, attempt(("p1",)))
+    assert continuation.after_answer("a1", P.APPROVED, closed, agents=True) == Next.EXECUTE
+
+
+def test_the_oldest_open_change_of_an_agent_that_no_attempt_holds_is_next() -> None:
+    current = incident(St.PLANNING, attempt(("p1",), ("u1",)))
+    found = [
+        proposal("p1", P.EXECUTED, "inc-1", requester="mcp:claude", age=50),  # attempt 1's
+        proposal("u1", P.EXECUTED, "inc-1", requester="mcp:claude", age=40),  # its undo
+        proposal("a0", P.REJECTED, "inc-1", requester="mcp:claude", age=30),  # answered no
+        proposal("s1", P.APPROVED, "inc-1", requester="slack:U0ALICE", age=25),  # a person's
+        proposal("a3", P.APPROVED, "inc-1", requester="mcp:cursor", age=10),
+        proposal("a2", P.AWAITING_APPROVAL, "inc-1", requester="mcp:claude", age=20),
+        proposal("au", P.APPROVED, "inc-1", requester="mcp:claude", age=60, undo_entry="e1"),
+    ]
+    queued = continuation.queued_turn(current, found)
+    assert queued is not None and queued.id == "a3"  # approved first, whoever's it is
+    waiting = [p for p in found if p.id != "a3"]
+    assert continuation.queued_turn(current, waiting).id == "a2"  # type: ignore[union-attr]
+    assert continuation.queued_turn(current, found[:4]) is None
+    assert not continuation.queued_for_turn(found[-1])  # an undo an agent asked for runs alone
+
+
+def test_carry_on_leaves_a_queued_change_to_its_incident(tmp_path: Path) -> None:
+    """A terminal (no workflow) never executes an agent's queued change itself; the bot
+    advances the incident instead."""
+    repo = stored(tmp_path)  # inc-1, awaiting the answer to its attempt's p1
+    terminal, bot = Surface(), Surface()
+    queued = proposal("a1", P.APPROVED, "inc-1", requester="mcp:claude")
+    assert continuation.carry_on(queued, incidents=repo, execute=terminal.execute) is queued
+    assert terminal.calls == []
+    continuation.carry_on(queued, incidents=repo, execute=bot.execute, advance=bot.advance)
+    assert bot.calls == [("advance", "inc-1")]

@@ -3,7 +3,7 @@ no store, no cluster, no socket."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -140,9 +140,24 @@ def stored(tmp_path: Path) -> IncidentRepository:
     return incidents
 
 
-def proposal(proposal_id: str, state: ProposalState, incident_id: str | None) -> Proposal:
-    # Only what the continuation reads: its id, state and incident.
-    return Proposal.model_construct(id=proposal_id, state=state, incident_id=incident_id)
+def proposal(
+    proposal_id: str,
+    state: ProposalState,
+    incident_id: str | None,
+    *,
+    requester: str = "cli:alice",
+    age: float = 0,
+    undo_entry: str | None = None,
+) -> Proposal:
+    # Only what the continuation reads: its id, state, incident, requester and age.
+    return Proposal.model_construct(
+        id=proposal_id,
+        state=state,
+        incident_id=incident_id,
+        requester=requester,
+        undo_entry=undo_entry,
+        created_at=NOW - timedelta(seconds=age),
+    )
 
 
 class Surface:
