@@ -14,7 +14,7 @@ from proposals.errors import NotExecutable, ProposalError, ProposalTampered
 from proposals.killswitch import KillSwitch
 from proposals.model import Proposal, ProposalState
 from store.locks import holder_alive
-from tools.executor import Resolution
+from tools.lost_writes import Resolution
 from tools.objects import ObjectRef
 from undo.inverse import is_reversible
 

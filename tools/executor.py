@@ -37,20 +37,20 @@ import socket
 import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from store.audit import AuditLog
-from store.clock import parse_stamp
 from store.db import Store, StoreError
 from store.locks import LeaseLocks, holder_alive, holder_name
 from store.records import ABORTED, FAILED, PENDING, Execution, ExecutionLog
-from tools import crashpoints, errors, fences, secrets
+from tools import crashpoints, errors, secrets
 from tools.actions import Action, WritePlan
 from tools.identity import KubeIdentity
 from tools.k8s import KubeClient
-from tools.landing import moved_past, planned_rv, was_applied
-from tools.objects import FENCE_ANNOTATION, ObjectRef, same_object
+from tools.landing import was_applied
+from tools.lost_writes import Judged, LostWrites, Resolution
+from tools.objects import ObjectRef, same_object
 from tools.scope import WriteScope
 
 log = logging.getLogger("stratus.executor")
@@ -147,34 +147,6 @@ class AppliedWrite:
             )
 
 
-@dataclass(frozen=True)
-class Resolution:
-    """What recovery decided about one interrupted execution."""
-
-    execution: Execution
-    verdict: str  # applied, possibly applied, not applied, cannot tell yet
-    why: str = ""  # for "not applied" and "cannot tell yet": what the object showed
-
-    @property
-    def settled(self) -> bool:
-        return not self.verdict.startswith("cannot tell yet")
-
-    def __str__(self) -> str:
-        why = f" ({self.why})" if self.why else ""
-        return f"{self.execution.id} ({self.execution.intent}): {self.verdict}{why}"
-
-
-@dataclass(frozen=True)
-class Judged:
-    """What the object says about an interrupted write, before it is recorded: ``applied`` is
-    'yes', 'unsure' (possibly applied) or '' (not applied, for the reason ``why``)."""
-
-    execution: Execution
-    current: dict[str, Any] | None
-    applied: str
-    why: str = ""
-
-
 class Executor:
     def __init__(
         self,
@@ -206,6 +178,9 @@ class Executor:
         self.lock_wait = lock_wait
         # How long a write whose answer was lost may still land: twice the read timeout.
         self.settle_after = settle_after if settle_after is not None else 2 * kube.timeout[1]
+        self.lost = LostWrites(
+            kube, store, scope=self.scope, audit=self.audit, settle_after=self.settle_after
+        )
 
     # ------------------------------------------------------------ actions
 
@@ -444,37 +419,11 @@ class Executor:
     def judge(
         self, execution: Execution, *, actor: str = "stratus-reconciler", creates_held: str = ""
     ) -> Judged | Resolution:
-        """Did an interrupted write land? Read the object and judge; past the grace period,
-        fence it and judge again. A ``Resolution`` "cannot tell yet" when the object does not
-        say; ``creates_held`` says why a held create must not be completed by its fence now
-        (Stratus is paused)."""
-        ref = ObjectRef(execution.kind, execution.name, execution.namespace)
-        for _ in range(fences.ROUNDS):
-            try:
-                current = self.kube.find(ref)
-            except errors.ToolError as error:
-                return Resolution(execution, "cannot tell yet", why=error.message)
-            # A record never stamped as sent was never sent: whatever the object shows now is
-            # someone else's doing.
-            applied = execution.sent_at and was_applied(
-                execution.operation, current, execution.before_image, execution.planned_after
-            )
-            why = ""
-            if not applied:
-                why, settled = self._not_landed(execution, current)
-                if not settled and self.store.clock.now() < self.settles_by(execution):
-                    return Resolution(execution, "cannot tell yet", why=why)
-                if not settled:
-                    unfenced = self._fence(execution, ref, current, actor, creates_held)
-                    if unfenced:
-                        return Resolution(execution, "cannot tell yet", why=unfenced)
-                    continue  # the fence was answered: the object says what happened now
-            return Judged(execution, current, applied or "", why)
-        return Resolution(
-            execution,
-            "cannot tell yet",
-            why="the object kept changing while recovery fenced the write; tried again later",
-        )
+        """Did an interrupted write land? (``tools.lost_writes.LostWrites.judge``)."""
+        return self.lost.judge(execution, actor=actor, creates_held=creates_held)
+
+    def settles_by(self, execution: Execution) -> datetime:
+        return self.lost.settles_by(execution)
 
     @contextlib.contextmanager
     def settling(
@@ -530,112 +479,6 @@ class Executor:
             yield Resolution(execution, "not applied", why=judged.why), None
         if secrets.is_secret(execution.before_image) and not execution.inverse_of:
             self.forget_secret(execution.id, execution.namespace)  # nothing to undo
-
-    def _not_landed(self, execution: Execution, current: dict[str, Any] | None) -> tuple[str, bool]:
-        """For a write the object does not show: why, and whether that is final. The owner's
-        death proves nothing (the request may be held on its way); the object does."""
-        if execution.sent_at is None:
-            return "its process stopped before sending it", True
-        planned_on = planned_rv(execution)
-        moved = moved_past(execution.operation, current, planned_on)
-        if moved and fences.fenced_by(current) == execution.id:
-            return (
-                f"the object did not show it within {self.settle_after:g} s of sending, and "
-                f"recovery fenced it (resourceVersion {planned_on} → {moved}, "
-                f"annotation {FENCE_ANNOTATION}), so it can never land",
-                True,
-            )
-        if moved:
-            return (
-                f"the object moved on (resourceVersion {planned_on} → {moved}) "
-                "without it, so its precondition can no longer hold",
-                True,
-            )
-        deadline = self.settles_by(execution)
-        if self.store.clock.now() >= deadline:
-            return f"the object did not show it within {self.settle_after:g} s of sending", False
-        return (
-            "the write may still be on its way; settled by "
-            f"{deadline:%Y-%m-%d %H:%M:%S} UTC at the latest",
-            False,
-        )
-
-    def _fence(
-        self,
-        execution: Execution,
-        ref: ObjectRef,
-        current: dict[str, Any] | None,
-        actor: str,
-        creates_held: str = "",
-    ) -> str:
-        """Write the fence of a write whose grace period has passed (``tools.fences``). ''
-        when it was answered — it landed, or met 409 because the object moved — so the object
-        is judged again; otherwise why the write stays unknown: the fence could not be sent,
-        or its own answer was lost (it may be held too; the next recovery reads the object,
-        and fences again under the same precondition if it must)."""
-        cannot = "the object does not show it yet and recovery cannot fence it"
-        if not execution.intact():
-            return f"{cannot}: its record was edited after it was written"
-        if execution.operation == "create" and creates_held:
-            # A create's fence is the approved create itself: a real change, held like any.
-            return f"{cannot} now: {creates_held}"
-        try:
-            self.scope.check(ref)
-            if execution.operation == "create":
-                body = self._approved_create(execution, ref)
-            elif current is None or not planned_rv(execution):
-                return f"{cannot}: it names no resourceVersion to fence"
-            else:
-                body = fences.fence_body(
-                    current, execution_id=execution.id, precondition=planned_rv(execution)
-                )
-        except errors.ToolError as error:
-            return f"{cannot}: {error.message}"
-        with self.store.immediate():
-            self.audit.append(
-                actor=actor,
-                event="fence",
-                subject=str(ref),
-                payload={
-                    **fences.audit_payload(
-                        execution_id=execution.id,
-                        operation=execution.operation,
-                        precondition=planned_rv(execution),
-                    ),
-                    **({"cluster": execution.cluster} if execution.cluster else {}),
-                },
-            )
-        try:
-            if execution.operation == "create":
-                self.kube.create(body)
-            else:
-                self.kube.replace(body)
-        except errors.Conflict:
-            return ""  # the object moved: read it again
-        except errors.Unavailable as lost:
-            return f"recovery fenced it, but the fence's answer was lost ({lost.message})"
-        except errors.ToolError as error:
-            return f"{cannot}: {error.message}"
-        return ""
-
-    def _approved_create(self, execution: Execution, ref: ObjectRef) -> dict[str, Any]:
-        """The object a create was approved to make, as it was sent. A Secret's values are
-        stored as digests only: they come back from the keeper of the write it undoes."""
-        body = execution.planned_after
-        if body is None or not same_object(body, ref):
-            raise errors.Tampered(f"its record names no object to create as {ref}")
-        if not secrets.is_secret(body):
-            return body
-        if not execution.inverse_of:
-            raise errors.NotFound("the values of the Secret it creates are not kept anywhere")
-        kept = self.kube.find(secrets.keeper_ref(execution.inverse_of, execution.namespace))
-        return secrets.restored(body, kept, execution_id=execution.inverse_of)
-
-    def settles_by(self, execution: Execution) -> datetime:
-        """When a sent write that the object does not show is declared "not applied": a write
-        still in flight by then would have landed or timed out on the server."""
-        sent = parse_stamp(execution.sent_at or execution.updated_at or execution.created_at)
-        return sent + timedelta(seconds=self.settle_after)
 
     def _refuse_unsettled(self, ref: ObjectRef) -> None:
         """One unsettled write per object: a new write planned on an object that an earlier
