@@ -45,12 +45,12 @@ from incidents.repository import (
 from incidents.settings import WorkflowConfig
 from policies import authority
 from policies.approvals import ApprovalRequest
-from proposals.intake import Ask, Proposed, Quota, said
+from proposals.intake import TURNS, Ask, Proposed, Quota, TurnConfig, said
 from proposals.model import ProposalState
 from proposals.service import ProposalService
 from store import logcontext
 from store.errors import StratusError
-from store.locks import LeaseLocks, holder_name
+from store.locks import Lease, LeaseLocks, holder_name
 from tools import errors, names
 from tools.k8s import KubeClient
 from tools.objects import ObjectRef
@@ -166,7 +166,15 @@ class IncidentWorkflow:
             return existing, True
         return incident, False
 
-    def propose_for_client(self, ask: Ask, *, requester: str, quota: Quota) -> Proposed:
+    def propose_for_client(
+        self,
+        ask: Ask,
+        *,
+        requester: str,
+        quota: Quota,
+        held: Lease | None = None,
+        config: TurnConfig = TURNS,
+    ) -> Proposed:
         """An outside agent's proposal (docs/mcp.md). It joins the incident it names or the
         namespace's open one, as a proposal of its own (``continuation.incident_to_join``).
         With none open, it opens one — requester the client, its question the agent's intent
@@ -175,10 +183,12 @@ class IncidentWorkflow:
         no fixes of its own there (``continuation.plans_own_fixes``). The call's checks —
         schema, scope, limits, repeats — come first: a refused call opens nothing. All of it
         in the client's turn: two asks at once must not both see room under its limits."""
-        with self.service.client_turn(requester):
-            return self._propose_for_client(ask, requester=requester, quota=quota)
+        with self.service.client_turn(requester, held=held, config=config) as turn:
+            return self._propose_for_client(ask, requester=requester, quota=quota, turn=turn)
 
-    def _propose_for_client(self, ask: Ask, *, requester: str, quota: Quota) -> Proposed:
+    def _propose_for_client(
+        self, ask: Ask, *, requester: str, quota: Quota, turn: Lease
+    ) -> Proposed:
         joined = continuation.incident_to_join(
             self.incidents, namespace=ask.namespace, asked=ask.incident_id
         )
@@ -186,7 +196,7 @@ class IncidentWorkflow:
         if isinstance(checked, Proposed):
             return checked  # a repeat: that proposal, wherever it is
         if joined is not None:
-            made = self.service.propose_checked(checked, incident_id=joined)
+            made = self.service.propose_checked(checked, incident_id=joined, turn=turn)
             return Proposed(made, repeated=False)
         now = self.clock.now()
         incident = Incident(
@@ -204,18 +214,21 @@ class IncidentWorkflow:
         )
         existing = self.incidents.insert(incident)
         if existing is not None:  # opened meanwhile: join it
-            made = self.service.propose_checked(checked, incident_id=existing.id)
+            made = self.service.propose_checked(checked, incident_id=existing.id, turn=turn)
             return Proposed(made, repeated=False)
         try:
-            proposal = self.service.propose_checked(checked, incident_id=incident.id)
+            proposal = self.service.propose_checked(checked, incident_id=incident.id, turn=turn)
         except StratusError as error:
-            attempts.move(
-                self.deps,
-                incident,
-                St.CANCELLED,
-                message=f"{requester}'s proposal could not be made: {error.message}",
-                reason="proposal refused",
-            )
+            # An ask that lost its turn meanwhile (``TurnLost``) may find that the client's
+            # next ask joined this incident: that ask's proposal is not cancelled with it.
+            if not self.service.by_incident(incident.id):
+                attempts.move(
+                    self.deps,
+                    incident,
+                    St.CANCELLED,
+                    message=f"{requester}'s proposal could not be made: {error.message}",
+                    reason="proposal refused",
+                )
             raise
         if proposal.state == ProposalState.DENIED:
             # Nothing will be tried: the incident ends at once, before it has a thread (the

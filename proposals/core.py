@@ -23,6 +23,7 @@ from policies.impersonation import Impersonation
 from proposals import risk, seals
 from proposals.errors import (
     NotExecutable,
+    TurnLost,
 )
 from proposals.events import EventType, ProposalEvent, ProposalEvents
 from proposals.killswitch import KillSwitch, while_paused
@@ -42,6 +43,7 @@ from store.audit import AuditLog
 from store.clock import Clock
 from store.db import Store
 from store.errors import Remedy, StratusError
+from store.locks import Lease, LeaseLocks
 from store.records import ExecutionLog
 from tools import crashpoints, fleet, secrets
 from tools.actions import WritePlan
@@ -125,6 +127,9 @@ class Deps:
     impersonation: Impersonation | None = None
     # The fleet's other clusters by name (docs/fleet.md); empty: ``executor`` is the only one.
     executors: Mapping[str, Executor] = field(default_factory=dict)
+    # The MCP client's turn the proposal is made in (``proposals.intake.turn``): still held,
+    # checked in the very transaction that stores it, or nothing is stored (``TurnLost``).
+    turn: Lease | None = None
 
     @classmethod
     def wire(
@@ -238,6 +243,14 @@ def open_proposal(
     if dry_run:
         return proposal
     with deps.store.immediate():
+        if deps.turn is not None and not LeaseLocks(deps.store).holds(
+            deps.turn.resource, deps.turn.holder
+        ):
+            raise TurnLost(
+                f"{requester}'s turn ran out while this ask was planned, and another ask may "
+                "have been decided meanwhile: nothing was stored; ask again",
+                details={"limit": "turn", "ttl": deps.turn.ttl},
+            )
         if undo_entry is not None and supersedes is None:
             open_undo = deps.repo.find(states=OPEN, undo_entry=undo_entry, limit=1)
             if open_undo:
