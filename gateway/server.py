@@ -163,7 +163,10 @@ class ListingFor:
 
 def quota(client: Client) -> Quota:
     return Quota(
-        client.limits.proposals_per_minute, client.limits.open_proposals, client.irreversible
+        client.limits.proposals_per_minute,
+        client.limits.open_proposals,
+        client.irreversible,
+        client.token_sha256,
     )
 
 

@@ -74,6 +74,9 @@ class Quota:
     # Whether the client may propose what cannot be undone (a pod or PVC deleted): off unless
     # its entry says so, so every write an agent causes has an undo entry.
     irreversible: bool = False
+    # The SHA-256 of the token it asks with (its entry's): recorded on what it proposes, so a
+    # proposal stands only while the client holds that token (``clients.revocation``).
+    token_sha256: str = ""
 
 
 @dataclass(frozen=True)
@@ -132,6 +135,7 @@ class Checked:
     params: dict[str, Any]
     requester: str
     agent_intent: str  # as the agent said it, one printable line (``_quoted``)
+    client_token: str = ""  # the token's SHA-256 it asked with (``Quota.token_sha256``)
 
 
 def check(deps: Deps, ask: Ask, *, requester: str, quota: Quota) -> Checked | Proposed:
@@ -163,6 +167,7 @@ def check(deps: Deps, ask: Ask, *, requester: str, quota: Quota) -> Checked | Pr
         params=comparable(built.model_dump(mode="json", exclude={"kind", "target", "namespace"})),
         requester=requester,
         agent_intent=_quoted(ask.intent),
+        client_token=quota.token_sha256,
     )
 
 
@@ -172,7 +177,7 @@ def propose_checked(
     """Propose a checked ask (plan, server dry-run, policy) exactly as every other surface;
     stored only while ``turn`` (the client's, when given) is still held."""
     return propose.propose(
-        dataclasses.replace(deps, turn=turn),
+        dataclasses.replace(deps, turn=turn, client_token=checked.client_token),
         action=checked.action,
         kind=checked.ref.kind,
         name=checked.ref.name,
@@ -344,7 +349,7 @@ def undo_for(
     """Propose the undo of a write one of the caller's own proposals made (in the client's
     turn, like every ask)."""
     with turn(deps, requester, held=held, config=config) as lease:
-        turned = dataclasses.replace(deps, turn=lease)
+        turned = dataclasses.replace(deps, turn=lease, client_token=quota.token_sha256)
         return _undo_for(turned, entry_id, requester=requester, quota=quota)
 
 

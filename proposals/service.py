@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from policies.clients import Registry
 from policies.impersonation import Impersonation
 from proposals import answer, cancel, execute, intake, propose, queries, recover, undoing
 from proposals.core import Deps, PolicySource, UndoRequest, labels_of, new_proposal_id
@@ -65,6 +66,7 @@ class ProposalService:
         policy: PolicySource,
         impersonation: Impersonation | None = None,
         executors: Mapping[str, Executor] | None = None,
+        clients: Registry | None = None,
     ) -> None:
         # ``executors``: every cluster of a fleet by name (docs/fleet.md); ``executor`` is the
         # default one. Each use-case works on the cluster its proposal or undo entry names.
@@ -74,6 +76,7 @@ class ProposalService:
             policy=policy,
             impersonation=impersonation,
             executors=executors,
+            clients=clients,
         )
         # What surfaces and tests read directly: the store, its clock, the event stream.
         self.store = store
