@@ -47,3 +47,26 @@ async def test_recent_changes_shows_credential_values_as_digests(
         assert secret not in read, read
     assert "DB_PASSWORD" in read and "AWS_SECRET_ACCESS_KEY" in read
     assert secret_digest("hunter2") in read and secret_digest("hunter3") in read
+
+
+async def test_events_say_which_credential_and_never_its_value(
+    lab: Lab, kube: KubeClient, mcp_url: str
+) -> None:
+    """Cluster text (events, logs, a pod's status message) is redacted as text: a credential's
+    name inside a longer one (``DB_PASSWORD=…``) was missed by the ``password=…`` pattern."""
+    kube.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": "geo.leak", "namespace": "hotel"},
+            "involvedObject": {"kind": "Pod", "name": "geo-0", "namespace": "hotel"},
+            "type": "Warning",
+            "reason": "BadConfig",
+            "message": "started with DB_PASSWORD=hunter2 AWS_SECRET_ACCESS_KEY: wJalrXUtnFEMIK7",
+            "count": 1,
+        }
+    )
+    async with connect(mcp_url, TOKENS["claude"]) as mcp:
+        read = body(await mcp.call_tool("events", {"namespace": "hotel", "object_name": "geo-0"}))
+    assert "BadConfig" in read and "DB_PASSWORD=" in read
+    assert "hunter2" not in read and "wJalrXUtnFEMIK7" not in read, read
