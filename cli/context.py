@@ -20,6 +20,7 @@ import click
 from cli import render
 from cli.identity import Identity, current
 from policies import impersonation, served
+from policies.clients import ENV_FILE, Registry
 from policies.evaluate import CompiledPolicy
 from policies.loader import load
 from policies.reload import LivePolicy, audit_reporter, default_directory
@@ -209,6 +210,8 @@ def _opened(
             policy=policy,
             impersonation=impersonation.from_env(),
             executors=executors,
+            # Its MCP clients: a revoked one's proposals are withdrawn and never approved.
+            clients=Registry.from_env() if os.environ.get(ENV_FILE, "").strip() else None,
         )
         record_identity(store, identity)
         if recover:

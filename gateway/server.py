@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 import anyio
@@ -29,6 +29,7 @@ from incidents import continuation
 from incidents.repository import IncidentRepository
 from incidents.workflow import IncidentWorkflow
 from policies.clients import Client, Registry
+from proposals import intake
 from proposals.intake import Ask, Quota
 from proposals.model import Proposal, ProposalState
 from proposals.service import ProposalService
@@ -40,6 +41,7 @@ from tools.reads import ClusterReader
 
 T = TypeVar("T")
 POLL_SECONDS = 0.5
+TURN_POLL_SECONDS = 0.05
 MAX_WAIT_SECONDS = 3600.0
 READ_TOOLS = (
     "whoami",
@@ -74,6 +76,10 @@ class Gateway:
     # The incident workflow: a proposal with no open incident opens one, whose attempt is
     # verified and undone when worse (docs/mcp.md). None: it joins open incidents only.
     workflow: IncidentWorkflow | None = None
+    # How a client's turn is held (``proposals.intake.TurnConfig``), and the asks waiting
+    # for one in this process: at most one per client (``intake.Waiting``).
+    turns: intake.TurnConfig = intake.TURNS
+    waiting: intake.Waiting = field(default_factory=intake.Waiting)
 
     @property
     def reader(self) -> ClusterReader:
@@ -105,6 +111,30 @@ async def _run(func: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         raise ToolError(text.refused(exc)) from exc
 
 
+async def _in_turn(gateway: Gateway, ctx: Context, client: Client, ask: Callable[..., T]) -> T:
+    """Run a client's ask in its turn without a worker thread held while it waits: the turn is
+    polled here, on the event loop, and ``ask`` runs in a thread once it is held (given it as
+    ``held``; it renews it there). One waiting ask per client: another is refused at once
+    (``intake.Waiting``), as is one whose wait outlasts the turn's ``wait``."""
+    service = gateway.service
+    lease = intake.new_turn(client.requester, gateway.turns)
+    try:
+        with gateway.waiting.one(client.requester):
+            deadline = time.monotonic() + gateway.turns.wait
+            while not await _run(service.take_turn, lease):
+                if time.monotonic() >= deadline:
+                    raise intake.one_at_a_time()
+                await anyio.sleep(TURN_POLL_SECONDS)
+                gateway.client(ctx)  # a token revoked while waiting ends the wait
+    except StratusError as exc:
+        raise ToolError(text.refused(exc)) from exc
+    try:
+        return await _run(ask, held=lease)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await _run(service.give_back, lease)
+
+
 class ListingFor:
     """Middleware: a client with read tools only is not shown the write tools (over HTTP the
     one server answers every client; its calls would be refused anyway)."""
@@ -133,7 +163,10 @@ class ListingFor:
 
 def quota(client: Client) -> Quota:
     return Quota(
-        client.limits.proposals_per_minute, client.limits.open_proposals, client.irreversible
+        client.limits.proposals_per_minute,
+        client.limits.open_proposals,
+        client.irreversible,
+        client.token_sha256,
     )
 
 
@@ -304,15 +337,31 @@ def build(gateway: Gateway) -> MCPServer:
             )
             ask = replace(ask, incident_id=joined)
             propose = service.propose_for
-        made = await _run(propose, ask, requester=client.requester, quota=quota(client))
+        made = await _in_turn(
+            gateway,
+            ctx,
+            client,
+            functools.partial(
+                propose, ask, requester=client.requester, quota=quota(client), config=gateway.turns
+            ),
+        )
         found = await _carry_on(gateway, made.proposal, client)
         return await _rendered(gateway, found, repeated=made.repeated)
 
     @server.tool(description=text.TOOLS["request_undo"])
     async def request_undo(undo_id: str, ctx: Context) -> dict[str, Any]:
         client = writer(gateway, ctx)
-        made = await _run(
-            service.undo_for, undo_id, requester=client.requester, quota=quota(client)
+        made = await _in_turn(
+            gateway,
+            ctx,
+            client,
+            functools.partial(
+                service.undo_for,
+                undo_id,
+                requester=client.requester,
+                quota=quota(client),
+                config=gateway.turns,
+            ),
         )
         found = await _carry_on(gateway, made.proposal, client)
         return render.proposal(found, repeated=made.repeated)

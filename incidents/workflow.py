@@ -45,12 +45,12 @@ from incidents.repository import (
 from incidents.settings import WorkflowConfig
 from policies import authority
 from policies.approvals import ApprovalRequest
-from proposals.intake import Ask, Checked, Proposed, Quota, said
+from proposals.intake import TURNS, Ask, Checked, Proposed, Quota, TurnConfig, said
 from proposals.model import ProposalState
 from proposals.service import ProposalService
 from store import logcontext
 from store.errors import StratusError
-from store.locks import LeaseLocks, holder_name
+from store.locks import Lease, LeaseLocks, holder_name
 from tools import errors, names
 from tools.k8s import KubeClient
 from tools.objects import ObjectRef
@@ -166,7 +166,15 @@ class IncidentWorkflow:
             return existing, True
         return incident, False
 
-    def propose_for_client(self, ask: Ask, *, requester: str, quota: Quota) -> Proposed:
+    def propose_for_client(
+        self,
+        ask: Ask,
+        *,
+        requester: str,
+        quota: Quota,
+        held: Lease | None = None,
+        config: TurnConfig = TURNS,
+    ) -> Proposed:
         """An outside agent's proposal (docs/mcp.md). It joins the incident it names or the
         namespace's open one, as a proposal of its own (``continuation.incident_to_join``).
         With none open, it opens one — requester the client, its question the agent's intent
@@ -175,10 +183,12 @@ class IncidentWorkflow:
         no fixes of its own there (``continuation.plans_own_fixes``). The call's checks —
         schema, scope, limits, repeats — come first: a refused call opens nothing. All of it
         in the client's turn: two asks at once must not both see room under its limits."""
-        with self.service.client_turn(requester):
-            return self._propose_for_client(ask, requester=requester, quota=quota)
+        with self.service.client_turn(requester, held=held, config=config) as turn:
+            return self._propose_for_client(ask, requester=requester, quota=quota, turn=turn)
 
-    def _propose_for_client(self, ask: Ask, *, requester: str, quota: Quota) -> Proposed:
+    def _propose_for_client(
+        self, ask: Ask, *, requester: str, quota: Quota, turn: Lease
+    ) -> Proposed:
         joined = continuation.incident_to_join(
             self.incidents, namespace=ask.namespace, asked=ask.incident_id
         )
@@ -186,7 +196,7 @@ class IncidentWorkflow:
         if isinstance(checked, Proposed):
             return checked  # a repeat: that proposal, wherever it is
         if joined is not None:
-            return self._join(checked, joined)
+            return self._join(checked, joined, turn=turn)
         now = self.clock.now()
         incident = Incident(
             id=new_incident_id(),
@@ -203,17 +213,20 @@ class IncidentWorkflow:
         )
         existing = self.incidents.insert(incident)
         if existing is not None:  # opened meanwhile: join it
-            return self._join(checked, existing.id)
+            return self._join(checked, existing.id, turn=turn)
         try:
-            proposal = self.service.propose_checked(checked, incident_id=incident.id)
+            proposal = self.service.propose_checked(checked, incident_id=incident.id, turn=turn)
         except StratusError as error:
-            attempts.move(
-                self.deps,
-                incident,
-                St.CANCELLED,
-                message=f"{requester}'s proposal could not be made: {error.message}",
-                reason="proposal refused",
-            )
+            # An ask that lost its turn meanwhile (``TurnLost``) may find that the client's
+            # next ask joined this incident: that ask's proposal is not cancelled with it.
+            if not self.service.by_incident(incident.id):
+                attempts.move(
+                    self.deps,
+                    incident,
+                    St.CANCELLED,
+                    message=f"{requester}'s proposal could not be made: {error.message}",
+                    reason="proposal refused",
+                )
             raise
         if proposal.state == ProposalState.DENIED:
             # Nothing will be tried: the incident ends at once, before it has a thread (the
@@ -226,14 +239,17 @@ class IncidentWorkflow:
                 reason="proposal denied",
             )
             return Proposed(proposal, repeated=False)
-        attempts.adopt(self.deps, incident, proposal)
+        # Another client's change may have joined and become its first attempt meanwhile:
+        # then this one waits its turn like any joined change.
+        with contextlib.suppress(StaleIncident):
+            attempts.adopt(self.deps, incident, proposal)
         return Proposed(self.service.get(proposal.id), repeated=False)
 
-    def _join(self, checked: Checked, incident_id: str) -> Proposed:
+    def _join(self, checked: Checked, incident_id: str, *, turn: Lease) -> Proposed:
         """The agent's change in an incident already under way: proposed there (its card in
         that thread), it waits for its turn as the incident's next attempt — an incident
         verifies one change at a time (``continuation.queued_turn``)."""
-        made = self.service.propose_checked(checked, incident_id=incident_id)
+        made = self.service.propose_checked(checked, incident_id=incident_id, turn=turn)
         incident = self.incidents.get(incident_id)
         if not incident.is_open:
             # It ended while the change was proposed: nothing would give it a turn.
@@ -262,6 +278,16 @@ class IncidentWorkflow:
                 message=f"{made.id} from {checked.requester} waits its turn: it runs as the "
                 f"next attempt once {ahead} has its verdict (one change is verified at a time)",
             )
+        if (
+            incident.source == AGENT_SOURCE
+            and not incident.attempts
+            and incident.state == St.PLANNING
+        ):
+            # An agent's incident whose opening ask never became its attempt (it lost its
+            # turn, or it is being made right now): nothing else would start this one.
+            with contextlib.suppress(StaleIncident):
+                attempts.adopt(self.deps, incident, made)
+            made = self.service.get(made.id)
         return Proposed(made, repeated=False)
 
     def recent_escalation(self, namespace: str, *, cluster: str = "") -> Incident | None:

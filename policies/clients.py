@@ -71,6 +71,7 @@ class Client:
     tools: str
     limits: Limits
     irreversible: bool = False
+    token_sha256: str = ""  # its entry's: recorded on what it proposes (``revocation``)
 
     @property
     def requester(self) -> str:
@@ -115,7 +116,7 @@ def match(clients: ClientsFile, token: str | None) -> Client:
             found = entry
     if found is None:
         raise Unauthenticated("the bearer token is not one of a configured client")
-    return Client(found.name, found.tools, found.limits, found.irreversible)
+    return Client(found.name, found.tools, found.limits, found.irreversible, found.token_sha256)
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,27 @@ class Registry:
 
     def authenticate(self, token: str | None) -> Client:
         return match(load(self.path), token)
+
+    def load(self) -> ClientsFile:
+        return load(self.path)
+
+
+def revocation(clients: ClientsFile, requester: str, token_sha256: str = "") -> str | None:
+    """Why an MCP client's proposal may no longer stand — its client is no longer in the
+    clients file, or its token was revoked (the entry's hash is no longer the one it proposed
+    with) — or None while it stands (and for a requester that is no MCP client). A proposal
+    stored before tokens were recorded (``token_sha256`` empty) is judged by its name only."""
+    if not requester.startswith(PREFIX):
+        return None
+    name = requester.removeprefix(PREFIX)
+    entry = next((c for c in clients.clients if c.name == name), None)
+    if entry is None:
+        return f"MCP client {name!r} was revoked: it is no longer in the clients file"
+    if token_sha256 and not hmac.compare_digest(entry.token_sha256, token_sha256):
+        return (
+            f"MCP client {name!r}'s token was revoked: it proposed with a token it no longer holds"
+        )
+    return None
 
 
 def owns(client_requester: str, proposal_requester: str) -> bool:

@@ -10,7 +10,7 @@ from policies import impersonation
 from policies.approvals import ApprovalRequest
 from policies.approvals import refusal as approval_refusal
 from proposals import seals
-from proposals.core import Deps, event, save
+from proposals.core import Deps, event, revoked, save
 from proposals.errors import AnswerRefused, StaleProposal
 from proposals.events import EventType
 from proposals.model import Choice, Proposal, ProposalState, Vote, plan_refusal, plan_vote
@@ -180,6 +180,15 @@ def _check_answerable(
             subject=proposal.id,
             remedy=Remedy.PROPOSE_AGAIN,
         )
+    if choice != "reject":
+        # Below every surface: a click, ``stratus proposals approve``, a plan approval.
+        gone = revoked(deps, proposal)
+        if gone:
+            raise AnswerRefused(
+                f"proposal {proposal.id} is not approved: {gone}",
+                subject=proposal.id,
+                remedy=Remedy.NONE,
+            )
     why_not = refusal(deps, proposal, user=user, groups=groups, now=now, choice=choice)
     if why_not:
         raise AnswerRefused(why_not, subject=proposal.id)

@@ -1,5 +1,6 @@
 """Closing a proposal nobody executed: cancelled by its requester or an approver, or withdrawn
-by the incident workflow when its incident ends. Neither writes to the cluster."""
+by the incident workflow when its incident ends. Neither writes to the cluster (a revoked MCP
+client's proposals are withdrawn by ``recover.withdraw_revoked``)."""
 
 from __future__ import annotations
 

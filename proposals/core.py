@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from policies import clients
+from policies.clients import Registry
 from policies.evaluate import (
     CompiledPolicy,
     PolicyDecision,
@@ -23,6 +25,7 @@ from policies.impersonation import Impersonation
 from proposals import risk, seals
 from proposals.errors import (
     NotExecutable,
+    TurnLost,
 )
 from proposals.events import EventType, ProposalEvent, ProposalEvents
 from proposals.killswitch import KillSwitch, while_paused
@@ -42,6 +45,7 @@ from store.audit import AuditLog
 from store.clock import Clock
 from store.db import Store
 from store.errors import Remedy, StratusError
+from store.locks import Lease, LeaseLocks
 from store.records import ExecutionLog
 from tools import crashpoints, fleet, secrets
 from tools.actions import WritePlan
@@ -125,6 +129,15 @@ class Deps:
     impersonation: Impersonation | None = None
     # The fleet's other clusters by name (docs/fleet.md); empty: ``executor`` is the only one.
     executors: Mapping[str, Executor] = field(default_factory=dict)
+    # The MCP client's turn the proposal is made in (``proposals.intake.turn``): still held,
+    # checked in the very transaction that stores it, or nothing is stored (``TurnLost``).
+    turn: Lease | None = None
+    # The token the MCP client asks with (its SHA-256), recorded on what it proposes.
+    client_token: str = ""
+    # The MCP clients file (``STRATUS_MCP_CLIENTS``): a client's proposal is approved and
+    # stands only while the client is configured with the token it proposed with. None: this
+    # process serves no MCP clients, and judges none.
+    clients: Registry | None = None
 
     @classmethod
     def wire(
@@ -135,6 +148,7 @@ class Deps:
         policy: PolicySource,
         impersonation: Impersonation | None = None,
         executors: Mapping[str, Executor] | None = None,
+        clients: Registry | None = None,
     ) -> Deps:
         return cls(
             store=store,
@@ -149,6 +163,7 @@ class Deps:
             executions=ExecutionLog(store),
             impersonation=impersonation,
             executors=dict(executors or {}),
+            clients=clients,
         )
 
     def on(self, cluster: str) -> Deps:
@@ -161,6 +176,19 @@ class Deps:
         if executor is None:
             raise fleet.unknown(cluster, known=[name for name in self.executors if name])
         return dataclasses.replace(self, executor=executor, stack=UndoStack(executor))
+
+
+def revoked(deps: Deps, proposal: Proposal) -> str | None:
+    """Why an MCP client's proposal may no longer be approved — its client was removed from
+    the clients file, or its token revoked (``clients.revocation``) — or None. A clients file
+    that does not load lets no client in, and approves no client's proposal either."""
+    if deps.clients is None or not proposal.requester.startswith(clients.PREFIX):
+        return None
+    try:
+        configured = deps.clients.load()
+    except StratusError as exc:
+        return f"the MCP clients file does not load ({exc.message})"
+    return clients.revocation(configured, proposal.requester, proposal.client_token)
 
 
 # ---------------------------------------------------------------------- propose
@@ -230,6 +258,7 @@ def open_proposal(
         reason=decision.reason if decision.outcome == "deny" else "",
         warnings=list(warnings or []),
         agent_intent=agent_intent,
+        client_token=deps.client_token,
         risk_reason=risk_reason,
         fixes=fixes,
         puts_back=puts_back,
@@ -238,6 +267,14 @@ def open_proposal(
     if dry_run:
         return proposal
     with deps.store.immediate():
+        if deps.turn is not None and not LeaseLocks(deps.store).holds(
+            deps.turn.resource, deps.turn.holder
+        ):
+            raise TurnLost(
+                f"{requester}'s turn ran out while this ask was planned, and another ask may "
+                "have been decided meanwhile: nothing was stored; ask again",
+                details={"limit": "turn", "ttl": deps.turn.ttl},
+            )
         if undo_entry is not None and supersedes is None:
             open_undo = deps.repo.find(states=OPEN, undo_entry=undo_entry, limit=1)
             if open_undo:

@@ -41,3 +41,8 @@ class StaleProposal(Stale, ProposalError):
 class ProposalTampered(Tampered, ProposalError):
     """A stored proposal was changed outside Stratus (its seal, a vote's or the decision's
     digest no longer matches, or the audit log recorded a later version): nothing acts on it."""
+
+
+class TurnLost(ProposalError, code="turn_lost", remedy=Remedy.RETRY, retryable=True):
+    """An MCP client's ask outlived its turn (``proposals.intake.turn``): its lease ran out
+    and another ask may have taken it, so nothing was stored (it could be a second copy)."""

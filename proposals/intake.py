@@ -12,6 +12,9 @@ are tested without a cluster; ``propose_for`` reads those from the store and pro
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import logging
+import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -20,13 +23,15 @@ from typing import Any
 from policies import clients
 from proposals import propose, undoing
 from proposals.core import Deps, UndoRequest
+from proposals.errors import TurnLost
 from proposals.model import OPEN, Proposal, ProposalState
 from store.errors import Remedy, StratusError
-from store.locks import LeaseLocks, holder_name
+from store.locks import Lease, LeaseLocks, holder_name
 from tools import errors, schemas
 from tools.actions import Action
 from tools.objects import ObjectRef
 
+log = logging.getLogger(__name__)
 WINDOW = timedelta(minutes=1)
 WAITING = frozenset({ProposalState.AWAITING_APPROVAL})
 # Proposals one card gathers (approval fatigue): a Slack message holds 50 blocks.
@@ -69,6 +74,9 @@ class Quota:
     # Whether the client may propose what cannot be undone (a pod or PVC deleted): off unless
     # its entry says so, so every write an agent causes has an undo entry.
     irreversible: bool = False
+    # The SHA-256 of the token it asks with (its entry's): recorded on what it proposes, so a
+    # proposal stands only while the client holds that token (``clients.revocation``).
+    token_sha256: str = ""
 
 
 @dataclass(frozen=True)
@@ -127,6 +135,7 @@ class Checked:
     params: dict[str, Any]
     requester: str
     agent_intent: str  # as the agent said it, one printable line (``_quoted``)
+    client_token: str = ""  # the token's SHA-256 it asked with (``Quota.token_sha256``)
 
 
 def check(deps: Deps, ask: Ask, *, requester: str, quota: Quota) -> Checked | Proposed:
@@ -158,13 +167,17 @@ def check(deps: Deps, ask: Ask, *, requester: str, quota: Quota) -> Checked | Pr
         params=comparable(built.model_dump(mode="json", exclude={"kind", "target", "namespace"})),
         requester=requester,
         agent_intent=_quoted(ask.intent),
+        client_token=quota.token_sha256,
     )
 
 
-def propose_checked(deps: Deps, checked: Checked, *, incident_id: str | None) -> Proposal:
-    """Propose a checked ask (plan, server dry-run, policy) exactly as every other surface."""
+def propose_checked(
+    deps: Deps, checked: Checked, *, incident_id: str | None, turn: Lease | None = None
+) -> Proposal:
+    """Propose a checked ask (plan, server dry-run, policy) exactly as every other surface;
+    stored only while ``turn`` (the client's, when given) is still held."""
     return propose.propose(
-        deps,
+        dataclasses.replace(deps, turn=turn, client_token=checked.client_token),
         action=checked.action,
         kind=checked.ref.kind,
         name=checked.ref.name,
@@ -176,31 +189,135 @@ def propose_checked(deps: Deps, checked: Checked, *, incident_id: str | None) ->
     )
 
 
+@dataclass(frozen=True)
+class TurnConfig:
+    """How a client's turn is held: its lease's time-to-live, how long an ask waits for it,
+    and how often the lease is renewed while an ask runs (default: a third of the TTL)."""
+
+    ttl: float = TURN_TTL
+    wait: float = TURN_WAIT
+    heartbeat: float | None = None
+
+    @property
+    def renew_every(self) -> float:
+        return self.heartbeat if self.heartbeat is not None else self.ttl / 3
+
+
+# The default: a TTL of TURN_TTL, renewed every third of it, waited for up to TURN_WAIT.
+TURNS = TurnConfig()
+
+
+def new_turn(requester: str, config: TurnConfig = TURNS) -> Lease:
+    """The lease one ask of ``requester`` will hold as its turn (not taken yet)."""
+    return Lease(f"intake:{requester}", holder_name(requester), config.ttl)
+
+
+def take_turn(deps: Deps, lease: Lease) -> bool:
+    """One try at the turn, without waiting: a caller that must not block a thread (the
+    gateway's event loop) polls this between sleeps of its own."""
+    return LeaseLocks(deps.store).try_acquire(lease.resource, lease.holder, lease.ttl) is None
+
+
+def give_back(deps: Deps, lease: Lease) -> None:
+    LeaseLocks(deps.store).release(lease.resource, lease.holder)
+
+
+def one_at_a_time() -> LimitReached:
+    return LimitReached(
+        "this client's other proposals are still being planned; try again in a moment",
+        details={"limit": "one_at_a_time", "allowed": 1},
+    )
+
+
 @contextlib.contextmanager
-def turn(deps: Deps, requester: str) -> Iterator[None]:
+def turn(
+    deps: Deps, requester: str, *, held: Lease | None = None, config: TurnConfig = TURNS
+) -> Iterator[Lease]:
     """The client's turn: its asks are decided one after another. ``check`` and
-    ``propose_checked`` are called inside it (``propose_for`` and ``undo_for`` take it)."""
+    ``propose_checked`` are called inside it (``propose_for`` and ``undo_for`` take it).
+
+    ``held``: a turn the caller already took (``take_turn``, waiting without a thread of
+    its own); else this waits for it, up to ``config.wait``. While the ask runs its lease is
+    renewed (a heartbeat every ``config.renew_every``), and the proposal is stored only if it
+    is still held (``core.open_proposal``; else ``TurnLost``): an ask that outlived its lease
+    — the heartbeat could not run, the process stalled — never stores a second copy."""
     locks = LeaseLocks(deps.store)
-    resource, holder = f"intake:{requester}", holder_name(requester)
-    if locks.acquire(resource, holder, ttl=TURN_TTL, wait=TURN_WAIT) is not None:
-        raise LimitReached(
-            "this client's other proposals are still being planned; try again in a moment",
-            details={"limit": "one_at_a_time", "allowed": 1},
+    lease = held if held is not None else new_turn(requester, config)
+    if held is None:
+        if locks.acquire(lease.resource, lease.holder, ttl=lease.ttl, wait=config.wait):
+            raise one_at_a_time()
+    elif not locks.renew(lease.resource, lease.holder, lease.ttl):
+        raise TurnLost(
+            f"{requester}'s turn ran out before this ask began; ask again",
+            details={"limit": "turn", "ttl": lease.ttl},
         )
+    try:
+        with _heartbeat(locks, lease, every=config.renew_every):
+            yield lease
+    finally:
+        if held is None:
+            locks.release(lease.resource, lease.holder)
+
+
+@contextlib.contextmanager
+def _heartbeat(locks: LeaseLocks, lease: Lease, *, every: float) -> Iterator[None]:
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(every):
+            try:
+                if not locks.renew(lease.resource, lease.holder, lease.ttl):
+                    return  # lost: the check before storing refuses the ask
+            except StratusError:
+                log.warning("could not renew the turn %s", lease.resource, exc_info=True)
+
+    thread = threading.Thread(target=beat, name=f"turn:{lease.resource}", daemon=True)
+    thread.start()
     try:
         yield
     finally:
-        locks.release(resource, holder)
+        stop.set()
+        thread.join()
 
 
-def propose_for(deps: Deps, ask: Ask, *, requester: str, quota: Quota) -> Proposed:
+class Waiting:
+    """Asks waiting for their client's turn in this process: at most one per client. A
+    second one is refused at once (``one_at_a_time``, retryable) instead of waiting too —
+    one client's stalled ask must not pile up waits that others' calls queue behind."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._waiting: set[str] = set()
+
+    @contextlib.contextmanager
+    def one(self, requester: str) -> Iterator[None]:
+        with self._lock:
+            if requester in self._waiting:
+                raise one_at_a_time()
+            self._waiting.add(requester)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._waiting.discard(requester)
+
+
+def propose_for(
+    deps: Deps,
+    ask: Ask,
+    *,
+    requester: str,
+    quota: Quota,
+    held: Lease | None = None,
+    config: TurnConfig = TURNS,
+) -> Proposed:
     """Check, limit and deduplicate a client's ask, then propose it (plan, server dry-run,
     policy) exactly as every other surface does — in the client's turn."""
-    with turn(deps, requester):
+    with turn(deps, requester, held=held, config=config) as lease:
         checked = check(deps, ask, requester=requester, quota=quota)
         if isinstance(checked, Proposed):
             return checked
-        made = propose_checked(deps, checked, incident_id=ask.incident_id)
+        made = propose_checked(deps, checked, incident_id=ask.incident_id, turn=lease)
         return Proposed(made, repeated=False)
 
 
@@ -220,11 +337,20 @@ def own(deps: Deps, proposal_id: str, *, requester: str) -> Proposal:
     return proposal
 
 
-def undo_for(deps: Deps, entry_id: str, *, requester: str, quota: Quota) -> Proposed:
+def undo_for(
+    deps: Deps,
+    entry_id: str,
+    *,
+    requester: str,
+    quota: Quota,
+    held: Lease | None = None,
+    config: TurnConfig = TURNS,
+) -> Proposed:
     """Propose the undo of a write one of the caller's own proposals made (in the client's
     turn, like every ask)."""
-    with turn(deps, requester):
-        return _undo_for(deps, entry_id, requester=requester, quota=quota)
+    with turn(deps, requester, held=held, config=config) as lease:
+        turned = dataclasses.replace(deps, turn=lease, client_token=quota.token_sha256)
+        return _undo_for(turned, entry_id, requester=requester, quota=quota)
 
 
 def _undo_for(deps: Deps, entry_id: str, *, requester: str, quota: Quota) -> Proposed:

@@ -268,6 +268,9 @@ class Proposal(_Model):
     # What an outside agent (an MCP client) said the change is for, as it said it: untrusted
     # text, never one of our warnings, shown by each surface as quoted data.
     agent_intent: str = ""
+    # The SHA-256 of the token an MCP client proposed with, as its clients-file entry holds
+    # it: its proposal stands only while that entry does (``policies.clients.revocation``).
+    client_token: str = ""
     error: dict[str, Any] | None = None
     reason: str = ""  # why it ended as it did (rejection reason, failure, expiry)
     # A keyed digest of everything above, set by the repository on every save; the audit row

@@ -7,18 +7,22 @@ one transaction (``Executor.settling``).
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 
+from policies import clients
 from proposals.core import Deps, mark_executed, move
 from proposals.errors import NotExecutable, ProposalError, ProposalTampered
 from proposals.killswitch import KillSwitch
 from proposals.model import Proposal, ProposalState
+from store.errors import StratusError
 from store.locks import holder_alive
 from tools.lost_writes import Resolution
 from tools.objects import ObjectRef
 from undo.inverse import is_reversible
 
 S = ProposalState
+log = logging.getLogger(__name__)
 _RECONCILER = "stratus-reconciler"
 
 
@@ -58,7 +62,8 @@ def expire_one(deps: Deps, proposal: Proposal, now: datetime) -> Proposal | None
 
 def reconcile(deps: Deps, *, actor: str = _RECONCILER) -> list[str]:
     """Finish what a crash left behind: pending writes (by reading the object) and
-    proposals whose executing process is gone. Live processes are left alone."""
+    proposals whose executing process is gone. Live processes are left alone. Then withdraw
+    what revoked MCP clients left open (``withdraw_revoked``)."""
     lines = [str(resolution) for resolution in settle_writes(deps, actor=actor)]
     for cluster in deps.executors:  # each cluster's writes are judged by reading that cluster
         if not deps.executor.owns(cluster):
@@ -87,6 +92,7 @@ def reconcile(deps: Deps, *, actor: str = _RECONCILER) -> list[str]:
         except ProposalTampered:
             continue  # left as found; `stratus audit verify` names it
         lines.append(f"{proposal.id}: interrupted before the write; nothing was written")
+    lines += withdraw_revoked(deps, actor=actor)
     expire(deps)
     return lines
 
@@ -169,3 +175,40 @@ def _follow(deps: Deps, resolution: Resolution, undo_id: str | None) -> None:
             subject=proposal_id,
             payload={"execution": resolution.execution.id, "problem": error.message},
         )
+
+
+UNEXECUTED = frozenset({S.AWAITING_APPROVAL, S.APPROVED})
+
+
+def withdraw_revoked(deps: Deps, *, actor: str) -> list[str]:
+    """Withdraw every proposal nobody executed yet of an MCP client that was revoked — removed
+    from the clients file, or its token changed (``clients.revocation``) — cancelled with the
+    reason, so its card says so and no click approves it. One line per proposal withdrawn.
+    A clients file that does not load withdraws nothing: a broken edit must not end every
+    client's proposals (none is approved meanwhile: ``core.revoked``)."""
+    if deps.clients is None:
+        return []
+    try:
+        configured = deps.clients.load()
+    except StratusError as exc:
+        log.warning("MCP clients file does not load; no proposal withdrawn: %s", exc.message)
+        return []
+    lines = []
+    for proposal in deps.repo.find(states=UNEXECUTED, limit=10_000):
+        why = clients.revocation(configured, proposal.requester, proposal.client_token)
+        if why is None:
+            continue
+        try:
+            move(
+                deps,
+                proposal.id,
+                S.CANCELLED,
+                actor=actor,
+                allowed_from=set(UNEXECUTED),
+                message=f"withdrawn: {why}",
+                reason=f"withdrawn: {why}",
+            )
+        except (NotExecutable, ProposalTampered):
+            continue  # moved meanwhile, or left as found (`stratus audit verify` names it)
+        lines.append(f"{proposal.id}: withdrawn: {why}")
+    return lines

@@ -47,7 +47,7 @@ def decision_mac(proposal_id: str, plan_digest: str, decision: Decision) -> str:
 # Fields a proposal gained after proposals were first sealed: sealed only when set, so the
 # seal of a proposal stored before a field existed still matches once the field reads as its
 # default (an upgrade must not make every stored proposal look tampered with).
-ADDED_LATER = {"agent_intent": ""}
+ADDED_LATER = {"agent_intent": "", "client_token": ""}
 
 
 def seal_of(proposal: Proposal) -> str:

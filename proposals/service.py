@@ -10,6 +10,7 @@ one call to a use-case module that reads top to bottom:
 | ``cancel``, ``withdraw`` | ``proposals/cancel.py`` |
 | ``expire``, ``reconcile``, ``settle_earlier_writes`` | ``proposals/recover.py`` |
 | ``propose_for``, ``client_turn``, ``check_for`` | ``intake.py`` (an MCP client's asks) |
+| ``take_turn``, ``give_back`` | ``intake.py`` (its turn, waited for by a surface) |
 | ``propose_checked``, ``undo_for``, ``own`` | ``intake.py`` |
 | ``get``, ``pending``, ``by_incident``, ``recent``, ``undo_entries`` | ``proposals/queries.py`` |
 
@@ -30,6 +31,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from policies.clients import Registry
 from policies.impersonation import Impersonation
 from proposals import answer, cancel, execute, intake, propose, queries, recover, undoing
 from proposals.core import Deps, PolicySource, UndoRequest, labels_of, new_proposal_id
@@ -37,6 +39,7 @@ from proposals.execute import PlanMoved, Superseded
 from proposals.model import Choice, Proposal
 from store import logcontext
 from store.db import Store
+from store.locks import Lease
 from tools.executor import Executor
 from tools.objects import ObjectRef
 from undo.conflicts import UndoConflict
@@ -63,6 +66,7 @@ class ProposalService:
         policy: PolicySource,
         impersonation: Impersonation | None = None,
         executors: Mapping[str, Executor] | None = None,
+        clients: Registry | None = None,
     ) -> None:
         # ``executors``: every cluster of a fleet by name (docs/fleet.md); ``executor`` is the
         # default one. Each use-case works on the cluster its proposal or undo entry names.
@@ -72,6 +76,7 @@ class ProposalService:
             policy=policy,
             impersonation=impersonation,
             executors=executors,
+            clients=clients,
         )
         # What surfaces and tests read directly: the store, its clock, the event stream.
         self.store = store
@@ -119,23 +124,55 @@ class ProposalService:
         )
 
     def propose_for(
-        self, ask: intake.Ask, *, requester: str, quota: intake.Quota
+        self,
+        ask: intake.Ask,
+        *,
+        requester: str,
+        quota: intake.Quota,
+        held: Lease | None = None,
+        config: intake.TurnConfig = intake.TURNS,
     ) -> intake.Proposed:
-        return intake.propose_for(self.deps, ask, requester=requester, quota=quota)
+        return intake.propose_for(
+            self.deps, ask, requester=requester, quota=quota, held=held, config=config
+        )
 
-    def client_turn(self, requester: str) -> contextlib.AbstractContextManager[None]:
-        return intake.turn(self.deps, requester)
+    def client_turn(
+        self,
+        requester: str,
+        *,
+        held: Lease | None = None,
+        config: intake.TurnConfig = intake.TURNS,
+    ) -> contextlib.AbstractContextManager[Lease]:
+        return intake.turn(self.deps, requester, held=held, config=config)
+
+    def take_turn(self, lease: Lease) -> bool:
+        return intake.take_turn(self.deps, lease)
+
+    def give_back(self, lease: Lease) -> None:
+        intake.give_back(self.deps, lease)
 
     def check_for(
         self, ask: intake.Ask, *, requester: str, quota: intake.Quota
     ) -> intake.Checked | intake.Proposed:
         return intake.check(self.deps, ask, requester=requester, quota=quota)
 
-    def propose_checked(self, checked: intake.Checked, *, incident_id: str | None) -> Proposal:
-        return intake.propose_checked(self.deps, checked, incident_id=incident_id)
+    def propose_checked(
+        self, checked: intake.Checked, *, incident_id: str | None, turn: Lease | None = None
+    ) -> Proposal:
+        return intake.propose_checked(self.deps, checked, incident_id=incident_id, turn=turn)
 
-    def undo_for(self, entry_id: str, *, requester: str, quota: intake.Quota) -> intake.Proposed:
-        return intake.undo_for(self.deps, entry_id, requester=requester, quota=quota)
+    def undo_for(
+        self,
+        entry_id: str,
+        *,
+        requester: str,
+        quota: intake.Quota,
+        held: Lease | None = None,
+        config: intake.TurnConfig = intake.TURNS,
+    ) -> intake.Proposed:
+        return intake.undo_for(
+            self.deps, entry_id, requester=requester, quota=quota, held=held, config=config
+        )
 
     def own(self, proposal_id: str, *, requester: str) -> Proposal:
         return intake.own(self.deps, proposal_id, requester=requester)

@@ -21,6 +21,15 @@ class LockHolder:
     expires_at: float
 
 
+@dataclass(frozen=True)
+class Lease:
+    """A lease someone means to hold (or holds): whose, on what, for how long at a time."""
+
+    resource: str
+    holder: str
+    ttl: float
+
+
 def holder_name(actor: str) -> str:
     """A holder id that names the actor, this host and this process (``actor@host:pid/…``)."""
     return f"{actor}@{socket.gethostname()}:{os.getpid()}/{uuid.uuid4().hex[:8]}"
@@ -74,6 +83,27 @@ class LeaseLocks:
             if blocker is None or time.monotonic() >= deadline:
                 return blocker
             time.sleep(0.02)
+
+    def renew(self, resource: str, holder: str, ttl: float) -> bool:
+        """Extend a lease its holder still holds by ``ttl`` from now (a heartbeat): False when
+        it ran out or someone else holds it — it is not taken back."""
+        now = self.store.clock.now().timestamp()
+        with self.store.immediate() as db:
+            changed = db.execute(
+                "UPDATE locks SET expires_at = ? WHERE resource = ? AND holder = ? "
+                "AND expires_at > ?",
+                [now + ttl, resource, holder, now],
+            ).rowcount
+        return bool(changed == 1)
+
+    def holds(self, resource: str, holder: str) -> bool:
+        """Whether ``holder`` holds an unexpired lease on ``resource``; inside a write
+        transaction (``Store.immediate``) nobody can take it before that transaction ends."""
+        rows = self.store.query(
+            "SELECT 1 FROM locks WHERE resource = ? AND holder = ? AND expires_at > ?",
+            [resource, holder, self.store.clock.now().timestamp()],
+        )
+        return bool(rows)
 
     def release(self, resource: str, holder: str) -> None:
         with self.store.immediate() as db:

@@ -18,12 +18,43 @@ TOKEN_SHAPES = re.compile(
 )
 # ``password=…``, ``api_key: …``: the value after a credential's name (the name is kept, so a
 # reader still sees which setting it was).
+# The name may be part of a longer one (``DB_PASSWORD=…``, ``AWS_SECRET_ACCESS_KEY: …``,
+# ``STRIPE_KEY=…``): ``_`` is a word character, so a bare ``\bpassword`` missed those.
 CREDENTIAL_VALUES = re.compile(
-    r"(?i)\b((?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|client[_-]?secret)"
-    r"[\"']?\s*[=:]\s*)[\"']?[^\s\"',;&]+"
+    r"(?i)\b((?:[a-z0-9]+[_.-])*"
+    r"(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|client[_-]?secret"
+    r"|private[_-]?key|[a-z0-9]+[_-]key)"
+    r"(?:[_.-][a-z0-9]+)*[\"']?\s*[=:]\s*)[\"']?[^\s\"',;&]+"
 )
+# The words that make a variable's name read as a credential's (``DB_PASSWORD``,
+# ``githubToken``, ``AWS_SECRET_ACCESS_KEY``); a name ending in ``KEY`` does too.
+CREDENTIAL_WORDS = frozenset(
+    {
+        "password",
+        "passwd",
+        "pwd",
+        "pass",
+        "passphrase",
+        "secret",
+        "token",
+        "credential",
+        "credentials",
+        "creds",
+        "apikey",
+        "privatekey",
+        "auth",
+    }
+)
+_NAME_PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 
 def redact(text: str) -> str:
     """``text`` with every credential-shaped part replaced by ``[redacted]``."""
     return CREDENTIAL_VALUES.sub(lambda m: m.group(1) + REDACTED, TOKEN_SHAPES.sub(REDACTED, text))
+
+
+def credential_name(name: str) -> bool:
+    """Whether a setting's name (an environment variable's) reads as a credential's: one of its
+    words is ``password``, ``secret``, ``token``, … or its last word is ``key``."""
+    words = [w.lower() for w in _NAME_PARTS.findall(name)]
+    return bool(words) and (words[-1] == "key" or any(w in CREDENTIAL_WORDS for w in words))

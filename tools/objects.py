@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from store import anchor, integrity
+from store import anchor, integrity, redaction
 from tools.errors import Invalid
 from tools.names import check_name, check_namespace
 
@@ -172,10 +172,11 @@ def yaml_diff(
     new: str = "proposed",
 ) -> str:
     """A unified diff of the normalized YAML of two objects: only what changes, with context.
-    A Secret's values show as digests (``redacted``)."""
+    A Secret's values show as digests (``redacted``), and so does the value of an environment
+    variable whose name reads as a credential's (``env_redacted``)."""
     lines = difflib.unified_diff(
-        to_yaml(redacted(normalized(before))).splitlines(keepends=True),
-        to_yaml(redacted(normalized(after))).splitlines(keepends=True),
+        to_yaml(env_redacted(redacted(normalized(before)))).splitlines(keepends=True),
+        to_yaml(env_redacted(redacted(normalized(after)))).splitlines(keepends=True),
         fromfile=f"{label} ({old})",
         tofile=f"{label} ({new})",
         n=context,
@@ -220,6 +221,42 @@ def _digests(source: dict[str, Any]) -> dict[str, str]:
         if isinstance(raw, str) and _DIGEST.fullmatch(raw):
             digests[key] = raw
     return digests
+
+
+def env_redacted(obj: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The object with the ``value`` of every environment variable whose name reads as a
+    credential's (``DB_PASSWORD``, ``API_TOKEN``, ``*_KEY``: ``store.redaction.credential_name``)
+    replaced by its digest, in every container list wherever it is nested (a pod, a pod
+    template, a CronJob's job template). On the object, not on the diff's text: the name and
+    the value are on two lines there, which no pattern over text pairs. A ``valueFrom`` names
+    where the value is and is kept; a changed value still shows as a changed digest. For what
+    people see only — stored images keep their values (an undo restores them)."""
+    if obj is None:
+        return None
+    result = copy.deepcopy(obj)
+    _redact_env(result)
+    return result
+
+
+def _redact_env(node: Any) -> None:
+    if isinstance(node, list):
+        for item in node:
+            _redact_env(item)
+        return
+    if not isinstance(node, dict):
+        return
+    for key, value in node.items():
+        if key == "env" and isinstance(value, list):
+            for var in value:
+                if (
+                    isinstance(var, dict)
+                    and "value" in var
+                    and redaction.credential_name(str(var.get("name", "")))
+                    and not _DIGEST.fullmatch(str(var["value"]))
+                ):
+                    var["value"] = secret_digest(str(var["value"]))
+        else:
+            _redact_env(value)
 
 
 def redacted(obj: dict[str, Any] | None) -> dict[str, Any] | None:

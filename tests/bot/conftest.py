@@ -21,6 +21,7 @@ from incidents.workflow import IncidentWorkflow
 from lab.slack.client import AsyncPlaygroundClient
 from lab.slack.server import PlaygroundServer
 from lab.slack.workspace import PlaygroundConfig
+from policies.clients import Registry
 from policies.model import Defaults, Rule
 from proposals.service import ProposalService
 from store.db import Store
@@ -70,10 +71,11 @@ def make_runtime(
     policy: PolicyBox,
     answerer: QuestionAnswerer | None = None,
     prometheus: PrometheusClient | None = None,
+    clients: Registry | None = None,
 ) -> Runtime:
     store = Store(path)
     service = ProposalService(
-        store=store, executor=Executor(kube, store, lock_wait=0.5), policy=policy
+        store=store, executor=Executor(kube, store, lock_wait=0.5), policy=policy, clients=clients
     )
     flow = IncidentWorkflow(
         service=service,
@@ -100,6 +102,7 @@ class BotHandle:
         self.prometheus: PrometheusClient | None = None  # the metrics source (none by default)
         self.settings: dict[str, Any] = {}  # more BotConfig fields (set before a restart)
         self.reconcile_interval = 10.0  # how often the bot's recovery looks (``bot.recovery``)
+        self.clients: Registry | None = None  # its MCP clients file (``STRATUS_MCP_CLIENTS``)
 
     @property
     def runtime(self) -> Runtime:
@@ -118,7 +121,9 @@ class BotHandle:
             reconcile_interval=self.reconcile_interval,
         )
         self.bot = StratusBot(
-            make_runtime(self.kube, self.path, self.policy, self.answerer, self.prometheus),
+            make_runtime(
+                self.kube, self.path, self.policy, self.answerer, self.prometheus, self.clients
+            ),
             config,
         )
         await self.bot.start()

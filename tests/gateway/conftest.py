@@ -22,6 +22,7 @@ from gateway.http import HttpGateway
 from gateway.server import Gateway
 from lab.slack.client import AsyncPlaygroundClient
 from policies.clients import Registry, hash_token
+from proposals.intake import TURNS, TurnConfig
 from tests.bot.conftest import (  # noqa: F401 - the bot's fixtures, shared
     BotHandle,
     db_path,
@@ -67,11 +68,18 @@ def clients(tmp_path: Path) -> Clients:
 
 
 @contextlib.asynccontextmanager
-async def gateway_on(bot: BotHandle, clients: Clients) -> AsyncIterator[str]:
-    """The gateway's HTTP listener on the running bot's own service and workflow."""
+async def gateway_on(
+    bot: BotHandle, clients: Clients, turns: TurnConfig = TURNS
+) -> AsyncIterator[str]:
+    """The gateway's HTTP listener on the running bot's own service and workflow (``turns``:
+    how a client's turn is held, e.g. a short lease)."""
     rt = bot.runtime
     gateway = Gateway(
-        service=rt.service, kube=bot.kube, registry=Registry(clients.path), workflow=rt.workflow
+        service=rt.service,
+        kube=bot.kube,
+        registry=Registry(clients.path),
+        workflow=rt.workflow,
+        turns=turns,
     )
     listener = HttpGateway(gateway)
     url = await listener.start()

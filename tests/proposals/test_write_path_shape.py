@@ -64,6 +64,8 @@ def test_the_facade_keeps_every_call_the_surfaces_make() -> None:
         # An outside agent's (MCP client's) asks: proposals/intake.py (issue 20).
         "propose_for",
         "client_turn",
+        "take_turn",
+        "give_back",
         "check_for",
         "propose_checked",
         "undo_for",

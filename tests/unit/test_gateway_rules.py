@@ -243,8 +243,26 @@ def test_a_proposal_sealed_before_it_had_an_agent_intent_still_matches_its_seal(
     from store import integrity
 
     stored = proposal("prop-old", 2, state=ProposalState.AWAITING_APPROVAL)
-    body = stored.model_dump(mode="json", exclude={"seal", "agent_intent"})  # as then
+    # As then: before ``agent_intent`` and ``client_token`` (issue 20's revocation) existed.
+    body = stored.model_dump(mode="json", exclude={"seal", "agent_intent", "client_token"})
     before = integrity.digest({"record": "proposal", "body": body})
     assert seals.seal_of(stored) == before
     said = stored.model_copy(update={"agent_intent": "scale web"})
     assert seals.seal_of(said) != before  # once set, the field is sealed like the rest
+    tokened = stored.model_copy(update={"client_token": "ab" * 32})
+    assert seals.seal_of(tokened) != before
+
+
+def test_a_proposal_stands_while_its_client_holds_the_token_it_proposed_with() -> None:
+    held = clients.hash_token("tok-claude-0123456789")
+    configured = clients.ClientsFile(
+        clients=[clients.ClientEntry(name="claude", token_sha256=held)]
+    )
+    assert clients.revocation(configured, "mcp:claude", held) is None
+    assert clients.revocation(configured, "mcp:claude") is None  # stored before tokens were
+    assert clients.revocation(configured, "U0ALICE", "") is None  # no MCP client
+    changed = clients.revocation(configured, "mcp:claude", clients.hash_token("old-token-012"))
+    assert changed is not None and "token was revoked" in changed
+    removed = clients.revocation(clients.ClientsFile(), "mcp:claude", held)
+    assert removed is not None and "no longer in the clients file" in removed
+    assert clients.match(configured, "tok-claude-0123456789").token_sha256 == held
