@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from lab.slack import payloads, views
+from lab.slack import files, payloads, views
 from lab.slack.delivery import Deliverer
 from lab.slack.faults import FaultMenu, InjectFailed
 from lab.slack.socket_mode import SocketHub
@@ -334,6 +334,7 @@ class Control:
             "version": self.ws.version,
             "config": self.config(),
             "messages": self.messages({})["messages"],
+            "files": files.state(self.ws),
             "ephemerals": [e for e in self.ws.ephemerals if e["user"] == user],
             "modal": modal.body if modal else None,
             "home": home.body if home else None,

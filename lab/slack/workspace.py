@@ -233,6 +233,9 @@ class Workspace:
         self.response_urls: dict[str, ResponseUrl] = {}
         self.calls: list[Json] = []
         self.deliveries: list[Json] = []
+        # Uploaded files (``lab.slack.files``): their objects by id, and their bytes.
+        self.files: dict[str, Json] = {}
+        self.file_bytes: dict[str, bytes] = {}
         self.changed()
 
     # -- change notification for the page -------------------------------------------------
