@@ -89,7 +89,9 @@ class StratusBot:
             # multi-line suggestion of a listener to write.
             raise_error_for_unhandled_request=True,
         )
-        self.follower = Follower(runtime, self.client, interval=config.follow_interval)
+        self.follower = Follower(
+            runtime, self.client, interval=config.follow_interval, links=config.links
+        )
         self.driver = Driver(runtime)
         self.recovery = Reconciler(
             runtime,

@@ -24,6 +24,7 @@ from slack_sdk.models.blocks import Block
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agents.telemetry import Telemetry, settled_at, summarize
+from agents.telemetry_links import LinkConfig
 from bot import alert_blocks, cards, text
 from bot import blocks as b
 from bot.links import MessageRef
@@ -31,6 +32,7 @@ from bot.names import Names
 from bot.runtime import Runtime
 from bot.summary import summary_blocks
 from bot.text import card_words, thread_words
+from bot.uploads import Uploads
 from incidents.model import AGENT_SOURCE, Incident
 from incidents.repository import STREAM as INCIDENTS
 from incidents.repository import IncidentEnvelope, IncidentEvent, IncidentEventType
@@ -65,9 +67,17 @@ class CardData:
 
 
 class Follower:
-    def __init__(self, runtime: Runtime, client: AsyncWebClient, *, interval: float) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        client: AsyncWebClient,
+        *,
+        interval: float,
+        links: LinkConfig | None = None,
+    ) -> None:
         self.rt = runtime
         self.client = client
+        self.uploads = Uploads(runtime, client, links)
         self.interval = interval
         self.rows = EventStore(runtime.store)
         # Per proposal: the moment the summary was read for (its state, whether it was
@@ -439,6 +449,8 @@ class Follower:
                 undo=data.undo,
                 ran_at=data.ran_at,
                 handles=await self._handles(data.proposal),
+                chart=await self.uploads.card_chart(data.proposal, telemetry, where),
+                links=self.uploads.figure_links(data.proposal, data.incident, telemetry),
             )
             posted = await self.post(
                 where,
@@ -461,6 +473,7 @@ class Follower:
         for member in members:
             data = await self.rt.call(self._card_data, member)
             telemetry = await self._summary(member, data)
+            thread = await self.rt.call(self.rt.links.card_thread, member)
             parts.append(
                 cards.proposal_card(
                     data.proposal,
@@ -469,6 +482,8 @@ class Follower:
                     undo=data.undo,
                     ran_at=data.ran_at,
                     handles=await self._handles(data.proposal),
+                    chart=await self.uploads.card_chart(data.proposal, telemetry, thread),
+                    links=self.uploads.figure_links(data.proposal, data.incident, telemetry),
                 )
             )
         first = await self.rt.call(self._card_data, members[0])
