@@ -178,6 +178,9 @@ class StratusBot:
         if questions.kind(asked) == "summary":
             await self.follower.post_summary(incident_id, where)
             return
+        if questions.kind(asked) == "postmortem":
+            await self.follower.post_postmortem(incident_id, where)
+            return
         incident = await self.rt.call(self.rt.incidents.get, incident_id)
         events = await self.rt.call(self.rt.incidents.events, incident_id=incident_id, limit=5000)
         messages = [e.event.message for e in events if e.event.message]

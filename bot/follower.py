@@ -31,8 +31,9 @@ from bot.links import MessageRef
 from bot.names import Names
 from bot.runtime import Runtime
 from bot.summary import summary_blocks
-from bot.text import card_words, thread_words
+from bot.text import card_words, command_words, thread_words
 from bot.uploads import Uploads
+from incidents import postmortem, postmortem_text
 from incidents.model import AGENT_SOURCE, Incident
 from incidents.repository import STREAM as INCIDENTS
 from incidents.repository import IncidentEnvelope, IncidentEvent, IncidentEventType
@@ -299,6 +300,27 @@ class Follower:
             return
         body = await self._summary_body(incident_id)
         await self.post(thread, body, thread_words.SUMMARY_TITLE)
+
+    async def post_postmortem(self, incident_id: str, where: MessageRef | None = None) -> None:
+        """The postmortem draft (``incidents.postmortem``) as a Markdown file in the thread."""
+        thread = where or await self.rt.call(self.rt.links.thread, incident_id)
+        if thread is None:
+            return
+        draft = await self.rt.call(
+            postmortem.of_incident, self.rt.incidents, self.rt.service, incident_id
+        )
+        people = sorted({str(e.fields.get("actor", "")) for e in draft.entries()})
+        known = await self.names.warm(people)
+        _, why = await self.uploads.post_document(
+            thread,
+            content=postmortem_text.markdown(draft, handles=known),
+            filename=command_words.postmortem_filename(incident_id),
+            title=command_words.POSTMORTEM_TITLE,
+            comment=command_words.postmortem_comment(incident_id),
+        )
+        if why:
+            message = command_words.postmortem_failed(why)
+            await self.post(thread, [b.section(message)], message)
 
     async def _summary_body(self, incident_id: str) -> list[Block]:
         """The summary with the ids its words name ("requires 1 approval from S0SRE", "fix

@@ -181,7 +181,10 @@ def file_routes(ws: Workspace) -> list[web.RouteDef]:
         data = ws.file_bytes.get(file_id)
         if file is None or data is None:
             raise web.HTTPNotFound()
-        return web.Response(body=data, content_type=str(file["mimetype"]))
+        mimetype = str(file["mimetype"])
+        # Text files are served as UTF-8 (what a browser and a client then decode them as).
+        charset = "utf-8" if mimetype.startswith("text/") else None
+        return web.Response(body=data, content_type=mimetype, charset=charset)
 
     async def private(request: web.Request) -> web.Response:
         # url_private: the bot token, as Slack asks for it.
