@@ -23,6 +23,7 @@ PANEL_HEIGHT = 1.1
 DPI = 100
 CHANGE_COLOUR = "#d62728"
 AFTER_COLOUR = "#2ca02c"
+FLOOR = {"count": 1.0, "seconds": 10.0, "ratio": 100.0}  # the lowest top of a panel's scale
 
 
 def _scale(panel: Panel, value: float) -> float:
@@ -57,10 +58,12 @@ def render(chart: Chart, *, title: str) -> bytes:
         ax.grid(alpha=0.3)
         # Shares are read against the whole scale (a flat 100% must not look like a wiggle);
         # counts and latencies from zero, counts in whole steps.
+        highest = max((_scale(panel, v) for line in panel.lines for _, v in line.points), default=0)
         if panel.unit == "ratio":
             ax.set_ylim(0, 105)
         else:
-            ax.set_ylim(bottom=0)
+            # A flat zero still gets a readable scale (no 0.000-0.054 ticks around nothing).
+            ax.set_ylim(0, max(highest * 1.15, FLOOR[panel.unit]))
         if panel.unit == "count":
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         if chart.after is not None:
