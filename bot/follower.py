@@ -23,6 +23,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.models.blocks import Block
 from slack_sdk.web.async_client import AsyncWebClient
 
+from agents.llm.postmortem import PostmortemWriter
 from agents.telemetry import Telemetry, settled_at, summarize
 from agents.telemetry_links import LinkConfig
 from bot import alert_blocks, cards, text
@@ -311,9 +312,13 @@ class Follower:
         )
         people = sorted({str(e.fields.get("actor", "")) for e in draft.entries()})
         known = await self.names.warm(people)
+        model = self.rt.answerer  # the thread's model words the narrative too, when there is one
+        writer = (
+            PostmortemWriter(model.client_factory, model=model.model) if model is not None else None
+        )
         _, why = await self.uploads.post_document(
             thread,
-            content=postmortem_text.markdown(draft, handles=known),
+            content=await postmortem_text.compose(draft, writer, handles=known),
             filename=command_words.postmortem_filename(incident_id),
             title=command_words.POSTMORTEM_TITLE,
             comment=command_words.postmortem_comment(incident_id),

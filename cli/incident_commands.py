@@ -9,13 +9,17 @@ stays in the store; ``stratus incidents resume ID`` picks it up.
 
 from __future__ import annotations
 
+import asyncio
 import math
+import os
 import sys
 from pathlib import Path
 
 import click
 
 from agents import telemetry_queries
+from agents.llm.config import LLMConfig, make_client
+from agents.llm.postmortem import PostmortemWriter
 from agents.planner.offline import OfflinePlanner
 from agents.telemetry import summarize
 from cli import render
@@ -269,7 +273,17 @@ def postmortem_command(
     it comes from ([#seq], as `stratus incidents show` lists them)."""
     with session(kubeconfig, context, recover=False) as s:
         draft = postmortem.of_incident(IncidentRepository(s.store), s.service, incident_id)
-    document = postmortem_text.markdown(draft)
+    config = LLMConfig.from_env(os.environ)
+    writer = (
+        PostmortemWriter(lambda: make_client(config), model=config.model)
+        if config is not None
+        else None
+    )
+    document = (
+        asyncio.run(postmortem_text.compose(draft, writer))
+        if writer is not None
+        else postmortem_text.markdown(draft)
+    )
     if output is None:
         render.echo(document.rstrip("\n"))
         return

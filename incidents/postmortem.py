@@ -4,8 +4,8 @@ Pure: the incident's events and its proposals' events in, ``Draft`` out — sect
 ``Entry``s, each naming the events it comes from (``refs``: their ``seq`` in the stream), so
 every line of the document can be checked against the store, and nothing in it is invented.
 The words are ``incidents.postmortem_text``'s; with a model configured, the narrative parts
-(summary, what went well, follow-ups) may be drafted by it from these entries
-(``agents.llm`` is not wired for this yet: the template is what runs).
+(summary, what went well, follow-ups) are worded by it from these entries as data
+(``agents.llm.postmortem``), each of its lines checked to cite only events given to it.
 
 Why here and not in a surface: the same document is posted in Slack (``/stratus
 postmortem``) and printed by ``stratus incidents postmortem ID``; computing it twice would let
@@ -384,3 +384,17 @@ def of_incident(incidents: IncidentRepository, service: ProposalService, inciden
         proposal_events=proposal_events,
         intents={p.id: p.intent for p in proposals},
     )
+
+
+def records(draft: Draft) -> list[dict[str, Any]]:
+    """The draft's entries as data for a model to word the narrative from (each with the
+    events it comes from): the facts, never more."""
+    return [
+        {"events": list(entry.refs), "at": entry.at, "kind": entry.kind, **entry.fields}
+        for entry in draft.entries()
+    ]
+
+
+def cited(draft: Draft) -> set[int]:
+    """Every event the draft rests on: all a model's line may cite."""
+    return {seq for entry in draft.entries() for seq in entry.refs}

@@ -10,12 +10,32 @@ link and HTML characters made inert: a finding cannot format or link itself into
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
+from incidents import postmortem
 from incidents.postmortem import Draft, Entry
+
+if TYPE_CHECKING:
+    from agents.llm.postmortem import PostmortemWriter
 
 QUOTE_LIMIT = 300
 NO_MODEL = "templated from the stored events (no model configured)"
+# section → lines the model wrote, each with the events it cites (``agents.llm.postmortem``).
+Narrated = Mapping[str, Sequence[tuple[str, tuple[int, ...]]]]
+
+
+def by_model(model: str) -> str:
+    return (
+        f"whose summary, what went well and follow-ups the model ({_quote(model, 60)}) drafted"
+        " from the stored events, each of its lines checked to name only events it was given;"
+        " impact, timeline and root cause templated from the same events"
+    )
+
+
+def model_failed(why: str) -> str:
+    return f"templated from the stored events (the model's draft was not used: {_quote(why)})"
 
 
 # Look-alikes for what Markdown reads as a link, HTML or code, in quoted text.
@@ -214,8 +234,23 @@ def _follow_line(entry: Entry, handles: dict[str, str] | None) -> str:
     return f"- {text} {refs(entry)}"
 
 
-def markdown(draft: Draft, *, handles: dict[str, str] | None = None, source: str = NO_MODEL) -> str:
-    """The draft as Markdown (``handles``: Slack id → handle, for the people it names)."""
+def _narrated(lines: Sequence[tuple[str, tuple[int, ...]]]) -> list[str]:
+    return [
+        f"- {_quote(text, 400)} [" + ", ".join(f"#{seq}" for seq in refs) + "]"
+        for text, refs in lines
+    ]
+
+
+def markdown(
+    draft: Draft,
+    *,
+    handles: dict[str, str] | None = None,
+    source: str = NO_MODEL,
+    narrative: Narrated | None = None,
+) -> str:
+    """The draft as Markdown (``handles``: Slack id → handle, for the people it names;
+    ``narrative``: the model's checked lines, standing for the template's in their sections)."""
+    told = narrative or {}
     none = "- (nothing recorded)"
     lines = [
         f"# Postmortem draft: incident `{draft.incident_id}` in `{draft.namespace}`",
@@ -224,7 +259,11 @@ def markdown(draft: Draft, *, handles: dict[str, str] | None = None, source: str
         f" see `stratus incidents show {draft.incident_id}`)._",
         "",
         "## Summary",
-        *([_summary_line(e, draft.namespace, handles) for e in draft.summary] or [none]),
+        *(
+            _narrated(told["summary"])
+            if told.get("summary")
+            else [_summary_line(e, draft.namespace, handles) for e in draft.summary] or [none]
+        ),
         "",
         "## Impact",
         *([_impact_line(e) for e in draft.impact] or [none]),
@@ -236,10 +275,31 @@ def markdown(draft: Draft, *, handles: dict[str, str] | None = None, source: str
         *([_cause_line(e) for e in draft.root_cause] or ["- No diagnosis was recorded."]),
         "",
         "## What went well",
-        *([_well_line(e, handles) for e in draft.went_well] or [none]),
+        *(
+            _narrated(told["went_well"])
+            if told.get("went_well")
+            else [_well_line(e, handles) for e in draft.went_well] or [none]
+        ),
         "",
         "## Follow-ups",
-        *([_follow_line(e, handles) for e in draft.follow_ups] or [none]),
+        *(
+            _narrated(told["follow_ups"])
+            if told.get("follow_ups")
+            else [_follow_line(e, handles) for e in draft.follow_ups] or [none]
+        ),
         "",
     ]
     return "\n".join(lines)
+
+
+async def compose(
+    draft: Draft, writer: PostmortemWriter | None, *, handles: dict[str, str] | None = None
+) -> str:
+    """The document: with a model (``writer``), its checked narrative where it gave one;
+    without, or when it failed, the template throughout (and the document says which)."""
+    if writer is None:
+        return markdown(draft, handles=handles)
+    narrative, why = await writer.narrate(postmortem.records(draft), postmortem.cited(draft))
+    if not narrative:
+        return markdown(draft, handles=handles, source=model_failed(why))
+    return markdown(draft, handles=handles, source=by_model(writer.model), narrative=narrative)

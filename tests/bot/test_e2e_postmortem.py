@@ -8,6 +8,8 @@ names only events of this incident and its proposals."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import re
 from pathlib import Path
@@ -19,6 +21,7 @@ from click.testing import CliRunner
 
 from cli.main import stratus as stratus_cli
 from incidents import postmortem, postmortem_text
+from lab.llm import FakeChatServer
 from lab.slack.client import AsyncPlaygroundClient
 from lab.slack.server import PlaygroundServer
 from proposals.model import ProposalState
@@ -26,6 +29,11 @@ from store.events import EventRow, EventStore
 from tests.bot.conftest import BotHandle, inject, wait_for
 from tests.bot.demo_process import REPO
 from tests.bot.test_e2e import first_card, proposal_id
+from tests.bot.test_e2e_questions import (  # noqa: F401 (a fixture)
+    answerer,
+    fake_llm,
+    restart_with_model,
+)
 from tests.bot.test_e2e_rebreak import SCENARIO, _undo_card, fix_then_reject_the_restart, provider
 from tests.conftest import Lab
 from tools.k8s import KubeClient
@@ -192,10 +200,17 @@ async def test_a_postmortem_tells_a_rejected_step_and_an_undo_and_every_line_tra
 
     # The terminal prints the same draft (without Slack's handles).
     draft = await rt.call(postmortem.of_incident, rt.incidents, rt.service, incident.id)
-    result = CliRunner().invoke(
+    result = await asyncio.to_thread(
+        CliRunner().invoke,
         stratus_cli,
         ["incidents", "postmortem", incident.id],
-        env={"STRATUS_DB": str(stratus_bot.path), "KUBECONFIG": str(lab.kubeconfig)},
+        # No model for the terminal: its draft is the template, as the bot's without one.
+        env={
+            "STRATUS_DB": str(stratus_bot.path),
+            "KUBECONFIG": str(lab.kubeconfig),
+            "OPENAI_API_KEY": None,
+            "OPENAI_BASE_URL": None,
+        },
         catch_exceptions=False,
     )
     assert result.exit_code == 0, result.output
@@ -203,3 +218,56 @@ async def test_a_postmortem_tells_a_rejected_step_and_an_undo_and_every_line_tra
     assert [seqs(line) for line in sections(result.output)["Timeline (UTC)"]] == [
         seqs(line) for line in parts["Timeline (UTC)"]
     ]
+
+
+async def test_with_a_model_the_narrative_is_its_words_but_only_lines_naming_given_events(
+    lab: Lab,
+    slack: AsyncPlaygroundClient,
+    stratus_bot: BotHandle,
+    playground: PlaygroundServer,
+    fake_llm: FakeChatServer,  # noqa: F811 (the fixture imported above)
+) -> None:
+    await restart_with_model(stratus_bot, answerer(fake_llm))
+    rt = stratus_bot.runtime
+    inject(lab, SCENARIO)
+    await slack.command("U0DAVE", "/stratus", "investigate shop")
+    fix = proposal_id(await first_card(slack))
+    incident = await fix_then_reject_the_restart(rt, slack, fix)
+    events = await rt.call(rt.incidents.events, incident_id=incident.id, limit=5000)
+    opened = next(e.seq for e in events if e.event.type.value == "incident.opened")
+    diagnosed = next(e.seq for e in events if e.event.type.value == "incident.diagnosed")
+    fake_llm.load(
+        [
+            {
+                "content": {
+                    "summary": [
+                        {"text": "Payment broke on a bad ConfigMap value.", "events": [diagnosed]},
+                        {"text": "An invented outage of the whole cluster.", "events": [999_999]},
+                        {"text": "A line that cites nothing.", "events": []},
+                    ],
+                    "went_well": [{"text": "The incident was opened at once.", "events": [opened]}],
+                    "follow_ups": [],
+                }
+            }
+        ]
+    )
+    thread = await rt.call(rt.links.thread, incident.id)
+    assert thread is not None
+    await slack.post_message(
+        "U0ALICE", "write the postmortem", channel=CHANNEL, thread_ts=thread.ts
+    )
+    shared = await wait_for(lambda: postmortem_file(slack), timeout=30)
+    document = requests.get(
+        f"{playground.url}/playground/v1/files/{shared['file']['id']}", timeout=5
+    ).text
+    parts = sections(document)
+    assert parts["Summary"] == [f"- Payment broke on a bad ConfigMap value. [#{diagnosed}]"]
+    assert parts["What went well"] == [f"- The incident was opened at once. [#{opened}]"]
+    assert "invented" not in document and "cites nothing" not in document
+    # No follow-up from the model: the template's stand, each naming its events.
+    assert any("decide whether it is still needed" in line for line in parts["Follow-ups"])
+    assert "the model (local-model) drafted" in document
+    # The model was given the events as fenced data, not as instructions.
+    sent = json.dumps(fake_llm.requests[-1]["messages"])
+    assert "the incident's stored events" in sent and fix in sent
+    assert fake_llm.requests[-1].get("tools") in (None, [])
