@@ -23,6 +23,7 @@ functions but for ``LinkConfig.from_env``.
 from __future__ import annotations
 
 import fnmatch
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -97,18 +98,22 @@ def dashboards(raw: str) -> tuple[Dashboard, ...]:
 
 
 def _stamp(unix: float) -> str:
-    return datetime.fromtimestamp(unix, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    return datetime.fromtimestamp(unix, UTC).strftime("%Y-%m-%d %H:%M")
 
 
 def prometheus_graph(base: str, promql: str, *, start: float, end: float) -> str:
     """Prometheus' graph page for ``promql`` from ``start`` to ``end`` (Unix seconds)."""
-    span = max(round(end - start), 1)
+    # The graph page reads its end time to the minute (seconds are dropped): the end is
+    # rounded up to the next minute and the range widened to match, so the last seconds —
+    # the "after" of a change that just ran — are on the page, not cut off.
+    shown_end = math.ceil(end / 60) * 60
+    span = max(math.ceil(shown_end - start), 1)
     query = urlencode(
         {
             "g0.expr": promql,
             "g0.tab": "0",
             "g0.range_input": f"{span}s",
-            "g0.end_input": _stamp(end),
+            "g0.end_input": _stamp(shown_end),
         }
     )
     return f"{base}/graph?{query}"

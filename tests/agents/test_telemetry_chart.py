@@ -89,7 +89,11 @@ def test_a_figure_links_to_its_promql_over_the_range_read() -> None:
     assert parts.path == "/graph"
     assert query["g0.expr"] == ['sum(y{pod=~"geo-.*"})']
     assert query["g0.range_input"] == ["300s"] and query["g0.tab"] == ["0"]
-    assert query["g0.end_input"] == ["2027-01-15 08:05:00"]
+    assert query["g0.end_input"] == ["2027-01-15 08:05"]
+    # The page reads its end to the minute: a read at 08:05:20 ends the page at 08:06, the
+    # range widened so it still starts where the figures' range did.
+    late = parse_qs(urlsplit(prometheus_graph("http://p", "up", start=T0, end=T0 + 320)).query)
+    assert late["g0.end_input"] == ["2027-01-15 08:06"] and late["g0.range_input"] == ["360s"]
 
 
 def test_links_never_carry_credentials() -> None:

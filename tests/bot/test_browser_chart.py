@@ -9,6 +9,7 @@ tmp/artifacts/chart-browser/ (or under ``$STRATUS_ARTIFACTS``)."""
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -94,6 +95,20 @@ async def test_a_card_shows_its_chart_and_links_and_the_thread_gets_a_postmortem
             assert "http_client_requests_total" in parse_qs(parts.query)["g0.expr"][0], href
             await scroll_to(chart)
             await page.screenshot(path=str(ARTIFACTS / "1-card-chart.png"), full_page=True)
+            # Followed, the link opens Prometheus' own page with that query in its editor.
+            async with page.context.expect_page() as opened:
+                await link.click()
+            prometheus = await opened.value
+            await expect(prometheus.locator("body")).to_contain_text(
+                "http_client_requests_total", timeout=30_000
+            )
+            # …over a range with the figures in it (Debian's Prometheus 2 page says how many
+            # series it drew; its end is read to the minute, which the link allows for).
+            await expect(prometheus.locator("body")).to_contain_text(
+                re.compile(r"Total time series: [1-9]"), timeout=30_000
+            )
+            await prometheus.screenshot(path=str(ARTIFACTS / "1-prometheus.png"))
+            await prometheus.close()
 
             # After the approval the chart is drawn again, the change marked.
             await card.locator('button[data-action-id="stratus.approve"]').click()
