@@ -244,3 +244,44 @@ async def test_without_prometheus_the_card_says_it_has_no_chart_and_uploads_noth
     assert image_of(found) is None and not links_of(found)
     calls = (await slack.calls())["calls"]
     assert not [c for c in calls if c["method"].startswith("files.")]
+
+
+async def test_a_chart_slack_refuses_leaves_the_card_with_its_figures_and_the_reason(
+    chart_bot: tuple[BotHandle, LabServer, PrometheusClient],
+    slack: AsyncPlaygroundClient,
+) -> None:
+    handle, lab, prometheus = chart_bot
+    # Slack refuses every upload (as it would an app without files:write, or one over its
+    # rate): no retries, so the card is not held up.
+    await handle.stop()
+    handle.settings = {**handle.settings, "rate_limit_retries": 0}
+    await handle.start()
+    await slack.configure(
+        rate_limits={
+            "chat.postMessage": 10_000,
+            "chat.update": 10_000,
+            "files.getUploadURLExternal": 0,
+        }
+    )
+    LabClient(lab.url).post("/lab/v1/scenarios/hotel-geo-oom/inject")
+    geo_restarted(prometheus)
+    assert (await slack.command("U0DAVE", "/stratus", "investigate hotel"))["ok"]
+
+    async def card() -> dict[str, Any] | None:
+        for message in await thread_messages(slack):
+            if "stratus.approve" in str(message.get("blocks")) and "geo" in readable(message):
+                return message
+        return None
+
+    found = await wait_for(card, timeout=60)
+    shown = readable(found)
+    assert "Chart: could not be uploaded (ratelimited); the figures above stand" in shown, shown
+    assert image_of(found) is None
+    assert "*Metrics* (Prometheus" in shown and "Open in Prometheus:" in shown
+    calls = (await slack.calls("files.getUploadURLExternal"))["calls"]
+    assert calls and all(c["error"] == "ratelimited" for c in calls)
+    attempts = len(calls)
+    # Rendered again with the same figures, the card does not try the same chart again.
+    assert handle.bot is not None
+    await handle.bot.follower.refresh_card(proposal_id(found))
+    assert len((await slack.calls("files.getUploadURLExternal"))["calls"]) == attempts
