@@ -17,6 +17,7 @@ import logging
 import aiohttp
 from slack_sdk.errors import SlackApiError, SlackRequestError
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from agents.telemetry import Telemetry
 from agents.telemetry_chart import chart_for
@@ -30,6 +31,7 @@ from incidents.model import Incident
 from proposals.model import Proposal
 
 log = logging.getLogger("stratus.bot")
+UPLOAD_SECONDS = 10.0  # the three calls of one upload together
 
 
 class Uploads:
@@ -131,27 +133,54 @@ class Uploads:
         comment: str | None = None,
     ) -> tuple[str, str]:
         try:
-            response = await self.client.files_upload_v2(
-                channel=thread.channel,
-                thread_ts=thread.ts or None,
-                content=content,
-                filename=filename,
-                title=title,
-                alt_txt=alt,
-                initial_comment=comment,
-                request_file_info=False,
+            # Bounded: a card waits for its chart, and must not wait on a Slack that hangs.
+            response = await asyncio.wait_for(
+                self._files_upload_v2(
+                    thread,
+                    content=content,
+                    filename=filename,
+                    title=title,
+                    alt=alt,
+                    comment=comment,
+                ),
+                timeout=UPLOAD_SECONDS,
             )
+        except TimeoutError:
+            why = f"Slack did not take the file within {UPLOAD_SECONDS:g} s"
+            log.error("file upload failed: %s", why)
+            return "", why
         except SlackApiError as error:
             why = str(error.response.get("error") or "error")
             log.error("file upload failed: %s", why)
             return "", why
-        except (SlackRequestError, aiohttp.ClientError, TimeoutError) as error:
+        except (SlackRequestError, aiohttp.ClientError) as error:
             why = f"the upload did not go through ({type(error).__name__})"
             log.error("file upload failed: %s", why)
             return "", why
         files = response.get("files") or []
         file_id = str(files[0].get("id", "")) if files else ""
         return (file_id, "") if file_id else ("", "Slack named no file")
+
+    async def _files_upload_v2(
+        self,
+        thread: MessageRef,
+        *,
+        content: bytes,
+        filename: str,
+        title: str,
+        alt: str | None,
+        comment: str | None,
+    ) -> AsyncSlackResponse:
+        return await self.client.files_upload_v2(
+            channel=thread.channel,
+            thread_ts=thread.ts or None,
+            content=content,
+            filename=filename,
+            title=title,
+            alt_txt=alt,
+            initial_comment=comment,
+            request_file_info=False,
+        )
 
     async def _delete(self, file_id: str) -> None:
         try:
