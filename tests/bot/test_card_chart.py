@@ -34,6 +34,7 @@ from tests.bot.conftest import BotHandle, inject, wait_for
 from tests.bot.demo_process import REPO
 from tests.bot.test_card_metrics import (  # noqa: F401 (fixtures)
     CHANNEL,
+    READ_AFTER,
     geo_restarted,
     readable,
     realtime,
@@ -220,6 +221,24 @@ async def test_the_card_shows_its_chart_and_links_and_redraws_it_after_the_chang
     assert redrawn is not None and redrawn.changed_at is not None
     assert abs(redrawn.changed_at - proposal.updated_at.timestamp()) < 1.0
     assert redrawn.after == (redrawn.changed_at, redrawn.end)
+
+    # Once the change can show in the figures, they are read again and the chart with them:
+    # a third file, the second one gone, the thread keeping one chart for the card.
+    async def settled() -> str | None:
+        card = next(m for m in await thread_messages(slack) if m["ts"] == after["ts"])
+        image = image_of(card)
+        shown_id = image["slack_file"]["id"] if image else ""
+        return (
+            shown_id if shown_id not in ("", new_id) and READ_AFTER.search(readable(card)) else None
+        )
+
+    latest = await wait_for(settled, timeout=60)
+    messages = await thread_messages(slack)
+    assert uploaded(messages, latest) is not None and uploaded(messages, new_id) is None
+    charts = [
+        m for m in messages if any(f["name"] == f"chart-{pid}.png" for f in m.get("files") or [])
+    ]
+    assert len(charts) == 1, charts
 
     # Nothing anyone reads carries the token.
     everything = str(await slack.messages(channel=CHANNEL)) + str(messages)
