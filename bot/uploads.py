@@ -34,6 +34,14 @@ log = logging.getLogger("stratus.bot")
 UPLOAD_SECONDS = 10.0  # the three calls of one upload together
 
 
+def in_thread(chart: CardChart) -> CardChart:
+    """The card's chart as a line pointing at the file in the thread (for when Slack refuses
+    the image block: a file uploaded a moment ago it has not processed yet)."""
+    if not chart.file_id:
+        return chart
+    return CardChart(missing=chart_words.CHART_IN_THREAD)
+
+
 class Uploads:
     def __init__(self, runtime: Runtime, client: AsyncWebClient, links: LinkConfig | None) -> None:
         self.rt = runtime

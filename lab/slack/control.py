@@ -281,6 +281,8 @@ class Control:
             c.event_retry_delays = tuple(float(d) for d in body["event_retry_delays"])
         if "rate_window" in body:
             c.rate_window = float(body["rate_window"])
+        if "file_ready_seconds" in body:
+            c.file_ready_seconds = float(body["file_ready_seconds"])
         if "rate_limits" in body:
             c.rate_limits.clear()
             c.rate_limits.update({str(k): int(v) for k, v in body["rate_limits"].items()})

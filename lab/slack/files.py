@@ -172,6 +172,7 @@ def file_routes(ws: Workspace) -> list[web.RouteDef]:
         ws.file_bytes[file["id"]] = data
         file["size"] = len(data)
         file["state"] = "uploaded"
+        file["uploaded_at"] = ws.clock()
         if file["mimetype"].startswith("text/"):
             file["preview"] = data.decode(errors="replace")[:PREVIEW_CHARS]
         return web.Response(text=f"OK - {len(data)}")

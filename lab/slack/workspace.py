@@ -111,6 +111,9 @@ class PlaygroundConfig:
     trigger_ttl: float = 3.0
     response_url_ttl: float = 1800.0
     response_url_uses: int = 5
+    # Slack refuses an image block naming a file uploaded moments ago ("invalid slack file")
+    # until the file is processed: this long after its upload (0: at once).
+    file_ready_seconds: float = 0.0
 
 
 @dataclass

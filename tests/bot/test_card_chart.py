@@ -304,3 +304,41 @@ async def test_a_chart_slack_refuses_leaves_the_card_with_its_figures_and_the_re
     assert handle.bot is not None
     await handle.bot.follower.refresh_card(proposal_id(found))
     assert len((await slack.calls("files.getUploadURLExternal"))["calls"]) == attempts
+
+
+async def test_a_chart_slack_has_not_processed_yet_is_shown_on_the_card_shortly_after(
+    chart_bot: tuple[BotHandle, LabServer, PrometheusClient],
+    slack: AsyncPlaygroundClient,
+) -> None:
+    # Slack refuses an image block naming a file it has not processed yet (invalid_blocks):
+    # the card must still post — without the image, the chart in the thread — and show it
+    # once Slack has the file.
+    _, lab, prometheus = chart_bot
+    await slack.configure(file_ready_seconds=2.0)
+    LabClient(lab.url).post("/lab/v1/scenarios/hotel-geo-oom/inject")
+    geo_restarted(prometheus)
+    assert (await slack.command("U0DAVE", "/stratus", "investigate hotel"))["ok"]
+
+    async def card() -> dict[str, Any] | None:
+        for message in await thread_messages(slack):
+            if "stratus.approve" in str(message.get("blocks")) and "geo" in readable(message):
+                return message
+        return None
+
+    first = await wait_for(card, timeout=60)
+    assert image_of(first) is None
+    assert "Chart: posted in the thread; shown here once Slack has processed it" in readable(first)
+    refused = [
+        c
+        for c in (await slack.calls("chat.postMessage"))["calls"]
+        if c["error"] == "invalid_blocks"
+    ]
+    assert refused and "invalid slack file" in str(refused[0]["response"])
+
+    async def shown() -> dict[str, Any] | None:
+        found = await card()
+        return found if found and image_of(found) else None
+
+    later = await wait_for(shown, timeout=20)
+    assert later["ts"] == first["ts"]  # the same card, edited
+    assert uploaded(await thread_messages(slack), image_of(later)["slack_file"]["id"])  # type: ignore[index]
