@@ -29,6 +29,8 @@ from tools.prometheus import PrometheusClient, PrometheusError, RangeResult, Ser
 
 WORKLOADS = {"Deployment", "StatefulSet", "DaemonSet"}
 MAX_CALLERS = 5
+CHARTED = ("error_rate", "p95", "restarts", "memory")
+Points = tuple[tuple[float, float], ...]  # (Unix seconds, value), oldest first, finite only
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,13 @@ class Metrics:
     pods: Figure | None = None
     # Unix seconds from which the "after" figures reflect the change alone (``telemetry``).
     settles_at: float | None = None
+    # What the figures were read from, kept for the card's chart and its links: each figure's
+    # PromQL by name ("error_rate", "p95", "restarts", "memory", "callers"), the points of its
+    # series over the range read, and where that range started (Unix seconds).
+    promql: tuple[tuple[str, str], ...] = ()
+    series: tuple[tuple[str, Points], ...] = ()
+    caller_series: tuple[tuple[str, Points], ...] = ()
+    start: float | None = None
 
     @property
     def pending(self) -> bool:
@@ -218,6 +227,21 @@ def read(
         for s in (results["callers"].series if "callers" in results else ())
     ]
     callers.sort(key=lambda c: -(c.figure.peak or 0.0))
+    shown = {c.caller for c in callers[:MAX_CALLERS]}
+
+    def points(series: Series) -> Points:
+        return tuple((t, v) for t, v in series.points if math.isfinite(v))
+
+    series = tuple(
+        (name, points(results[name].series[0]))
+        for name in CHARTED
+        if name in results and results[name].series
+    )
+    caller_series = tuple(
+        (str(s.labels.get("service", "?")), points(s))
+        for s in (results["callers"].series if "callers" in results else ())
+        if str(s.labels.get("service", "?")) in shown
+    )
     return Metrics(
         window=window,
         services=scope.services,
@@ -231,6 +255,10 @@ def read(
         failed="; ".join(sorted({f"{k}: {v}" for k, v in failures.items()})),
         read_at=end,
         pods=one("pods") if "pods" in results else None,
+        promql=tuple(queries.items()),
+        series=series,
+        caller_series=caller_series,
+        start=start,
     )
 
 

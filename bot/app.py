@@ -89,7 +89,9 @@ class StratusBot:
             # multi-line suggestion of a listener to write.
             raise_error_for_unhandled_request=True,
         )
-        self.follower = Follower(runtime, self.client, interval=config.follow_interval)
+        self.follower = Follower(
+            runtime, self.client, interval=config.follow_interval, links=config.links
+        )
         self.driver = Driver(runtime)
         self.recovery = Reconciler(
             runtime,
@@ -175,6 +177,9 @@ class StratusBot:
         where = MessageRef(channel, str(thread))
         if questions.kind(asked) == "summary":
             await self.follower.post_summary(incident_id, where)
+            return
+        if questions.kind(asked) == "postmortem":
+            await self.follower.post_postmortem(incident_id, where)
             return
         incident = await self.rt.call(self.rt.incidents.get, incident_id)
         events = await self.rt.call(self.rt.incidents.events, incident_id=incident_id, limit=5000)

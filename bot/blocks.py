@@ -18,6 +18,7 @@ from slack_sdk.models.blocks import (
     ContextBlock,
     DividerBlock,
     HeaderBlock,
+    ImageBlock,
     MarkdownTextObject,
     Option,
     PlainTextObject,
@@ -39,6 +40,8 @@ MESSAGE_BLOCKS = 50
 VIEW_BLOCKS = 100
 MESSAGE_TEXT = 3000  # the notification text (Slack allows more; more is never read)
 ELLIPSIS = "…"
+ALT_TEXT = 2000
+IMAGE_TITLE = 2000
 
 Json = dict[str, Any]
 
@@ -124,6 +127,15 @@ def context(*texts: str) -> ContextBlock:
         elements=[MarkdownTextObject(text=cut(t, SECTION_TEXT) or " ") for t in texts][
             :CONTEXT_ELEMENTS
         ]
+    )
+
+
+def uploaded_image(file_id: str, alt: str, title: str) -> ImageBlock:
+    """An image block showing a file uploaded to Slack (``slack_file``: no public URL)."""
+    return ImageBlock(
+        alt_text=cut(alt, ALT_TEXT) or " ",
+        slack_file={"id": file_id},
+        title=plain(title, IMAGE_TITLE),
     )
 
 

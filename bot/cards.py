@@ -17,13 +17,14 @@ from slack_sdk.models.blocks import Block
 from agents.health import breakdown
 from agents.model import Candidate
 from agents.telemetry import Telemetry
+from agents.telemetry_links import FigureLinks
 from bot import blocks as b
 from bot import text
 
 # Re-exported: ``cards.title`` and ``cards.undo_effect`` are what the surfaces call.
 from bot.effects import title as title  # noqa: PLC0414
 from bot.effects import undo_effect as undo_effect  # noqa: PLC0414
-from bot.telemetry import error_lines_cut, telemetry_text
+from bot.telemetry import CardChart, chart_blocks, error_lines_cut, links_blocks, telemetry_text
 from bot.text import card_words, command_words, thread_words, undo_words
 from incidents import plans
 from incidents.model import Incident
@@ -243,10 +244,13 @@ def proposal_card(
     undo: Proposal | None = None,
     handles: dict[str, str] | None = None,
     ran_at: datetime | None = None,
+    chart: CardChart | None = None,
+    links: FigureLinks | None = None,
 ) -> list[Block]:
     """``handles``: Slack id → handle, for the ids the card's words name (``bot.names``).
     ``ran_at``: when its write was applied (its undo entry's time), which an undone proposal's
-    own times no longer say."""
+    own times no longer say. ``chart``: the before/after image uploaded for it (or why there
+    is none); ``links``: its figures' PromQL and dashboard links (``bot.uploads``)."""
     state = proposal.state
     shown_state = "tampered" if proposal.tampered else state.value
     parts: list[Block] = [b.header(title(proposal)), *cluster_blocks(proposal.cluster)]
@@ -282,6 +286,7 @@ def proposal_card(
     )
     if telemetry is not None:
         parts += telemetry_blocks(telemetry, proposal.id)
+        parts += links_blocks(links) + chart_blocks(chart)
     if proposal.agent_intent:
         parts.append(b.context(card_words.agent_intent(proposal.requester, proposal.agent_intent)))
     if proposal.warnings:

@@ -72,6 +72,7 @@ class Commands(Listener):
             "undo": self.undo,
             "status": self.status,
             "summary": self.summary,
+            "postmortem": self.postmortem,
             "policy": self.policy,
             "cancel": self.cancel,
             "pause": self.pause,
@@ -316,6 +317,14 @@ class Commands(Listener):
             return
         await ack(text=command_words.SUMMARY_POSTED)
         self.rt.spawn(self.follower.post_summary(incident_id), name="summary")
+
+    async def postmortem(self, call: Invocation, ack: Ack) -> None:
+        incident_id, why = await self.rt.call(self._incident_of, call, open_only=False)
+        if incident_id is None:
+            await ack(text=why + "\n" + command_words.USAGE["postmortem"])
+            return
+        await ack(text=command_words.POSTMORTEM_POSTED)
+        self.rt.spawn(self.follower.post_postmortem(incident_id), name="postmortem")
 
     async def policy(self, call: Invocation, ack: Ack) -> None:
         if len(call.words) > 2 or (len(call.words) == 2 and not NAMESPACE.fullmatch(call.words[1])):

@@ -14,6 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agents.telemetry_links import LinkConfig
 from store.errors import Remedy, StratusError
 from tools import names
 from tools.env import integer, number
@@ -124,6 +125,9 @@ class BotConfig(BaseModel):
     mcp_channel: str = ""
     # How long a stop (SIGTERM) may take: below a pod's 30 s termination grace period.
     shutdown_seconds: float = Field(default=25.0, ge=MIN_SHUTDOWN_SECONDS, le=MAX_SHUTDOWN_SECONDS)
+    # Where a card's figures link to (``agents.telemetry_links``); None: Prometheus links to
+    # the Prometheus Stratus queries, no Grafana.
+    links: LinkConfig | None = None
 
     @classmethod
     def from_env(
@@ -179,6 +183,7 @@ class BotConfig(BaseModel):
                 env=values,
             ),
             alerts=AlertsConfig.from_env(values),
+            links=LinkConfig.from_env(values),
             mcp_channel=values.get("STRATUS_MCP_CHANNEL", "")
             or values.get("STRATUS_ALERT_CHANNEL", ""),
             shutdown_seconds=number(

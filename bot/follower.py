@@ -23,14 +23,19 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.models.blocks import Block
 from slack_sdk.web.async_client import AsyncWebClient
 
+from agents.llm.postmortem import PostmortemWriter
 from agents.telemetry import Telemetry, settled_at, summarize
+from agents.telemetry_links import FigureLinks, LinkConfig
 from bot import alert_blocks, cards, text
 from bot import blocks as b
 from bot.links import MessageRef
 from bot.names import Names
 from bot.runtime import Runtime
 from bot.summary import summary_blocks
-from bot.text import card_words, thread_words
+from bot.telemetry import CardChart
+from bot.text import card_words, command_words, thread_words
+from bot.uploads import Uploads, in_thread
+from incidents import postmortem, postmortem_text
 from incidents.model import AGENT_SOURCE, Incident
 from incidents.repository import STREAM as INCIDENTS
 from incidents.repository import IncidentEnvelope, IncidentEvent, IncidentEventType
@@ -46,6 +51,7 @@ P = ProposalState
 TERMINAL = {"resolved", "escalated", "cancelled"}
 ALERT_EVENTS = (IncidentEventType.ALERT_FIRED, IncidentEventType.ALERT_RESOLVED)
 PARENT_REFRESH_SECONDS = 20.0
+CHART_RETRY_SECONDS = 3.0  # how long Slack is given to process a chart before it is shown again
 # What Slack answers for a message or thread that is no longer there (its parent deleted, a
 # playground restarted empty, the channel deleted): the link is forgotten and the thing posted
 # again, never edited into nothing.
@@ -65,9 +71,17 @@ class CardData:
 
 
 class Follower:
-    def __init__(self, runtime: Runtime, client: AsyncWebClient, *, interval: float) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        client: AsyncWebClient,
+        *,
+        interval: float,
+        links: LinkConfig | None = None,
+    ) -> None:
         self.rt = runtime
         self.client = client
+        self.uploads = Uploads(runtime, client, links)
         self.interval = interval
         self.rows = EventStore(runtime.store)
         # Per proposal: the moment the summary was read for (its state, whether it was
@@ -290,6 +304,31 @@ class Follower:
         body = await self._summary_body(incident_id)
         await self.post(thread, body, thread_words.SUMMARY_TITLE)
 
+    async def post_postmortem(self, incident_id: str, where: MessageRef | None = None) -> None:
+        """The postmortem draft (``incidents.postmortem``) as a Markdown file in the thread."""
+        thread = where or await self.rt.call(self.rt.links.thread, incident_id)
+        if thread is None:
+            return
+        draft = await self.rt.call(
+            postmortem.of_incident, self.rt.incidents, self.rt.service, incident_id
+        )
+        people = sorted({str(e.fields.get("actor", "")) for e in draft.entries()})
+        known = await self.names.warm(people)
+        model = self.rt.answerer  # the thread's model words the narrative too, when there is one
+        writer = (
+            PostmortemWriter(model.client_factory, model=model.model) if model is not None else None
+        )
+        _, why = await self.uploads.post_document(
+            thread,
+            content=await postmortem_text.compose(draft, writer, handles=known),
+            filename=command_words.postmortem_filename(incident_id),
+            title=command_words.POSTMORTEM_TITLE,
+            comment=command_words.postmortem_comment(incident_id),
+        )
+        if why:
+            message = command_words.postmortem_failed(why)
+            await self.post(thread, [b.section(message)], message)
+
     async def _summary_body(self, incident_id: str) -> list[Block]:
         """The summary with the ids its words name ("requires 1 approval from S0SRE", "fix
         undone by U0BOB") as handles: drawn once to find them, looked up (cached by
@@ -432,19 +471,32 @@ class Follower:
                 await self.refresh_card(proposal_id)
                 return joined
             telemetry = await self._summary(proposal_id, data)
-            blocks = cards.proposal_card(
-                data.proposal,
-                incident=data.incident,
-                telemetry=telemetry,
-                undo=data.undo,
-                ran_at=data.ran_at,
-                handles=await self._handles(data.proposal),
+            chart = await self.uploads.card_chart(data.proposal, telemetry, where)
+            links = self.uploads.figure_links(data.proposal, data.incident, telemetry)
+            handles = await self._handles(data.proposal)
+
+            def card(shown: CardChart) -> list[Block]:
+                return cards.proposal_card(
+                    data.proposal,
+                    incident=data.incident,
+                    telemetry=telemetry,
+                    undo=data.undo,
+                    ran_at=data.ran_at,
+                    handles=handles,
+                    chart=shown,
+                    links=links,
+                )
+
+            fallback_text = card_words.card_fallback(
+                cards.title(data.proposal), data.proposal.state.value
             )
-            posted = await self.post(
-                where,
-                blocks,
-                card_words.card_fallback(cards.title(data.proposal), data.proposal.state.value),
-            )
+            posted, why = await self.post_checked(where, card(chart), fallback_text)
+            if posted is None and why == "invalid_blocks" and chart.file_id:
+                # Slack may not have processed a file uploaded a moment ago: the card goes
+                # without the image now (the chart is in the thread) and shows it shortly.
+                posted, why = await self.post_checked(where, card(in_thread(chart)), fallback_text)
+                if posted is not None:
+                    self.rt.spawn(self._show_chart_later(proposal_id), name="show the chart")
             if posted is None:
                 return None
             await self.rt.call(
@@ -457,30 +509,54 @@ class Follower:
         if card is None:
             return
         members = await self.rt.call(self.rt.links.proposals_at, card) or [proposal_id]
-        parts = []
+        rendered: list[tuple[CardData, Telemetry, CardChart, FigureLinks | None, dict[str, str]]]
+        rendered = []
         for member in members:
             data = await self.rt.call(self._card_data, member)
             telemetry = await self._summary(member, data)
-            parts.append(
+            thread = await self.rt.call(self.rt.links.card_thread, member)
+            rendered.append(
+                (
+                    data,
+                    telemetry,
+                    await self.uploads.card_chart(data.proposal, telemetry, thread),
+                    self.uploads.figure_links(data.proposal, data.incident, telemetry),
+                    await self._handles(data.proposal),
+                )
+            )
+        first = await self.rt.call(self._card_data, members[0])
+        fallback_text = card_words.card_fallback(
+            cards.title(first.proposal), first.proposal.state.value
+        )
+
+        def whole(with_images: bool) -> list[Block]:
+            parts = [
                 cards.proposal_card(
                     data.proposal,
                     incident=data.incident,
                     telemetry=telemetry,
                     undo=data.undo,
                     ran_at=data.ran_at,
-                    handles=await self._handles(data.proposal),
+                    handles=handles,
+                    chart=chart if with_images else in_thread(chart),
+                    links=links,
                 )
-            )
-        first = await self.rt.call(self._card_data, members[0])
-        blocks = parts[0] if len(parts) == 1 else cards.batch_card(first.proposal, parts)
-        why = await self._update(
-            card,
-            blocks,
-            card_words.card_fallback(cards.title(first.proposal), first.proposal.state.value),
-        )
+                for data, telemetry, chart, links, handles in rendered
+            ]
+            return parts[0] if len(parts) == 1 else cards.batch_card(first.proposal, parts)
+
+        why = await self._update(card, whole(True), fallback_text)
+        if why == "invalid_blocks" and any(chart.file_id for _, _, chart, _, _ in rendered):
+            # A chart Slack has not processed yet: the card without it, the chart in the thread.
+            why = await self._update(card, whole(False), fallback_text)
         if why in GONE:  # its message is gone: posted again where it belongs
             await self.rt.call(self.rt.links.forget_card, proposal_id)
             await self.ensure_card(proposal_id)
+
+    async def _show_chart_later(self, proposal_id: str) -> None:
+        """Render the card again once Slack has had time to process its chart's file."""
+        await asyncio.sleep(CHART_RETRY_SECONDS)
+        await self.refresh_card(proposal_id)
 
     async def _named(self, sentence: str) -> dict[str, str]:
         """Handles for the ids a note names ("U0DAVE asked to look again")."""

@@ -6,7 +6,8 @@ The bot owns these tables (made by the store's migration 12); nothing else reads
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import asdict, dataclass
 
 from store.db import Store
 
@@ -18,12 +19,24 @@ SUMMARY = "summary:"  # + incident id → "channel ts" of the incident's one sum
 # + "channel ts" of a thread Slack says is gone (its parent deleted, the playground restarted
 # empty) → the incident it showed: a post aimed at it goes to the incident's new thread.
 GONE = "gone:"
+CHART = "chart:"  # + proposal id → the chart file its card shows (``ChartFile`` as JSON)
 
 
 @dataclass(frozen=True)
 class MessageRef:
     channel: str
     ts: str
+
+
+@dataclass(frozen=True)
+class ChartFile:
+    """The chart a card shows: the uploaded file (or why the upload failed) and the digest of
+    what it draws, so the same picture is never uploaded twice."""
+
+    file_id: str
+    digest: str
+    alt: str = ""
+    why: str = ""
 
 
 class Links:
@@ -191,6 +204,24 @@ class Links:
     def refreshed(self, proposal_id: str) -> None:
         with self.store.immediate() as db:
             db.execute("DELETE FROM bot_state WHERE key = ?", [REFRESH + proposal_id])
+
+    # ------------------------------------------------------------------ a card's chart
+
+    def show_chart(self, proposal_id: str, chart: ChartFile) -> None:
+        with self.store.immediate() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO bot_state VALUES (?, ?)",
+                [CHART + proposal_id, json.dumps(asdict(chart))],
+            )
+
+    def chart(self, proposal_id: str) -> ChartFile | None:
+        rows = self.store.query("SELECT value FROM bot_state WHERE key = ?", [CHART + proposal_id])
+        if not rows:
+            return None
+        try:
+            return ChartFile(**json.loads(str(rows[0]["value"])))
+        except (ValueError, TypeError):
+            return None  # unreadable: drawn and uploaded again
 
     # ------------------------------------------------------------------ incident summaries
 

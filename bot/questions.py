@@ -20,11 +20,14 @@ if TYPE_CHECKING:
 UNDONE = re.compile(r"\bundo|\bundid|\brevert|\brollback|\broll(ed)?\b[^?.]*\bback\b")
 ALTERNATIVES = ("else", "other", "alternative", "instead", "options")
 SUMMARY = ("summary", "summarize", "summarise", "recap")
+POSTMORTEM = ("postmortem", "post-mortem", "post mortem")
 STATUS = ("status", "state", "doing", "progress", "where")
 
 
 def kind(question: str) -> str:
     words = question.lower()
+    if any(w in words for w in POSTMORTEM):
+        return "postmortem"
     if UNDONE.search(words):
         return "undone"
     if any(w in words for w in SUMMARY):

@@ -6,13 +6,17 @@ Words come from ``bot.text``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from slack_sdk.models.blocks import Block
+
 from agents.telemetry import Telemetry
+from agents.telemetry_links import FigureLinks
 from agents.telemetry_metrics import Figure, Metrics
 from bot import blocks as b
 from bot import text
-from bot.text import card_words
+from bot.text import card_words, chart_words
 
 ERROR_LINES_SHOWN = 3
 ERROR_LINE_CHARS = 120
@@ -131,23 +135,71 @@ def _metrics_lines(metrics: Metrics) -> list[str]:
             if metrics.pending
             else card_words.before_after(since)
         )
+    if not ran and metrics.no_pods_now():
+        lines.append(card_words.METRICS_NO_PODS)
+        if metrics.callers:
+            lines.append(figure_lines(metrics)[-1])
+    else:
+        lines += figure_lines(metrics)
+    return lines
+
+
+def figure_lines(metrics: Metrics) -> list[str]:
+    """The card's figures: the target's own on one line, its callers' on the next — what the
+    chart's alt text repeats word for word."""
     figures = {
         "error_rate": metrics.error_rate,
         "p95": metrics.p95,
         "restarts": metrics.restarts,
         "memory": metrics.memory,
     }
-    if not ran and metrics.no_pods_now():
-        lines.append(card_words.METRICS_NO_PODS)
-    else:
-        lines.append(
-            " · ".join(
-                _figure(card_words.METRIC_LABELS[name], figure, _FORMATS[name], metrics)
-                for name, figure in figures.items()
-            )
+    lines = [
+        " · ".join(
+            _figure(card_words.METRIC_LABELS[name], figure, _FORMATS[name], metrics)
+            for name, figure in figures.items()
         )
+    ]
     if metrics.callers:
         lines.append(
             card_words.callers([_caller(c.caller, c.figure, metrics) for c in metrics.callers])
         )
     return lines
+
+
+# ---------------------------------------------------------------------- the chart and links
+
+
+@dataclass(frozen=True)
+class CardChart:
+    """Where the card's chart goes: the image uploaded for it, or why there is none."""
+
+    file_id: str = ""
+    alt: str = ""
+    title: str = ""
+    missing: str = ""  # a sentence, when there is no image
+
+
+def chart_alt(metrics: Metrics, target: str) -> str:
+    """The chart in words: the same figures the card's text shows."""
+    changed = _moment(metrics.executed_at)
+    return chart_words.alt_text(
+        target,
+        text.duration(metrics.window),
+        figure_lines(metrics),
+        changed.strftime("%H:%M:%S") if changed is not None else None,
+    )
+
+
+def chart_blocks(chart: CardChart | None) -> list[Block]:
+    if chart is None:
+        return []
+    if chart.file_id:
+        return [b.uploaded_image(chart.file_id, chart.alt, chart.title)]
+    return [b.context(chart.missing)] if chart.missing else []
+
+
+def links_blocks(links: FigureLinks | None) -> list[Block]:
+    if links is None:
+        return []
+    parts = chart_words.links_parts(list(links.queries), links.dashboard)
+    return [b.context(*parts)] if parts else []

@@ -9,18 +9,22 @@ stays in the store; ``stratus incidents resume ID`` picks it up.
 
 from __future__ import annotations
 
+import asyncio
 import math
+import os
 import sys
 from pathlib import Path
 
 import click
 
 from agents import telemetry_queries
+from agents.llm.config import LLMConfig, make_client
+from agents.llm.postmortem import PostmortemWriter
 from agents.planner.offline import OfflinePlanner
 from agents.telemetry import summarize
 from cli import render
 from cli.context import Session, cluster_choice, cluster_options, session
-from incidents import continuation, plans
+from incidents import continuation, plans, postmortem, postmortem_text
 from incidents.model import Incident, IncidentState
 from incidents.repository import STREAM as INCIDENT_STREAM
 from incidents.repository import IncidentEnvelope, IncidentEvent, IncidentRepository
@@ -250,6 +254,41 @@ def show(incident_id: str, kubeconfig: Path | None, context: str | None) -> None
         render.echo("events:")
         for envelope in repo.events(incident_id=incident_id):
             render.echo("  " + render.incident_event(envelope))
+
+
+@incidents.command("postmortem")
+@click.argument("incident_id")
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    help="Write the Markdown to this file instead of printing it.",
+)
+@cluster_options
+def postmortem_command(
+    incident_id: str, output: Path | None, kubeconfig: Path | None, context: str | None
+) -> None:
+    """A postmortem draft of INCIDENT_ID in Markdown, from its stored events: summary, impact,
+    timeline, root cause with evidence, what went well, follow-ups. Each line names the events
+    it comes from ([#seq], as `stratus incidents show` lists them)."""
+    with session(kubeconfig, context, recover=False) as s:
+        draft = postmortem.of_incident(IncidentRepository(s.store), s.service, incident_id)
+    config = LLMConfig.from_env(os.environ)
+    writer = (
+        PostmortemWriter(lambda: make_client(config), model=config.model)
+        if config is not None
+        else None
+    )
+    document = (
+        asyncio.run(postmortem_text.compose(draft, writer))
+        if writer is not None
+        else postmortem_text.markdown(draft)
+    )
+    if output is None:
+        render.echo(document.rstrip("\n"))
+        return
+    output.write_text(document)
+    render.echo(f"wrote {output}")
 
 
 @incidents.command("resume")

@@ -15,6 +15,7 @@ HELP = """*Stratus* — incident help for Kubernetes, with a human in the loop.
 • `/stratus status` — open incidents and pending approvals
 • `/stratus undo [id|last]` — propose undoing a write (the policy decides who approves)
 • `/stratus summary` — in an incident thread: the thread summary so far
+• `/stratus postmortem [incident]` — a postmortem draft from the stored events, as a file
 • `/stratus policy [namespace]` — effective rules and active grants (with revoke)
 • `/stratus cancel [incident]` — stop an incident (in its thread or by id); undoes half-done work
 • `/stratus pause` / `/stratus resume` — the kill switch: nothing runs without a human (admins)
@@ -35,6 +36,8 @@ USAGE = {
     "cancel": "Usage: `/stratus cancel` in an incident thread, or `/stratus cancel <incident-id>`",
     "summary": "Usage: `/stratus summary` in an incident thread, or `/stratus summary "
     "<incident-id>`",
+    "postmortem": "Usage: `/stratus postmortem` in an incident's channel, or `/stratus "
+    "postmortem <incident-id>`",
     "pause": "Usage: `/stratus pause [reason]`",
     "resume": "Usage: `/stratus resume [reason]`",
     "status": "Usage: `/stratus status`",
@@ -87,6 +90,25 @@ def which_incident(ids: list[str]) -> str:
 
 
 SUMMARY_POSTED = "Summary posted in the thread."
+POSTMORTEM_POSTED = "Drafting the postmortem: it will be a file in the incident's thread."
+POSTMORTEM_TITLE = "Postmortem draft"
+
+
+def postmortem_filename(incident_id: str) -> str:
+    return f"postmortem-{incident_id}.md"
+
+
+def postmortem_comment(incident_id: str) -> str:
+    return (
+        f"Postmortem draft of `{incident_id}`, from the stored events — every line names the "
+        "events it comes from. Edit it before you share it."
+    )
+
+
+def postmortem_failed(why: str) -> str:
+    return f":warning: The postmortem draft could not be uploaded ({esc(why)})."
+
+
 # A request that reached a Stratus which no longer holds the leader lease (``bot.handover``).
 HANDING_OVER = "Stratus is handing over to another instance; try again in a few seconds."
 PAUSE_REFUSED = "Only Stratus admins (the policy's default approvers) may pause or resume Stratus."

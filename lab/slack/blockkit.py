@@ -175,11 +175,32 @@ class _Checker:
                     self.fail("action_id must be unique", f"{pointer}/elements/{i}/action_id")
                 if action_id is not None:
                     seen.add(action_id)
+        elif kind == "image":
+            self.image(block, pointer)
         elif kind == "input":
             self.text(block.get("label"), 2000, f"{pointer}/label", plain_only=True)
             self.element(block.get("element"), f"{pointer}/element", _INPUT_ELEMENTS)
             if "hint" in block:
                 self.text(block["hint"], 2000, f"{pointer}/hint", plain_only=True)
+
+    def image(self, block: dict[str, Any], pointer: str) -> None:
+        """An image block: alt text, and either a public ``image_url`` or a ``slack_file``
+        (an uploaded file, by ``id`` or ``url``) — exactly one of them."""
+        self.string(block, "alt_text", 2000, pointer, required=True)
+        sources = [k for k in ("image_url", "slack_file") if k in block]
+        if len(sources) != 1:
+            self.fail("must provide exactly one of image_url or slack_file", pointer)
+            return
+        if sources[0] == "image_url":
+            self.string(block, "image_url", 3000, pointer, required=True)
+        else:
+            ref = block["slack_file"]
+            if not isinstance(ref, dict) or not (
+                isinstance(ref.get("id"), str) or isinstance(ref.get("url"), str)
+            ):
+                self.fail("must provide a file id or url", f"{pointer}/slack_file")
+        if "title" in block:
+            self.text(block["title"], 2000, f"{pointer}/title", plain_only=True)
 
     def section(self, block: dict[str, Any], pointer: str) -> None:
         if "text" not in block and "fields" not in block:

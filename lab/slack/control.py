@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from lab.slack import payloads, views
+from lab.slack import files, payloads, views
 from lab.slack.delivery import Deliverer
 from lab.slack.faults import FaultMenu, InjectFailed
 from lab.slack.socket_mode import SocketHub
@@ -281,6 +281,8 @@ class Control:
             c.event_retry_delays = tuple(float(d) for d in body["event_retry_delays"])
         if "rate_window" in body:
             c.rate_window = float(body["rate_window"])
+        if "file_ready_seconds" in body:
+            c.file_ready_seconds = float(body["file_ready_seconds"])
         if "rate_limits" in body:
             c.rate_limits.clear()
             c.rate_limits.update({str(k): int(v) for k, v in body["rate_limits"].items()})
@@ -334,6 +336,7 @@ class Control:
             "version": self.ws.version,
             "config": self.config(),
             "messages": self.messages({})["messages"],
+            "files": files.state(self.ws),
             "ephemerals": [e for e in self.ws.ephemerals if e["user"] == user],
             "modal": modal.body if modal else None,
             "home": home.body if home else None,

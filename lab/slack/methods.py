@@ -52,6 +52,30 @@ def check_content(text: str, blocks: object) -> None:
             )
 
 
+def check_files(ws: Workspace, blocks: object) -> None:
+    """Image blocks naming an uploaded file (``slack_file: {id}``): Slack refuses one whose
+    file it does not know, or has not processed yet (``file_ready_seconds``)."""
+    if not isinstance(blocks, list):
+        return
+    errors = []
+    for i, block in enumerate(blocks):
+        ref = block.get("slack_file") if isinstance(block, dict) else None
+        if not isinstance(ref, dict) or not isinstance(ref.get("id"), str):
+            continue
+        file = ws.files.get(ref["id"])
+        ready = file is not None and (
+            ws.clock() - float(file.get("uploaded_at", 0)) >= ws.config.file_ready_seconds
+        )
+        if not ready:
+            errors.append(f"invalid slack file [json-pointer:/blocks/{i}/slack_file]")
+    if errors:
+        raise SlackError(
+            "invalid_blocks",
+            errors=errors,
+            response_metadata={"messages": [f"[ERROR] {e}" for e in errors]},
+        )
+
+
 def _channel(call: Call, arg: str = "channel", *, member: bool = True) -> str:
     ref = call.opt_str(arg)
     channel = call.workspace.resolve_channel(ref) if ref else None
@@ -85,6 +109,7 @@ def post_message(call: Call) -> Json:
     channel = _channel(call)
     text, blocks = _text(call), call.args.get("blocks")
     check_content(text, blocks or call.args.get("attachments"))
+    check_files(ws, blocks)
     message = _bot_message(ws, text, blocks)
     thread_ts = call.opt_str("thread_ts")
     if thread_ts is not None:
@@ -114,6 +139,7 @@ def update_message(call: Call) -> Json:
         raise SlackError("cant_update_message")
     text, blocks = _text(call), call.args.get("blocks")
     check_content(text, blocks)
+    check_files(ws, blocks)
     message["text"] = text
     if isinstance(blocks, list):
         message["blocks"] = blockkit.assign_ids(copy.deepcopy(blocks))
@@ -148,6 +174,7 @@ def post_ephemeral(call: Call) -> Json:
         raise SlackError("user_not_in_channel")
     text, blocks = _text(call), call.args.get("blocks")
     check_content(text, blocks or call.args.get("attachments"))
+    check_files(ws, blocks)
     message = _bot_message(ws, text, blocks)
     thread_ts = call.opt_str("thread_ts")
     if thread_ts:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from lab.slack import files
 from lab.slack.control import Control
 from lab.slack.delivery import Deliverer
 from lab.slack.faults import FaultMenu
@@ -36,7 +37,7 @@ class Playground:
         self.deliverer = Deliverer(self.workspace, self.hub)
         self.webapi = WebApi(
             self.workspace,
-            METHODS,
+            {**METHODS, **files.METHODS},
             base_url=lambda: self.url,
             socket_url=lambda: self.hub.new_url(self.url),
         )
@@ -45,6 +46,7 @@ class Playground:
         self.app = web.Application(client_max_size=4 * 1024 * 1024)
         self.app.add_routes(self.webapi.routes())
         self.app.add_routes(response_url_routes(self.workspace))
+        self.app.add_routes(files.file_routes(self.workspace))
         self.app.add_routes(self.hub.routes())
         self.app.add_routes(self.control.routes())
         self.app.add_routes(

@@ -111,6 +111,9 @@ class PlaygroundConfig:
     trigger_ttl: float = 3.0
     response_url_ttl: float = 1800.0
     response_url_uses: int = 5
+    # Slack refuses an image block naming a file uploaded moments ago ("invalid slack file")
+    # until the file is processed: this long after its upload (0: at once).
+    file_ready_seconds: float = 0.0
 
 
 @dataclass
@@ -233,6 +236,9 @@ class Workspace:
         self.response_urls: dict[str, ResponseUrl] = {}
         self.calls: list[Json] = []
         self.deliveries: list[Json] = []
+        # Uploaded files (``lab.slack.files``): their objects by id, and their bytes.
+        self.files: dict[str, Json] = {}
+        self.file_bytes: dict[str, bytes] = {}
         self.changed()
 
     # -- change notification for the page -------------------------------------------------

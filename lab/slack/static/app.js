@@ -171,7 +171,8 @@ function renderBlocks(blocks, where, view) {
       const error = view.errors && view.errors[block.block_id];
       if (error) node.append(el("div", { class: "field-error", role: "alert" }, error));
     } else if (block.type === "image") {
-      node.append(el("img", { src: block.image_url, alt: block.alt_text || "", class: "bk-image" }));
+      node.append(el("img", { src: imageSource(block), alt: block.alt_text || "", class: "bk-image" }));
+      if (block.title) node.append(el("div", { class: "bk-image-title" }, block.title.text));
     } else if (block.type === "rich_text") {
       continue;
     } else node.append(el("span", { class: "bk-unsupported" }, `[${block.type}]`));
@@ -181,6 +182,34 @@ function renderBlocks(blocks, where, view) {
 }
 
 // -- Messages ---------------------------------------------------------------------------
+
+// An image block shows a public URL, or a file uploaded to the workspace (slack_file).
+function imageSource(block) {
+  if (block.image_url) return block.image_url;
+  const ref = block.slack_file || {};
+  if (ref.id) return `${API}/files/${encodeURIComponent(ref.id)}`;
+  return ref.url || "";
+}
+
+// Files a message carries (files.completeUploadExternal): images inline, others as a link
+// with the start of a text file shown, as Slack previews it.
+function renderFiles(files) {
+  const box = el("div", { class: "files" });
+  for (const file of files) {
+    const src = `${API}/files/${encodeURIComponent(file.id)}`;
+    const item = el("div", { class: "file", "data-file-id": file.id });
+    if ((file.mimetype || "").startsWith("image/")) {
+      item.append(el("img", { src, alt: file.alt_txt || file.title || "", class: "file-image" }));
+      item.append(el("div", { class: "file-title" }, file.title || file.name));
+    } else {
+      item.append(el("a", { href: src, target: "_blank", class: "file-link" },
+        `📄 ${file.title || file.name}`));
+      if (file.preview) item.append(el("pre", { class: "file-preview" }, file.preview));
+    }
+    box.append(item);
+  }
+  return box;
+}
 
 function renderMessage(message, options) {
   const who = users()[message.user] || { name: message.user };
@@ -197,7 +226,10 @@ function renderMessage(message, options) {
     node.append(renderBlocks(message.blocks, {
       channel: options.channel, ts: message.ts, ephemeral: !!options.ephemeral,
     }));
-  } else node.append(el("div", { class: "text", html: md(message.text) }));
+  } else if (message.text || !message.files) {
+    node.append(el("div", { class: "text", html: md(message.text) }));
+  }
+  if (message.files && message.files.length) node.append(renderFiles(message.files));
   if (options.ephemeral) node.append(el("div", { class: "only-you" }, "Only visible to you"));
   if (message.reactions) {
     node.append(el("div", { class: "reactions" },
