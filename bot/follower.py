@@ -216,6 +216,8 @@ class Follower:
                         int(event.data.get("attempt", 0)),
                         str(event.data.get("verdict", "")),
                         cards.health_line(event.data.get("before"), event.data.get("after")),
+                        [str(r) for r in event.data.get("revealed") or []],
+                        [str(c) for c in event.data.get("caused") or []],
                     )
                 )
             ]

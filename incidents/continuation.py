@@ -61,18 +61,22 @@ class AttemptEnd(enum.StrEnum):
 # ---------------------------------------------------------------------- pure decisions
 
 
-def attempt_end(*, executed: bool, verdict: Verdict | None) -> AttemptEnd:
+def attempt_end(*, executed: bool, verdict: Verdict | None, revealed: bool = False) -> AttemptEnd:
     """What follows an attempt that finished or stopped: ``executed`` — whether any of its
     steps was written; ``verdict`` — the health verdict once the cluster settled (None: not
-    looked at yet). Only a look decides whether to undo: undoing a step that helped (the
-    ConfigMap restored, its restart rejected) would put the diagnosed cause back."""
+    looked at yet); ``revealed`` — the look attributes every new failure to a callee the
+    attempt did not write, and its target is fixed (``agents.attribution``). Only a look
+    decides whether to undo: undoing a step that helped (the ConfigMap restored, its restart
+    rejected) would put the diagnosed cause back, and undoing a fix that revealed the next
+    fault would hide that fault again (issue 22) — it is kept, and the next look diagnoses
+    what it revealed."""
     if not executed:
         return AttemptEnd.NEXT
     if verdict is None:
         return AttemptEnd.VERIFY
     if verdict == "healthy":
         return AttemptEnd.RESOLVE
-    if verdict == "better":
+    if verdict == "better" or revealed:
         return AttemptEnd.REPLAN
     return AttemptEnd.UNDO
 
@@ -143,6 +147,8 @@ class Verification:
     undone: bool
     done: bool
     undo_refused: bool = False  # a person rejected TNR's undo (or let it expire): it remains
+    # Objects whose faults the attempt revealed behind its fixed target: it is kept.
+    revealed: tuple[str, ...] = ()
 
 
 def verification_of(
@@ -165,6 +171,7 @@ def verification_of(
         undone=undo is not None and states.get(undo) == P.EXECUTED,
         done=attempt.finished_at is not None or not incident.is_open or not current,
         undo_refused=undo is not None and states.get(undo) in _UNDO_REFUSED,
+        revealed=tuple(attempt.revealed),
     )
 
 

@@ -101,6 +101,11 @@ class Attempt(_Model):
     health_before: dict[str, Any] = Field(default_factory=dict)
     health_after: dict[str, Any] = Field(default_factory=dict)
     verdict: Verdict | None = None
+    # Whose the new failures of the look after were (``agents.attribution``): objects the
+    # attempt did not write whose faults it revealed behind its fixed target (then it is kept
+    # whatever the verdict), or objects whose failures it may have caused.
+    revealed: list[str] = Field(default_factory=list)
+    caused: list[str] = Field(default_factory=list)
     # One word (``OUTCOMES``); why a step stopped it short is ``stopped``, never folded in.
     # Incidents stored before the word kept the reason here: ``result`` reads both.
     outcome: str = ""

@@ -18,7 +18,7 @@ from agents.analyzers import analyze
 from agents.health import METRIC_PARTS, HealthScore, breakdown
 from agents.model import PlanResult, Usage
 from agents.planner import Planner, PlanRequest
-from agents.verify import judge
+from agents.verify import Judgement, judge
 from incidents import attempts, continuation, unfolding
 from incidents.attempts import Deps
 from incidents.continuation import AttemptEnd
@@ -276,13 +276,15 @@ def verify(d: Deps, incident: Incident) -> Incident:
         if result.not_restarted
         else ""
     )
+    revealed, caused = _blame(result)
     d.incidents.note(
         incident,
         IncidentEventType.VERIFIED,
         actor=attempts.AGENT,
         message=f"attempt {attempt.number}: {result.verdict} (score {before.total} → "
         f"{result.after.total}{_parts(attempt.health_before, after)}"
-        f"{'' if result.settled else ', still moving at the timeout'}){caveats}",
+        f"{'' if result.settled else ', still moving at the timeout'}){caveats}"
+        + _judged(revealed, caused),
         data={
             "attempt": attempt.number,
             "verdict": result.verdict,
@@ -291,11 +293,20 @@ def verify(d: Deps, incident: Incident) -> Incident:
             "waited_seconds": round(result.waited, 2),
             "settled": result.settled,
             "not_restarted": list(result.not_restarted),
+            "revealed": revealed,
+            "caused": caused,
         },
     )
     recorded = list(incident.attempts)
-    recorded[-1] = attempt.model_copy(update={"health_after": after, "verdict": result.verdict})
-    end = continuation.attempt_end(executed=True, verdict=result.verdict)
+    recorded[-1] = attempt.model_copy(
+        update={
+            "health_after": after,
+            "verdict": result.verdict,
+            "revealed": revealed,
+            "caused": caused,
+        }
+    )
+    end = continuation.attempt_end(executed=True, verdict=result.verdict, revealed=bool(revealed))
     # The outcome is one word whether or not a step stopped the attempt short: why it stopped
     # stays in ``stopped`` (issue 18 F2: the free text hid a fix from re-opening and memory).
     if end == AttemptEnd.RESOLVE:
@@ -321,14 +332,16 @@ def verify(d: Deps, incident: Incident) -> Incident:
         recorded[-1] = recorded[-1].model_copy(
             update={"outcome": "improved", "finished_at": d.clock.now()}
         )
+        helped = (
+            f"attempt {attempt.number} fixed its target and revealed a fault already there "
+            f"behind it ({', '.join(revealed)}); what it did is kept; diagnosing that next"
+            if revealed
+            else f"attempt {attempt.number} helped but the namespace is not healthy yet; "
+            + ("what it did is kept; " if attempt.stopped else "")
+            + "looking again"
+        )
         return attempts.move(
-            d,
-            incident,
-            St.PLANNING,
-            message=f"attempt {attempt.number} helped but the namespace is not healthy "
-            "yet; " + ("what it did is kept; " if attempt.stopped else "") + "looking again",
-            attempts=recorded,
-            health_now=after,
+            d, incident, St.PLANNING, message=helped, attempts=recorded, health_now=after
         )
     why = "made things worse" if result.verdict == "worse" else "changed nothing for the better"
     kept = attempts.cause_fixes(d, attempt)
@@ -341,6 +354,30 @@ def verify(d: Deps, incident: Incident) -> Incident:
         attempts=recorded,
         health_now=after,
     )
+
+
+def _blame(result: Judgement) -> tuple[list[str], list[str]]:
+    """(revealed, caused) for a look that did not find the namespace better: whose the new
+    failures are decides between keeping the attempt and undoing it. A better or healthy
+    verdict needs no blame."""
+    found = result.attribution
+    if found is None or result.verdict not in ("worse", "same"):
+        return [], []
+    if found.revealed_only:
+        return list(found.revealed), []
+    return [], list(found.caused)
+
+
+def _judged(revealed: list[str], caused: list[str]) -> str:
+    """What the verification line says of whose the new failures are."""
+    if revealed:
+        return (
+            f"; it fixed its target and revealed a fault already there behind it "
+            f"({', '.join(revealed)}): the fix is kept"
+        )
+    if caused:
+        return f"; it broke something: new failures of {', '.join(caused)}"
+    return ""
 
 
 # ------------------------------------------------------------------ planning

@@ -1,0 +1,162 @@
+"""Issue 22, item 1: a fix that uncovers a hidden fault is kept, and the fault it revealed is
+the next attempt.
+
+Seen: a caller Deployment scaled to 0 hid a broken selector on the Service it calls. Stratus
+scaled the caller back up — correct — its requests then failed against the broken Service,
+the namespace's score rose, TNR undid the scale-up as "worse" and escalated with "no
+candidates left". Wanted: the new failures are attributed to the callee the attempt did not
+write; the scale-up is kept, the callee diagnosed and fixed next, and the card and the summary
+say which it was. Whole incidents on the offline planner, against the lab over real HTTP."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from agents.model import Candidate, Category, Diagnosis, PlanResult, ResourceKey, Step
+from agents.planner import PlanRequest
+from agents.planner.offline import OfflinePlanner
+from bot import blocks, cards, summary
+from incidents.model import Incident, IncidentState
+from incidents.repository import IncidentEventType
+from incidents.settings import WorkflowConfig
+from incidents.workflow import IncidentWorkflow
+from policies.model import Rule
+from proposals.model import ProposalState
+from proposals.service import ProposalService
+from tests.conftest import Lab
+from tests.proposals.conftest import PolicyBox
+from tools.k8s import KubeClient
+
+St = IncidentState
+P = ProposalState
+REVEALED = "revealed a fault already there behind it"
+
+
+@pytest.fixture
+def policy() -> PolicyBox:
+    box = PolicyBox()
+    box.set(Rule(name="allow-everything", decision="allow", allow_irreversible=True))
+    return box
+
+
+def flow(lab: Lab, service: ProposalService, kube: KubeClient, planner: Any) -> IncidentWorkflow:
+    return IncidentWorkflow(
+        service=service,
+        kube=kube,
+        offline=planner,
+        config=WorkflowConfig(settle_timeout=20, poll_interval=2.0),
+        # The lab's instant clock: letting time pass is a settle with that horizon, as
+        # ``stratus eval`` does.
+        pause=lambda seconds: lab.control.post("/lab/v1/settle", {"horizon": seconds}),
+    )
+
+
+def run(lab: Lab, service: ProposalService, kube: KubeClient, scenario: str, ns: str) -> Incident:
+    lab.control.post(f"/lab/v1/scenarios/{scenario}/inject")
+    lab.settle()
+    workflow = flow(lab, service, kube, OfflinePlanner())
+    incident, _ = workflow.start(ns, requester="cli:alice")
+    return workflow.advance(incident.id, budget=200)
+
+
+@pytest.mark.parametrize(
+    ("scenario", "namespace", "caller", "callee", "worse"),
+    [
+        ("s3-hotel-zero-caller-hides-geo-selector", "hotel", "search", "service/geo", True),
+        ("s3-hotel-zero-caller-hides-db-selector", "hotel", "user", "service/mongodb-user", True),
+        ("s3-shop-zero-caller-hides-redis-port", "shop", "cart", "service/redis", False),
+        ("s3-shop-zero-caller-hides-payment-policy", "shop", "checkout", "", False),
+    ],
+)
+def test_a_fix_that_reveals_the_next_fault_is_kept_and_the_next_fault_fixed(
+    lab: Lab,
+    kube: KubeClient,
+    service: ProposalService,
+    scenario: str,
+    namespace: str,
+    caller: str,
+    callee: str,
+    worse: bool,
+) -> None:
+    done = run(lab, service, kube, scenario, namespace)
+    assert done.state == St.RESOLVED, (done.reason, [(a.verdict, a.outcome) for a in done.attempts])
+    first, *rest = done.attempts
+    assert first.candidate.steps[0].name == caller and first.candidate.steps[0].action == "scale"
+    # The first fix is kept: executed, never undone, no undo proposed for it.
+    assert first.undo_proposals == [] and first.outcome == "improved"
+    assert service.get(first.proposals[0]).state == P.EXECUTED
+    assert rest and rest[-1].verdict == "healthy"
+    assert all(not a.undo_proposals for a in done.attempts)
+    if worse:  # the score rose, and the look says whose that was
+        assert first.verdict == "worse" and first.revealed == [callee] and first.caused == []
+        assert rest[0].candidate.steps[0].name == callee.split("/")[1]
+    check = lab.control.get(f"/lab/v1/scenarios/{scenario}/check")
+    assert check["mitigated"] and check["no_collateral_damage"], check
+
+
+def test_the_verification_line_the_card_and_the_summary_say_it_revealed_a_fault(
+    lab: Lab, kube: KubeClient, service: ProposalService
+) -> None:
+    done = run(lab, service, kube, "s3-hotel-zero-caller-hides-geo-selector", "hotel")
+    workflow = flow(lab, service, kube, OfflinePlanner())
+    verified = [
+        e.event
+        for e in workflow.incidents.events(incident_id=done.id)
+        if e.event.type == IncidentEventType.VERIFIED
+    ]
+    assert verified[0].data["verdict"] == "worse"
+    assert verified[0].data["revealed"] == ["service/geo"]
+    assert REVEALED in verified[0].message and "service/geo" in verified[0].message
+    scale_up = service.get(done.attempts[0].proposals[0])
+    card = json.dumps(blocks.render(cards.proposal_card(scale_up, incident=done, telemetry=None)))
+    assert "Verification:" in card and REVEALED in card and "the fix is kept" in card
+    proposals = service.by_incident(done.id)
+    events = workflow.incidents.events(incident_id=done.id)
+    said = json.dumps(blocks.render(summary.summary_blocks(done, proposals, events)))
+    assert REVEALED in said and "service/geo" in said
+
+
+class HarmThenFix:
+    """Scales geo to zero first (it breaks search's calls), then fixes recommendation."""
+
+    name = "scripted"
+
+    def plan(self, request: PlanRequest) -> PlanResult:
+        candidates = [
+            Candidate(
+                steps=[Step(action="scale", kind="Deployment", name=name, params={"replicas": n})],
+                intent=f"scale {name} to {n}",
+                mechanism="scaled-to-zero",
+            )
+            for name, n in (("geo", 0), ("recommendation", 1))
+        ]
+        return PlanResult(
+            diagnosis=Diagnosis(
+                resource=ResourceKey(kind="Deployment", name="recommendation"),
+                category=Category.CAPACITY,
+                mechanism="scaled-to-zero",
+                summary="recommendation has no replicas",
+            ),
+            candidates=[c for c in candidates if c.key() not in request.tried],
+            planner=self.name,
+        )
+
+
+def test_an_attempt_that_breaks_something_is_still_undone_and_says_what_it_broke(
+    lab: Lab, kube: KubeClient, service: ProposalService
+) -> None:
+    lab.control.post("/lab/v1/scenarios/hotel-recommendation-scaled-to-zero/inject")
+    lab.settle()
+    workflow = flow(lab, service, kube, HarmThenFix())
+    incident, _ = workflow.start("hotel", requester="cli:alice")
+    done = workflow.advance(incident.id, budget=200)
+    assert done.state == St.RESOLVED
+    harm = done.attempts[0]
+    assert harm.verdict == "worse" and harm.outcome == "undone" and harm.revealed == []
+    assert "service/geo" in harm.caused
+    undone = service.get(harm.proposals[0])
+    card = json.dumps(blocks.render(cards.proposal_card(undone, incident=done, telemetry=None)))
+    assert "it broke something" in card and "service/geo" in card
