@@ -223,7 +223,7 @@ class Follower:
             ]
             incident = await self.rt.call(self.rt.incidents.get, event.incident_id)
             for attempt in incident.attempts:
-                dirty.update(p for p in attempt.proposals if p)
+                dirty.update(attempt.proposals)
         elif event.type == IncidentEventType.ALERT_FIRED:
             body = alert_blocks.fired(event.data)
         elif event.type == IncidentEventType.ALERT_RESOLVED:

@@ -8,7 +8,7 @@ that acts on the answer. Surfaces keep only parsing, threads or tasks, and rende
 
 The proposal an attempt waits on is its last undo when it has asked for one (the undo cleans
 up, so it goes first), else its last step — unless that step looked as wanted already and was
-skipped (an empty id). An executed undo leaves nothing to wait on: the workflow asks for the
+skipped (``Attempt.skipped``). An executed undo leaves nothing to wait on: the workflow asks for the
 next one, or ends the attempt.
 """
 
@@ -184,7 +184,7 @@ def waiting_on(attempt: Attempt, states: Mapping[str, ProposalState]) -> Waiting
     if attempt.undo_proposals:
         last = attempt.undo_proposals[-1]
         return Waiting(None if states[last] == P.EXECUTED else last, True)
-    if attempt.proposals and attempt.proposals[-1]:
+    if attempt.proposals and not attempt.last_step_skipped:
         return Waiting(attempt.proposals[-1], False)
     return Waiting(None, False)
 
@@ -197,7 +197,7 @@ def awaited_id(incident: Incident) -> str | None:
         return None
     if attempt.undo_proposals:
         return attempt.undo_proposals[-1]
-    return attempt.proposals[-1] if attempt.proposals and attempt.proposals[-1] else None
+    return attempt.proposals[-1] if attempt.proposals and not attempt.last_step_skipped else None
 
 
 def awaiting_answer(incident: Incident, states: Mapping[str, ProposalState]) -> str | None:

@@ -16,10 +16,10 @@ from typing import Any
 from agents import snapshot as snapshots
 from agents.analyzers import analyze
 from agents.health import METRIC_PARTS, HealthScore, breakdown
-from agents.model import PlanResult, Usage
+from agents.model import Candidate, PlanResult, Usage
 from agents.planner import Planner, PlanRequest
 from agents.verify import Judgement, judge
-from incidents import attempts, continuation, unfolding
+from incidents import attempts, continuation, plans, unfolding
 from incidents.attempts import Deps
 from incidents.continuation import AttemptEnd
 from incidents.memory import past_outcomes
@@ -155,6 +155,7 @@ def plan(d: Deps, planners: Planners, incident: Incident) -> Incident | None:
     done = set(incident.tried) | refused
     remaining = [c for c in incident.candidates if c.key() not in done]
     remaining.sort(key=lambda c: c.key() != incident.preferred)  # a person's pick first
+    incident, remaining = _drop_unchanged(d, incident, remaining)
     if not remaining:
         found = incident.diagnosis
         message = (
@@ -167,6 +168,30 @@ def plan(d: Deps, planners: Planners, incident: Incident) -> Incident | None:
             d, incident, St.ESCALATED, message=message, reason="no candidates left"
         )
     return attempts.begin_attempt(d, incident, remaining[0])
+
+
+def _drop_unchanged(
+    d: Deps, incident: Incident, remaining: list[Candidate]
+) -> tuple[Incident, list[Candidate]]:
+    """Skip, each with a note, the leading candidates whose every step would change nothing
+    (``plans.changes_nothing``): they are never attempts, and are not offered again. Stops at
+    the first that changes something — the one to try."""
+    while remaining:
+        why = plans.changes_nothing(
+            d.service,
+            remaining[0],
+            namespace=incident.namespace,
+            requester=attempts.AGENT,
+            cluster=incident.cluster,
+        )
+        if why is None:
+            break
+        skipped = remaining.pop(0)
+        incident = attempts.update(d, incident, tried=[*incident.tried, skipped.key()])
+        attempts.say(
+            d, incident, f"skipped {skipped.intent!r}: it changes nothing ({why}); not an attempt"
+        )
+    return incident, remaining
 
 
 def _look_again_while_moving(d: Deps, planners: Planners, incident: Incident) -> snapshots.Snapshot:
