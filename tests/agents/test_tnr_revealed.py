@@ -160,3 +160,23 @@ def test_an_attempt_that_breaks_something_is_still_undone_and_says_what_it_broke
     undone = service.get(harm.proposals[0])
     card = json.dumps(blocks.render(cards.proposal_card(undone, incident=done, telemetry=None)))
     assert "it broke something" in card and "service/geo" in card
+
+
+def test_a_rollback_goes_back_past_every_revision_seen_failing_and_says_why(
+    lab: Lab, kube: KubeClient, service: ProposalService
+) -> None:
+    """Issue 22, item 3: three bad releases in a row (readiness never passing, a crash loop, a
+    tag never pushed): one rollback, to revision 1, the newest not seen failing; it says why
+    it passes over revisions 3 and 2."""
+    scenario = "s3-hotel-three-bad-revisions"
+    done = run(lab, service, kube, scenario, "hotel")
+    assert done.state == St.RESOLVED, (done.reason, [a.candidate.key() for a in done.attempts])
+    (attempt,) = done.attempts
+    (step,) = attempt.candidate.steps
+    assert step.action == "rollout-undo" and step.params == {"to_revision": 1}
+    assert "the newer revisions 3 and 2 were seen failing" in attempt.candidate.intent
+    why = attempt.candidate.why
+    assert "revision 3: its pods failed to run" in why
+    assert "revision 2: its pods' readiness kept failing" in why and "Readiness probe" in why
+    check = lab.control.get(f"/lab/v1/scenarios/{scenario}/check")
+    assert check["mitigated"] and check["no_collateral_damage"], check
