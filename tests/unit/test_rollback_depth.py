@@ -1,11 +1,15 @@
-"""Issue 22, item 3: a rollback goes back to the newest revision not seen failing, by evidence,
-and says why it passed over the others. Pure: revisions and events in, reasons out."""
+"""Issue 22, items 3 and 2, on a Deployment with four revisions: a rollback goes back to the
+newest revision not seen failing, by evidence, and says why it passed over the others; a
+candidate that would change nothing is skipped by the offline planner. Pure: revisions and
+events in, reasons out."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from agents.analyzers import _workloads as w
+from agents.model import Candidate, Step
+from agents.planner.unchanged import unchanged
 from agents.snapshot import Snapshot
 
 
@@ -68,3 +72,31 @@ def test_one_readiness_failure_while_starting_is_no_evidence_against_a_revision(
     snapshot, web = _snapshot(_event("web-r3-abcde", "Unhealthy", READY_FAILED, count=1))
     change = w.latest_change(snapshot, web)
     assert change is not None and change.previous == 3 and change.skipped == {}
+
+
+def test_the_offline_planner_skips_a_candidate_that_changes_nothing_saying_so() -> None:
+    """Issue 22, item 2: set-image to the image running is no candidate; the plan says so."""
+    snapshot, _ = _snapshot()
+    same = Candidate(
+        steps=[
+            Step(
+                action="set-image",
+                kind="Deployment",
+                name="web",
+                params={"image": "web:4", "container": "web"},
+            )
+        ],
+        intent="set web's image to web:4",
+    )
+    other = same.model_copy(
+        update={"steps": [same.steps[0].model_copy(update={"params": {"image": "web:3"}})]}
+    )
+    back = Candidate(
+        steps=[
+            Step(action="rollout-undo", kind="Deployment", name="web", params={"to_revision": 4})
+        ],
+        intent="roll back to the revision running",
+    )
+    assert unchanged(same, snapshot) == "deployment/web already looks like that"
+    assert unchanged(other, snapshot) is None
+    assert unchanged(back, snapshot) == "deployment/web already looks like that"
