@@ -58,7 +58,7 @@ def rollback(finding: Finding) -> list[Candidate]:
             finding,
             [Step(action="rollout-undo", kind=kind, name=name, params={"to_revision": revision})],
             intent=f"Roll back {kind.lower()}/{name} to revision {revision}"
-            + (f" (the newer {_revisions(skipped)} were seen failing)" if skipped else "")
+            + (f" (the newer {_revisions(skipped)} seen failing)" if skipped else "")
             + f", before the change that broke it ({changed})",
             why="undoes the rollout that introduced the fault; it restores the newest template "
             "not seen failing, in one reversible write" + passed_over,
@@ -68,11 +68,11 @@ def rollback(finding: Finding) -> list[Candidate]:
 
 
 def _revisions(skipped: list[str]) -> str:
-    """ "revisions 3 and 2" from the skipped lines ("revision 3: …")."""
+    """ "revisions 3 and 2 were" from the skipped lines ("revision 3: …")."""
     numbers = [line.split(":", 1)[0].removeprefix("revision ") for line in skipped]
     if len(numbers) == 1:
-        return f"revision {numbers[0]}"
-    return f"revisions {', '.join(numbers[:-1])} and {numbers[-1]}"
+        return f"revision {numbers[0]} was"
+    return f"revisions {', '.join(numbers[:-1])} and {numbers[-1]} were"
 
 
 def known_good_container(
