@@ -111,6 +111,10 @@ class Attempt(_Model):
     # whatever the verdict), or objects whose failures it may have caused.
     revealed: list[str] = Field(default_factory=list)
     caused: list[str] = Field(default_factory=list)
+    # Pods among ``caused`` that a node had taken when judged (crash-looping, never ready, not
+    # pulling): their failure is their template's own, not a node's or a quota's — evidence
+    # against that template when a rollback is planned again (``phases.seen_failing``).
+    failed_pods: list[str] = Field(default_factory=list)
     # One word (``OUTCOMES``); why a step stopped it short is ``stopped``, never folded in.
     # Incidents stored before the word kept the reason here: ``result`` reads both.
     outcome: str = ""

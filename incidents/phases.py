@@ -9,6 +9,7 @@ candidates: every move is decided here, in plain Python.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -329,6 +330,7 @@ def verify(d: Deps, incident: Incident) -> Incident:
             "verdict": result.verdict,
             "revealed": revealed,
             "caused": caused,
+            "failed_pods": _running(d, incident, caused),
         }
     )
     end = continuation.attempt_end(executed=True, verdict=result.verdict, revealed=bool(revealed))
@@ -459,7 +461,9 @@ def plan_for(
 
 
 def _request(d: Deps, incident: Incident, snap: snapshots.Snapshot) -> PlanRequest:
-    """What a planner is asked: the snapshot, the analyzers' findings, what was tried."""
+    """What a planner is asked: the snapshot (with the pods the incident saw failing), the
+    analyzers' findings, what was tried."""
+    snap = dataclasses.replace(snap, seen_failing=seen_failing(incident))
     past, history = past_outcomes(d.incidents, incident)
     return PlanRequest(
         snapshot=snap,
@@ -471,6 +475,37 @@ def _request(d: Deps, incident: Incident, snap: snapshots.Snapshot) -> PlanReque
         history=history,
         past=past,
         reader=ClusterReader(d.kube) if d.kubes else None,  # a fleet: the incident's cluster
+    )
+
+
+def seen_failing(incident: Incident) -> dict[str, str]:
+    """The pods whose new failures undone attempts of the incident may have caused (pod name →
+    why), as evidence against the template they ran: a rollback to a template that failed in
+    this incident is not planned again, under whatever number the rollbacks gave it since."""
+    found: dict[str, str] = {}
+    for attempt in incident.attempts:
+        if attempt.result != "undone":
+            continue
+        for pod in attempt.failed_pods:
+            found[pod] = (
+                f"its pods failed while attempt {attempt.number} of this incident ran "
+                f"(pod/{pod}: verdict {attempt.verdict})"
+            )
+    return found
+
+
+def _running(d: Deps, incident: Incident, caused: list[str]) -> list[str]:
+    """The pods among ``caused`` that a node took (crash-looping, never ready, or failing to
+    pull their image): a pod no node would take — a taint, a full node — says nothing of its
+    template."""
+    wanted = {c.removeprefix("pod/") for c in caused if c.startswith("pod/")}
+    if not wanted:
+        return []
+    pods = d.kube.list("v1", "Pod", namespace=incident.namespace)
+    return sorted(
+        p["metadata"]["name"]
+        for p in pods
+        if p["metadata"]["name"] in wanted and (p.get("spec") or {}).get("nodeName")
     )
 
 

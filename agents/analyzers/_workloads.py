@@ -321,11 +321,17 @@ def _revision_failure(event: Obj) -> str | None:
 def failed_revisions(snapshot: Snapshot, found: dict[int, Obj]) -> dict[int, str]:
     """Revisions whose pods were seen failing, from the events they left behind (events
     outlive the pods of a ReplicaSet that was scaled down; pod names start with its name):
-    pods that crash-looped or could not start, or whose readiness kept failing. Each says
-    why, with the event it rests on (issue 22: the planner says why it skipped a revision)."""
+    pods that crash-looped or could not start, or whose readiness kept failing — and from
+    what the incident saw itself (``Snapshot.seen_failing``: its pods failed while an attempt
+    ran). Each says why, with what it rests on (issue 22: the planner says why it skipped a
+    revision)."""
     failed: dict[int, str] = {}
     for revision, replica_set in found.items():
         prefix = name_of(replica_set) + "-"
+        seen = next((p for p in sorted(snapshot.seen_failing) if p.startswith(prefix)), None)
+        if seen is not None:
+            failed[revision] = snapshot.seen_failing[seen]
+            continue
         for event in snapshot.of("Event"):
             involved = event.get("involvedObject") or {}
             if involved.get("kind") != "Pod" or not str(involved.get("name", "")).startswith(

@@ -180,3 +180,40 @@ def test_a_rollback_goes_back_past_every_revision_seen_failing_and_says_why(
     assert "revision 2: its pods' readiness kept failing" in why and "Readiness probe" in why
     check = lab.control.get(f"/lab/v1/scenarios/{scenario}/check")
     assert check["mitigated"] and check["no_collateral_damage"], check
+
+
+def test_a_rollback_that_did_not_help_is_evidence_against_its_revision(
+    lab: Lab, kube: KubeClient, service: ProposalService
+) -> None:
+    """Releases hours apart: the oldest bad revision's events have expired, so the first
+    rollback lands on it. What that attempt saw fail sends the next rollback to revision 1 —
+    never back to the same template under its new number."""
+    scenario = "s3-hotel-three-bad-revisions-hours-apart"
+    done = run(lab, service, kube, scenario, "hotel")
+    assert done.state == St.RESOLVED, (done.reason, [a.candidate.key() for a in done.attempts])
+    first, last = done.attempts[0], done.attempts[-1]
+    assert first.candidate.steps[0].params == {"to_revision": 2} and first.outcome == "undone"
+    assert any(c.startswith("pod/profile-") for c in first.caused)
+    assert first.failed_pods and all(p.startswith("profile-") for p in first.failed_pods)
+    (step,) = last.candidate.steps
+    assert step.action == "rollout-undo" and step.params == {"to_revision": 1}
+    assert "failed while attempt 1 of this incident ran" in last.candidate.why
+    assert len(done.attempts) == 2
+    check = lab.control.get(f"/lab/v1/scenarios/{scenario}/check")
+    assert check["mitigated"] and check["no_collateral_damage"], check
+
+
+def test_a_rollback_whose_pods_no_node_would_take_is_no_evidence_against_its_revision(
+    lab: Lab, kube: KubeClient, service: ProposalService
+) -> None:
+    """A taint on every node masks the rollback that fixes an affinity: its pods stay Pending,
+    so the rollback is judged "same" and undone — but a pod no node took says nothing of its
+    template, and once the taint is gone the rollback is tried again and resolves it."""
+    scenario = "s2-hotel-two-faults-taint-masks-affinity"
+    done = run(lab, service, kube, scenario, "hotel")
+    assert done.state == St.RESOLVED, (done.reason, [a.candidate.key() for a in done.attempts])
+    first = done.attempts[0]
+    assert first.candidate.steps[0].action == "rollout-undo" and first.outcome == "undone"
+    assert first.failed_pods == []
+    check = lab.control.get(f"/lab/v1/scenarios/{scenario}/check")
+    assert check["mitigated"] and check["no_collateral_damage"], check
