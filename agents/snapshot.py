@@ -60,6 +60,10 @@ class Snapshot:
     previous_logs: dict[str, str] = field(default_factory=dict)  # of the last terminated run
     unavailable: tuple[str, ...] = ()  # kinds the cluster does not serve or refused
     metrics: NamespaceMetrics | None = None  # from Prometheus, when one is configured
+    # Pods the incident itself saw failing while an attempt of it ran (pod name → why), which
+    # events may no longer say (they expire in an hour): evidence against their revision when
+    # a rollback is planned (``_workloads.failed_revisions``, issue 22). Empty outside one.
+    seen_failing: dict[str, str] = field(default_factory=dict)
 
     def of(self, kind: str) -> list[dict[str, Any]]:
         return self.objects.get(kind) or self.cluster.get(kind) or []

@@ -14,9 +14,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from agents import readers
+from agents.attribution import Attribution, attribute
 from agents.health import METRIC_PARTS, HealthScore, Verdict, collect, score, verdict
 from tools import env
+from tools.errors import ToolError
 from tools.k8s import KubeClient
+from tools.objects import ObjectRef
 from tools.prometheus import PrometheusClient
 
 # How the workflow lets time pass while the cluster settles. Real clusters: sleep. The lab in
@@ -56,6 +59,9 @@ class Judgement:
     # Readers of a ConfigMap or Secret the attempt wrote, still in the crash back-off they were
     # in at the first look (``agents.readers``): their crash loop is no verdict on the write.
     not_restarted: tuple[str, ...] = ()
+    # Whose failures the look after shows (``agents.attribution``): a worse score may be a
+    # fault the attempt revealed behind its target rather than one it caused.
+    attribution: Attribution | None = None
 
 
 def look(
@@ -125,7 +131,37 @@ def judge(
         time.monotonic() - started,
         settled,
         () if after.healthy else stale,
+        attribute(before, after, written=written_names(kube, namespace, written or []))
+        if written
+        else None,
     )
+
+
+WORKLOAD_APIS = {"Deployment": "apps/v1", "StatefulSet": "apps/v1", "DaemonSet": "apps/v1"}
+
+
+def written_names(kube: KubeClient, namespace: str, written: list[tuple[str, str]]) -> set[str]:
+    """The objects an attempt wrote as "kind/name", and the Services that front the
+    workloads among them (a caller's failure against such a Service is the workload's)."""
+    names = {f"{kind.lower()}/{name}" for kind, name in written}
+    labels: list[dict[str, str]] = []
+    for kind, name in written:
+        if kind not in WORKLOAD_APIS:
+            continue
+        try:
+            workload = kube.get(ObjectRef(kind, name, namespace))
+        except ToolError:
+            continue  # deleted by the attempt: nothing fronts it any more
+        template = ((workload.get("spec") or {}).get("template") or {}).get("metadata") or {}
+        labels.append(dict(template.get("labels") or {}))
+    if labels:
+        for service in kube.list("v1", "Service", namespace=namespace):
+            selector = (service.get("spec") or {}).get("selector") or {}
+            if selector and any(
+                all(found.get(k) == v for k, v in selector.items()) for found in labels
+            ):
+                names.add(f"service/{service['metadata']['name']}")
+    return names
 
 
 def _pods(kube: KubeClient, namespace: str) -> list[dict[str, Any]]:

@@ -355,7 +355,9 @@ def _outcome(
             verdict = found[0]
             lines.append(
                 thread_words.verification_health(
-                    verdict, health_line(*_attempt_health(proposal, incident))
+                    verdict,
+                    health_line(*_attempt_health(proposal, incident)),
+                    *_blame(proposal, incident),
                 )
                 if verdict
                 else card_words.VERIFYING
@@ -415,6 +417,14 @@ def _attempt_health(
         if proposal.id in attempt.proposals:
             return attempt.health_before, attempt.health_after
     return None, None
+
+
+def _blame(proposal: Proposal, incident: Incident | None) -> tuple[list[str], list[str]]:
+    """(revealed, caused) of the attempt that ran ``proposal`` (``Attempt.revealed``)."""
+    for attempt in incident.attempts if incident else []:
+        if proposal.id in attempt.proposals:
+            return attempt.revealed, attempt.caused
+    return [], []
 
 
 def _ran_at(proposal: Proposal) -> datetime | None:

@@ -230,12 +230,14 @@ class Follower:
                         int(event.data.get("attempt", 0)),
                         str(event.data.get("verdict", "")),
                         cards.health_line(event.data.get("before"), event.data.get("after")),
+                        [str(r) for r in event.data.get("revealed") or []],
+                        [str(c) for c in event.data.get("caused") or []],
                     )
                 )
             ]
             incident = await self.rt.call(self.rt.incidents.get, event.incident_id)
             for attempt in incident.attempts:
-                dirty.update(p for p in attempt.proposals if p)
+                dirty.update(attempt.proposals)
         elif event.type == IncidentEventType.ALERT_FIRED:
             body = alert_blocks.fired(event.data)
         elif event.type == IncidentEventType.ALERT_RESOLVED:

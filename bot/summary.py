@@ -104,11 +104,12 @@ def _approved(proposal: Proposal, handles: dict[str, str] | None = None) -> str:
     return text.named(proposal.decision.reason, handles)
 
 
-def _verdict(incident: Incident, proposal: Proposal) -> str:
+def _verdict(incident: Incident, proposal: Proposal) -> tuple[str, list[str], list[str]]:
+    """The verdict on the attempt that ran ``proposal``, and whose its new failures were."""
     for attempt in incident.attempts:
         if proposal.id in attempt.proposals and attempt.verdict:
-            return attempt.verdict
-    return ""
+            return attempt.verdict, attempt.revealed, attempt.caused
+    return "", [], []
 
 
 def summary_blocks(
@@ -169,7 +170,7 @@ def summary_blocks(
             p.intent,
             _approved(p, handles),
             card_words.CARD_STATE.get(p.state.value, p.state.value),
-            _verdict(incident, p),
+            *_verdict(incident, p),
         )
         for p in writes
     ]

@@ -61,6 +61,7 @@ EXECUTED = frozenset({ProposalState.EXECUTED, ProposalState.UNDONE})
 # exceed the health score's log window (1 s), or a caller's last failed request before the fix
 # would still count as "now".
 SETTLE_TIMEOUT = 20.0
+MOST_ERRORS_EXIT = 100  # exit status for that many scenarios not run, or more
 POLL_INTERVAL = 2.0
 
 
@@ -270,4 +271,10 @@ def eval_command(
             say(f"report written to {json_out}")
     errors = report.totals()["errors"]
     if errors:  # scores are results; a scenario that could not run is a failed evaluation
-        raise click.ClickException(f"{errors} scenario(s) could not be run; see the table")
+        click.echo(
+            f"Error: {errors} of {len(report.results)} scenario(s) could not be run; see the "
+            "table's error column (the exit status is their number)",
+            err=True,
+        )
+        # The exit status says how many (issue 22), capped where shells read it as a signal.
+        sys.exit(min(errors, MOST_ERRORS_EXIT))

@@ -385,7 +385,7 @@ def incident_summary(incident: Incident) -> None:
             + f" (verdict {verdict}; score {attempt.health_before.get('total', '?')} → "
             f"{attempt.health_after.get('total', '?')})"
         )
-        for proposal_id in [p for p in attempt.proposals if p]:
+        for proposal_id in attempt.proposals:
             _line(f"  proposal {proposal_id}")
         for proposal_id in attempt.undo_proposals:
             _line(f"  undo     {proposal_id}")

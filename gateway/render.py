@@ -74,6 +74,7 @@ def proposal(
             "undone_automatically": verification.undone,
             "undo_proposal": verification.undo_proposal,
             "undo_refused": verification.undo_refused,
+            "revealed": list(verification.revealed),
             "done": verification.done,
             "summary": text.verdict(verification),
         }

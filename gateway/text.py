@@ -120,6 +120,12 @@ def verdict(verification: Verification) -> str:
             f"verified {verification.verdict}: Stratus proposed undoing it "
             f"({verification.undo_proposal}); the undo is not executed yet"
         )
+    if verification.revealed:
+        return (
+            f"verified {verification.verdict}: the write fixed its target and revealed a fault "
+            f"already there behind it ({', '.join(verification.revealed)}); it is kept, and "
+            "that fault is diagnosed next"
+        )
     if verification.verdict in ("healthy", "better"):
         return f"verified {verification.verdict}: the write is kept"
     return f"verified {verification.verdict}"

@@ -14,7 +14,6 @@ builds ``Deps`` once and calls them; what an attempt waits on is asked of
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
@@ -48,7 +47,6 @@ from tools.prometheus import PrometheusClient
 
 St = IncidentState
 P = ProposalState
-SKIPPED = ""  # a step whose object already looked as wanted
 _REFUSED = {P.REJECTED: "rejected", P.EXPIRED: "expired", P.CANCELLED: "cancelled"}
 AGENT = "agent:stratus"  # who proposes and answers for the workflow
 
@@ -129,7 +127,7 @@ def move(
             withdraw_open(
                 d, incident, actor=by, why=f"incident {incident.id} was cancelled by {by}"
             )
-            busy = _in_flight(d, incident)
+            busy = in_flight(d, incident)
             if busy is not None:
                 raise WriteInFlight(
                     f"{busy.id} ({busy.intent}) is being carried out; the cancel of "
@@ -182,47 +180,8 @@ def begin_attempt(d: Deps, incident: Incident, candidate: Candidate) -> Incident
         attempts=[*incident.attempts, attempt],
         tried=[*incident.tried, candidate.key()],
     )
-    _note_attempt(d, incident, attempt)
+    note_attempt(d, incident, attempt)
     return next_step(d, incident)
-
-
-def adopt(d: Deps, incident: Incident, proposal: Proposal) -> Incident:
-    """An outside agent's proposal (docs/mcp.md) as the incident's next attempt: one step,
-    already proposed by the agent, with the health taken now, before it is written — so that
-    once executed it is verified, kept or undone (TNR) exactly like an attempt of Stratus's
-    own. ``incident``: planning, with no attempt in flight (one the proposal just opened, or
-    one whose last attempt has its verdict: ``continuation.queued_turn``)."""
-    candidate = Candidate(
-        steps=[
-            Step(
-                action=proposal.action,
-                kind=proposal.target.kind,
-                name=proposal.target.name,
-                params=proposal.params,
-            )
-        ],
-        intent=proposal.intent,
-        why=f"proposed by {proposal.requester}",
-    )
-    before = health(d, incident).to_dict()
-    attempt = Attempt(
-        number=len(incident.attempts) + 1,
-        candidate=candidate,
-        transaction_id=new_transaction_id(),
-        proposals=[proposal.id],
-        health_before=before,
-        started_at=d.clock.now(),
-    )
-    incident = update(
-        d,
-        incident,
-        attempts=[*incident.attempts, attempt],
-        tried=[*incident.tried, candidate.key()],
-        health_at_start=incident.health_at_start or before,
-        health_now=before,
-    )
-    _note_attempt(d, incident, attempt)
-    return _after_proposal(d, incident, proposal)
 
 
 def withdraw_queued(d: Deps, incident: Incident, *, to: IncidentState) -> None:
@@ -246,7 +205,7 @@ def withdraw_queued(d: Deps, incident: Incident, *, to: IncidentState) -> None:
                 )
 
 
-def _note_attempt(d: Deps, incident: Incident, attempt: Attempt) -> None:
+def note_attempt(d: Deps, incident: Incident, attempt: Attempt) -> None:
     d.incidents.note(
         incident,
         IncidentEventType.ATTEMPT,
@@ -269,9 +228,10 @@ def next_step(d: Deps, incident: Incident) -> Incident:
     attempt = incident.current
     assert attempt is not None
     steps = attempt.candidate.steps
-    while len(attempt.proposals) < len(steps):
-        step = steps[len(attempt.proposals)]
-        planned = next((p for p in attempt.plan if p.number == len(attempt.proposals) + 1), None)
+    while attempt.steps_taken < len(steps):
+        number = attempt.steps_taken + 1
+        step = steps[number - 1]
+        planned = next((p for p in attempt.plan if p.number == number), None)
         try:
             proposal = d.service.propose(
                 action=step.action,
@@ -288,21 +248,24 @@ def next_step(d: Deps, incident: Incident) -> Incident:
             )
         except NoChange as why:
             say(d, incident, why.message)
-            attempt = attempt.model_copy(update={"proposals": [*attempt.proposals, SKIPPED]})
-            incident = _with_attempt(d, incident, attempt)
+            attempt = attempt.model_copy(update={"skipped": [*attempt.skipped, number]})
+            incident = with_attempt(d, incident, attempt)
             continue
         except StratusError as error:
             return end_attempt(d, incident, f"failed: {error.message}")
         attempt = attempt.model_copy(update={"proposals": [*attempt.proposals, proposal.id]})
         try:
-            incident = _with_attempt(d, incident, attempt)
+            incident = with_attempt(d, incident, attempt)
         except StaleIncident:
             # A cancel (or a choice) landed while the step was proposed: the proposal is
             # recorded nowhere, so withdraw it; the next look proposes again if needed.
             with contextlib.suppress(StratusError):
                 d.service.cancel(proposal.id, actor=AGENT, reason="the incident changed meanwhile")
             raise
-        return _after_proposal(d, incident, _with_plan(d, incident, proposal))
+        proposal, note = plans.with_plan(d.service, incident, proposal)
+        if note:
+            say(d, incident, note)
+        return after_proposal(d, incident, proposal)
     if not _executed_steps(d, attempt):
         return end_attempt(d, incident, "no change: every object already looked as wanted")
     if incident.state == St.VERIFYING:
@@ -320,7 +283,7 @@ def fixes_cause(incident: Incident, step: Step) -> str:
     return cause.summary if noun in cause.summary else f"{noun}: {cause.summary}"
 
 
-def _after_proposal(d: Deps, incident: Incident, proposal: Proposal) -> Incident:
+def after_proposal(d: Deps, incident: Incident, proposal: Proposal) -> Incident:
     if proposal.state == P.DENIED:
         key = incident.current.candidate.key() if incident.current else ""
         incident = update(
@@ -341,36 +304,13 @@ def _after_proposal(d: Deps, incident: Incident, proposal: Proposal) -> Incident
     )
 
 
-def _with_plan(d: Deps, incident: Incident, proposal: Proposal) -> Proposal:
-    """A later step the attempt's plan approval covers is approved with it; one it does not
-    cover (its object moved, its rule asks it alone) is asked alone, saying why."""
-    first_id = plans.plan_card(incident.current)
-    if proposal.state != P.AWAITING_APPROVAL or first_id is None or first_id == proposal.id:
-        return proposal
-    try:
-        covered, why = plans.coverage(incident, proposal, d.service.get(first_id))
-        if not covered:
-            if why:
-                say(d, incident, f"{proposal.id} is asked alone, not with the plan: {why}")
-            return proposal
-        approved = d.service.approve_with_plan(proposal.id, plan_proposal_id=first_id)
-    except StratusError as error:
-        # The approver lost the right since, or the first step's record was tampered with:
-        # nothing stands in for a person, so the step is asked alone.
-        say(d, incident, f"{proposal.id} is asked alone, not with the plan: {error.message}")
-        return d.service.get(proposal.id)
-    by = ", ".join(approved.approvals())
-    say(d, incident, f"{proposal.id} ({proposal.intent}) approved with the plan by {by}")
-    return approved
-
-
 # ------------------------------------------------------------------ waiting and executing
 
 
 def await_answer(d: Deps, incident: Incident) -> Incident | None:
     attempt = incident.current
     assert attempt is not None
-    proposal, undoing = _pending(d, attempt)
+    proposal, undoing = waiting_proposal(d, attempt)
     if proposal is None:
         return go(d, incident, St.UNDOING if undoing else St.EXECUTING, "")
     if proposal.state == P.AWAITING_APPROVAL:
@@ -393,7 +333,7 @@ def await_answer(d: Deps, incident: Incident) -> Incident | None:
 def execute_step(d: Deps, incident: Incident) -> Incident | None:
     attempt = incident.current
     assert attempt is not None
-    proposal, undoing = _pending(d, attempt)
+    proposal, undoing = waiting_proposal(d, attempt)
     if proposal is None or proposal.state == P.EXECUTED:
         return undo_attempt(d, incident) if undoing else next_step(d, incident)
     try:
@@ -435,11 +375,20 @@ def _replace(
     replacement = new or (d.service.get(old.superseded_by) if old.superseded_by else None)
     field = "undo_proposals" if undoing else "proposals"
     ids = list(getattr(attempt, field))
-    ids[ids.index(old.id)] = replacement.id if replacement else SKIPPED
-    incident = _with_attempt(d, incident, attempt.model_copy(update={field: ids}))
+    updates: dict[str, object] = {}
+    if replacement is not None:
+        ids[ids.index(old.id)] = replacement.id
+    elif not undoing:
+        # Superseded by nothing (its object looks as wanted now): the step is skipped.
+        updates["skipped"] = sorted([*attempt.skipped, attempt.step_number(old.id) or 0])
+        ids.remove(old.id)
+    else:
+        ids.remove(old.id)
+    updates[field] = ids
+    incident = with_attempt(d, incident, attempt.model_copy(update=updates))
     if replacement is None:
         return undo_attempt(d, incident) if undoing else next_step(d, incident)
-    return _after_proposal(d, incident, replacement)
+    return after_proposal(d, incident, replacement)
 
 
 # ------------------------------------------------------------------ undoing
@@ -449,7 +398,7 @@ def undo_attempt(d: Deps, incident: Incident) -> Incident | None:
     """Undo the attempt's executed steps, last first, each through the service."""
     attempt = incident.current
     assert attempt is not None
-    pending, undoing = _pending(d, attempt)
+    pending, undoing = waiting_proposal(d, attempt)
     if not undoing:
         pending = None  # a forward step is not an undo to wait on
     if pending is not None and pending.state in (P.APPROVED, P.AWAITING_APPROVAL):
@@ -489,7 +438,7 @@ def undo_attempt(d: Deps, incident: Incident) -> Incident | None:
             )
         undos = [*attempt.undo_proposals, undo.id]
         attempt = attempt.model_copy(update={"undo_proposals": undos})
-        incident = _with_attempt(d, incident, attempt)
+        incident = with_attempt(d, incident, attempt)
         if undo.state == P.DENIED:
             return move(
                 d,
@@ -506,7 +455,7 @@ def undo_attempt(d: Deps, incident: Incident) -> Incident | None:
     # A cancel half-way keeps its word; anything else undone by TNR is "undone" (why a step
     # stopped it, if one did, stays in ``stopped``).
     outcome = "fix kept" if kept else ("cancelled" if attempt.outcome == "cancelled" else "undone")
-    incident = _with_attempt(
+    incident = with_attempt(
         d, incident, attempt.model_copy(update={"outcome": outcome, "finished_at": d.clock.now()})
     )
     wait_for_settle(d, incident)  # look again only once the undo has rolled out
@@ -569,7 +518,7 @@ def end_attempt(d: Deps, incident: Incident, outcome: str) -> Incident:
     assert attempt is not None
     word = stop_word(outcome) or "failed"
     attempt = attempt.model_copy(update={"outcome": word, "stopped": outcome})
-    incident = _with_attempt(d, incident, attempt)
+    incident = with_attempt(d, incident, attempt)
     say(d, incident, f"attempt {attempt.number}: {outcome}")
     end = continuation.attempt_end(executed=bool(_executed_steps(d, attempt)), verdict=None)
     if end == continuation.AttemptEnd.VERIFY:
@@ -580,7 +529,7 @@ def end_attempt(d: Deps, incident: Incident, outcome: str) -> Incident:
             f"attempt {attempt.number} stopped short; looking at what its done steps changed "
             "before keeping or undoing them",
         )
-    incident = _with_attempt(
+    incident = with_attempt(
         d,
         incident,
         attempt.model_copy(update={"outcome": word, "finished_at": d.clock.now()}),
@@ -588,83 +537,6 @@ def end_attempt(d: Deps, incident: Incident, outcome: str) -> Incident:
     if incident.cancel_requested:
         return move(d, incident, St.CANCELLED, message=f"cancelled by {incident.cancel_requested}")
     return go(d, incident, St.PLANNING, f"attempt {attempt.number}: {outcome}")
-
-
-def cancel_now(d: Deps, incident: Incident) -> Incident | None:
-    busy = _wait_for_writes(d, incident)
-    if busy is not None:
-        say(d, incident, f"the cancel waits for {busy.id} ({busy.intent}) to finish")
-        return None  # carried out by the next advance, once the write settled
-    attempt = incident.current
-    if incident.state == St.UNDOING:
-        return undo_attempt(d, incident)
-    if attempt is not None and not attempt.finished_at and attempt.undo_proposals:
-        pending, _ = _pending(d, attempt)
-        if pending is not None and pending.state == P.AWAITING_APPROVAL:
-            return None  # an undo waits for a human; the cancel completes after it
-        # The undo was asked for already (by this cancel, or by TNR): carry it on — run
-        # it, or end on its refusal — never ask again, never record the move again.
-        return undo_attempt(d, incident)
-    if attempt is not None and not attempt.finished_at:
-        for proposal_id in attempt.proposals:  # never the undos: they clean up
-            if not proposal_id:
-                continue
-            proposal = d.service.get(proposal_id)
-            if proposal.state in (P.AWAITING_APPROVAL, P.APPROVED):
-                # It may move on meanwhile; it is judged below by what it became.
-                # Withdrawn as every open proposal of a cancelled incident is: by whoever
-                # cancelled it, saying so (docs/workflow.md), never by Stratus's agent.
-                by = incident.cancel_requested or AGENT
-                with contextlib.suppress(StratusError):
-                    d.service.withdraw(
-                        proposal.id,
-                        incident_id=incident.id,
-                        actor=by,
-                        reason=f"incident {incident.id} was cancelled by {by}",
-                    )
-        executed = _executed_steps(d, attempt)
-        if executed and _complete(d, attempt):
-            return _cancel_keeping(d, incident, attempt, executed)
-        if executed:
-            incident = _with_attempt(
-                d, incident, attempt.model_copy(update={"outcome": "cancelled"})
-            )
-            return go(d, incident, St.UNDOING, "cancelled half-way: undoing the steps made")
-    return move(
-        d,
-        incident,
-        St.CANCELLED,
-        message=f"cancelled by {incident.cancel_requested}",
-        reason=f"cancelled by {incident.cancel_requested}",
-    )
-
-
-def _cancel_keeping(
-    d: Deps, incident: Incident, attempt: Attempt, executed: list[Proposal]
-) -> Incident:
-    """Every step of the attempt executed before the cancel (an approval won the race, or
-    it was verifying): it is a whole action, not a half-done one. Its changes stay, on the
-    undo stack like any write, and the record says which they are."""
-    who = incident.cancel_requested
-    undo = ", ".join(p.undo_id for p in executed if p.undo_id)
-    steps = "; ".join(f"{p.intent} ({p.id})" for p in executed)
-    return move(
-        d,
-        incident,
-        St.CANCELLED,
-        message=f"cancelled by {who}; attempt {attempt.number} was complete and stays, not "
-        f"verified: {steps}" + (f" (undo entries: {undo})" if undo else ""),
-        reason=f"cancelled by {who}",
-        attempts=[
-            *incident.attempts[:-1],
-            attempt.model_copy(
-                update={
-                    "outcome": "complete when cancelled; its changes stay (not verified)",
-                    "finished_at": d.clock.now(),
-                }
-            ),
-        ],
-    )
 
 
 # ------------------------------------------------------------------ helpers
@@ -682,23 +554,12 @@ def withdraw_open(d: Deps, incident: Incident, *, actor: str, why: str) -> None:
                 d.service.withdraw(proposal.id, incident_id=incident.id, actor=actor, reason=why)
 
 
-def _in_flight(d: Deps, incident: Incident) -> Proposal | None:
+def in_flight(d: Deps, incident: Incident) -> Proposal | None:
     """A proposal of the incident being executed right now, if there is one."""
     return next((p for p in d.service.by_incident(incident.id) if p.state == P.EXECUTING), None)
 
 
-def _wait_for_writes(d: Deps, incident: Incident) -> Proposal | None:
-    """Wait (up to ``config.cancel_wait``) until no write of the incident is in flight;
-    the one still in flight after that, or None."""
-    deadline = time.monotonic() + d.config.cancel_wait
-    while (busy := _in_flight(d, incident)) is not None:
-        if time.monotonic() >= deadline:
-            return busy
-        d.pause(d.config.poll_interval)
-    return None
-
-
-def _pending(d: Deps, attempt: Attempt) -> tuple[Proposal | None, bool]:
+def waiting_proposal(d: Deps, attempt: Attempt) -> tuple[Proposal | None, bool]:
     """The proposal the attempt waits on (``continuation.waiting_on``), and whether it is
     an undo."""
     last_undo = attempt.undo_proposals[-1:]
@@ -717,17 +578,16 @@ def go(d: Deps, incident: Incident, to: IncidentState, message: str) -> Incident
     return move(d, incident, to, message=message)
 
 
-def _with_attempt(d: Deps, incident: Incident, attempt: Attempt) -> Incident:
+def with_attempt(d: Deps, incident: Incident, attempt: Attempt) -> Incident:
     return update(d, incident, attempts=[*incident.attempts[:-1], attempt])
 
 
 def _executed_steps(d: Deps, attempt: Attempt) -> list[Proposal]:
     executed = []
     for proposal_id in attempt.proposals:
-        if proposal_id:
-            proposal = d.service.get(proposal_id)
-            if proposal.state == P.EXECUTED:
-                executed.append(proposal)
+        proposal = d.service.get(proposal_id)
+        if proposal.state == P.EXECUTED:
+            executed.append(proposal)
     return executed
 
 
@@ -744,12 +604,8 @@ def cause_fixes(d: Deps, attempt: Attempt) -> list[Proposal]:
     return [d.service.get(pid) for pid in split.kept]
 
 
-def _complete(d: Deps, attempt: Attempt) -> bool:
+def complete(d: Deps, attempt: Attempt) -> bool:
     """Every step of the attempt was proposed and executed (or already looked as wanted)."""
-    if len(attempt.proposals) < len(attempt.candidate.steps):
+    if attempt.steps_taken < len(attempt.candidate.steps):
         return False
-    return all(
-        d.service.get(proposal_id).state == P.EXECUTED
-        for proposal_id in attempt.proposals
-        if proposal_id
-    )
+    return all(d.service.get(proposal_id).state == P.EXECUTED for proposal_id in attempt.proposals)

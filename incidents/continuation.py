@@ -8,7 +8,7 @@ that acts on the answer. Surfaces keep only parsing, threads or tasks, and rende
 
 The proposal an attempt waits on is its last undo when it has asked for one (the undo cleans
 up, so it goes first), else its last step — unless that step looked as wanted already and was
-skipped (an empty id). An executed undo leaves nothing to wait on: the workflow asks for the
+skipped (``Attempt.skipped``). An executed undo leaves nothing to wait on: the workflow asks for the
 next one, or ends the attempt.
 """
 
@@ -66,18 +66,22 @@ class AttemptEnd(enum.StrEnum):
 # ---------------------------------------------------------------------- pure decisions
 
 
-def attempt_end(*, executed: bool, verdict: Verdict | None) -> AttemptEnd:
+def attempt_end(*, executed: bool, verdict: Verdict | None, revealed: bool = False) -> AttemptEnd:
     """What follows an attempt that finished or stopped: ``executed`` — whether any of its
     steps was written; ``verdict`` — the health verdict once the cluster settled (None: not
-    looked at yet). Only a look decides whether to undo: undoing a step that helped (the
-    ConfigMap restored, its restart rejected) would put the diagnosed cause back."""
+    looked at yet); ``revealed`` — the look attributes every new failure to a callee the
+    attempt did not write, and its target is fixed (``agents.attribution``). Only a look
+    decides whether to undo: undoing a step that helped (the ConfigMap restored, its restart
+    rejected) would put the diagnosed cause back, and undoing a fix that revealed the next
+    fault would hide that fault again (issue 22) — it is kept, and the next look diagnoses
+    what it revealed."""
     if not executed:
         return AttemptEnd.NEXT
     if verdict is None:
         return AttemptEnd.VERIFY
     if verdict == "healthy":
         return AttemptEnd.RESOLVE
-    if verdict == "better":
+    if verdict == "better" or revealed:
         return AttemptEnd.REPLAN
     return AttemptEnd.UNDO
 
@@ -148,6 +152,8 @@ class Verification:
     undone: bool
     done: bool
     undo_refused: bool = False  # a person rejected TNR's undo (or let it expire): it remains
+    # Objects whose faults the attempt revealed behind its fixed target: it is kept.
+    revealed: tuple[str, ...] = ()
 
 
 def verification_of(
@@ -170,6 +176,7 @@ def verification_of(
         undone=undo is not None and states.get(undo) == P.EXECUTED,
         done=attempt.finished_at is not None or not incident.is_open or not current,
         undo_refused=undo is not None and states.get(undo) in _UNDO_REFUSED,
+        revealed=tuple(attempt.revealed),
     )
 
 
@@ -182,7 +189,7 @@ def waiting_on(attempt: Attempt, states: Mapping[str, ProposalState]) -> Waiting
     if attempt.undo_proposals:
         last = attempt.undo_proposals[-1]
         return Waiting(None if states[last] == P.EXECUTED else last, True)
-    if attempt.proposals and attempt.proposals[-1]:
+    if attempt.proposals and not attempt.last_step_skipped:
         return Waiting(attempt.proposals[-1], False)
     return Waiting(None, False)
 
@@ -195,7 +202,7 @@ def awaited_id(incident: Incident) -> str | None:
         return None
     if attempt.undo_proposals:
         return attempt.undo_proposals[-1]
-    return attempt.proposals[-1] if attempt.proposals and attempt.proposals[-1] else None
+    return attempt.proposals[-1] if attempt.proposals and not attempt.last_step_skipped else None
 
 
 def awaiting_answer(incident: Incident, states: Mapping[str, ProposalState]) -> str | None:

@@ -15,7 +15,7 @@ import uuid
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agents.health import Verdict
 from agents.model import Candidate, Diagnosis, Usage
@@ -95,12 +95,26 @@ class Attempt(_Model):
     number: int
     candidate: Candidate
     transaction_id: str
-    proposals: list[str] = Field(default_factory=list)  # one per step proposed so far
+    # One per step proposed so far, in step order; never an empty id (issue 22: a skipped
+    # step recorded as "" reached ``stratus eval``'s report, which asked the service for it).
+    proposals: list[str] = Field(default_factory=list)
+    # Step numbers (from 1) that were not proposed: their object already looked as wanted, or
+    # the proposal was superseded by nothing.
+    skipped: list[int] = Field(default_factory=list)
     undo_proposals: list[str] = Field(default_factory=list)
     plan: list[PlannedStep] = Field(default_factory=list)  # every step, planned at the start
     health_before: dict[str, Any] = Field(default_factory=dict)
     health_after: dict[str, Any] = Field(default_factory=dict)
     verdict: Verdict | None = None
+    # Whose the new failures of the look after were (``agents.attribution``): objects the
+    # attempt did not write whose faults it revealed behind its fixed target (then it is kept
+    # whatever the verdict), or objects whose failures it may have caused.
+    revealed: list[str] = Field(default_factory=list)
+    caused: list[str] = Field(default_factory=list)
+    # Pods among ``caused`` that a node had taken when judged (crash-looping, never ready, not
+    # pulling): their failure is their template's own, not a node's or a quota's — evidence
+    # against that template when a rollback is planned again (``phases.seen_failing``).
+    failed_pods: list[str] = Field(default_factory=list)
     # One word (``OUTCOMES``); why a step stopped it short is ``stopped``, never folded in.
     # Incidents stored before the word kept the reason here: ``result`` reads both.
     outcome: str = ""
@@ -109,6 +123,43 @@ class Attempt(_Model):
     stopped: str = ""
     started_at: datetime
     finished_at: datetime | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _skipped_steps(cls, data: Any) -> Any:
+        """Incidents stored before ``skipped`` marked a skipped step with an empty id in its
+        place: read them as the step numbers they stood for."""
+        if not isinstance(data, dict):
+            return data
+        ids = list(data.get("proposals") or [])
+        undos = list(data.get("undo_proposals") or [])
+        if "" not in ids and "" not in undos:
+            return data
+        gaps = [number for number, pid in enumerate(ids, start=1) if not pid]
+        return {
+            **data,
+            "proposals": [pid for pid in ids if pid],
+            # An undo superseded by nothing left its place empty too: there is nothing to read.
+            "undo_proposals": [pid for pid in undos if pid],
+            "skipped": sorted({*data.get("skipped", []), *gaps}),
+        }
+
+    @property
+    def steps_taken(self) -> int:
+        """Steps proposed or skipped so far."""
+        return len(self.proposals) + len(self.skipped)
+
+    @property
+    def last_step_skipped(self) -> bool:
+        """The latest step taken was skipped (nothing of it to wait on)."""
+        return bool(self.skipped) and max(self.skipped) == self.steps_taken
+
+    def step_number(self, proposal_id: str) -> int | None:
+        """Which step of the candidate ``proposal_id`` is (from 1), None if it is none."""
+        if proposal_id not in self.proposals:
+            return None
+        numbers = [n for n in range(1, self.steps_taken + 1) if n not in self.skipped]
+        return numbers[self.proposals.index(proposal_id)]
 
     @property
     def result(self) -> str:

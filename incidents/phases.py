@@ -9,6 +9,7 @@ candidates: every move is decided here, in plain Python.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -16,10 +17,10 @@ from typing import Any
 from agents import snapshot as snapshots
 from agents.analyzers import analyze
 from agents.health import METRIC_PARTS, HealthScore, breakdown
-from agents.model import PlanResult, Usage
+from agents.model import Candidate, PlanResult, Usage
 from agents.planner import Planner, PlanRequest
-from agents.verify import judge
-from incidents import attempts, continuation, unfolding
+from agents.verify import Judgement, judge
+from incidents import adoption, attempts, continuation, plans, unfolding
 from incidents.attempts import Deps
 from incidents.continuation import AttemptEnd
 from incidents.memory import past_outcomes
@@ -104,7 +105,7 @@ def plan(d: Deps, planners: Planners, incident: Incident) -> Incident | None:
     # already, and it is verified as an attempt of its own (docs/mcp.md).
     queued = continuation.queued_turn(incident, d.service.by_incident(incident.id))
     if queued is not None:
-        return attempts.adopt(d, incident, queued)
+        return adoption.adopt(d, incident, queued)
     if not continuation.plans_own_fixes(incident):
         last = incident.current
         judged = f" (attempt {last.number}: {last.result or last.verdict})" if last else ""
@@ -160,6 +161,7 @@ def plan(d: Deps, planners: Planners, incident: Incident) -> Incident | None:
     done = set(incident.tried) | refused
     remaining = [c for c in incident.candidates if c.key() not in done]
     remaining.sort(key=lambda c: c.key() != incident.preferred)  # a person's pick first
+    incident, remaining = _drop_unchanged(d, incident, remaining)
     if not remaining:
         found = incident.diagnosis
         message = (
@@ -172,6 +174,30 @@ def plan(d: Deps, planners: Planners, incident: Incident) -> Incident | None:
             d, incident, St.ESCALATED, message=message, reason="no candidates left"
         )
     return attempts.begin_attempt(d, incident, remaining[0])
+
+
+def _drop_unchanged(
+    d: Deps, incident: Incident, remaining: list[Candidate]
+) -> tuple[Incident, list[Candidate]]:
+    """Skip, each with a note, the leading candidates whose every step would change nothing
+    (``plans.changes_nothing``): they are never attempts, and are not offered again. Stops at
+    the first that changes something — the one to try."""
+    while remaining:
+        why = plans.changes_nothing(
+            d.service,
+            remaining[0],
+            namespace=incident.namespace,
+            requester=attempts.AGENT,
+            cluster=incident.cluster,
+        )
+        if why is None:
+            break
+        skipped = remaining.pop(0)
+        incident = attempts.update(d, incident, tried=[*incident.tried, skipped.key()])
+        attempts.say(
+            d, incident, f"skipped {skipped.intent!r}: it changes nothing ({why}); not an attempt"
+        )
+    return incident, remaining
 
 
 def _look_again_while_moving(d: Deps, planners: Planners, incident: Incident) -> snapshots.Snapshot:
@@ -281,13 +307,15 @@ def verify(d: Deps, incident: Incident) -> Incident:
         if result.not_restarted
         else ""
     )
+    revealed, caused = _blame(result)
     d.incidents.note(
         incident,
         IncidentEventType.VERIFIED,
         actor=attempts.AGENT,
         message=f"attempt {attempt.number}: {result.verdict} (score {before.total} → "
         f"{result.after.total}{_parts(attempt.health_before, after)}"
-        f"{'' if result.settled else ', still moving at the timeout'}){caveats}",
+        f"{'' if result.settled else ', still moving at the timeout'}){caveats}"
+        + _judged(revealed, caused),
         data={
             "attempt": attempt.number,
             "verdict": result.verdict,
@@ -296,11 +324,21 @@ def verify(d: Deps, incident: Incident) -> Incident:
             "waited_seconds": round(result.waited, 2),
             "settled": result.settled,
             "not_restarted": list(result.not_restarted),
+            "revealed": revealed,
+            "caused": caused,
         },
     )
     recorded = list(incident.attempts)
-    recorded[-1] = attempt.model_copy(update={"health_after": after, "verdict": result.verdict})
-    end = continuation.attempt_end(executed=True, verdict=result.verdict)
+    recorded[-1] = attempt.model_copy(
+        update={
+            "health_after": after,
+            "verdict": result.verdict,
+            "revealed": revealed,
+            "caused": caused,
+            "failed_pods": _running(d, incident, caused),
+        }
+    )
+    end = continuation.attempt_end(executed=True, verdict=result.verdict, revealed=bool(revealed))
     # The outcome is one word whether or not a step stopped the attempt short: why it stopped
     # stays in ``stopped`` (issue 18 F2: the free text hid a fix from re-opening and memory).
     if end == AttemptEnd.RESOLVE:
@@ -337,14 +375,16 @@ def verify(d: Deps, incident: Incident) -> Incident:
         recorded[-1] = recorded[-1].model_copy(
             update={"outcome": "improved", "finished_at": d.clock.now()}
         )
+        helped = (
+            f"attempt {attempt.number} fixed its target and revealed a fault already there "
+            f"behind it ({', '.join(revealed)}); what it did is kept; diagnosing that next"
+            if revealed
+            else f"attempt {attempt.number} helped but the namespace is not healthy yet; "
+            + ("what it did is kept; " if attempt.stopped else "")
+            + "looking again"
+        )
         return attempts.move(
-            d,
-            incident,
-            St.PLANNING,
-            message=f"attempt {attempt.number} helped but the namespace is not healthy "
-            "yet; " + ("what it did is kept; " if attempt.stopped else "") + "looking again",
-            attempts=recorded,
-            health_now=after,
+            d, incident, St.PLANNING, message=helped, attempts=recorded, health_now=after
         )
     why = "made things worse" if result.verdict == "worse" else "changed nothing for the better"
     kept = attempts.cause_fixes(d, attempt)
@@ -357,6 +397,30 @@ def verify(d: Deps, incident: Incident) -> Incident:
         attempts=recorded,
         health_now=after,
     )
+
+
+def _blame(result: Judgement) -> tuple[list[str], list[str]]:
+    """(revealed, caused) for a look that did not find the namespace better: whose the new
+    failures are decides between keeping the attempt and undoing it. A better or healthy
+    verdict needs no blame."""
+    found = result.attribution
+    if found is None or result.verdict not in ("worse", "same"):
+        return [], []
+    if found.revealed_only:
+        return list(found.revealed), []
+    return [], list(found.caused)
+
+
+def _judged(revealed: list[str], caused: list[str]) -> str:
+    """What the verification line says of whose the new failures are."""
+    if revealed:
+        return (
+            f"; it fixed its target and revealed a fault already there behind it "
+            f"({', '.join(revealed)}): the fix is kept"
+        )
+    if caused:
+        return f"; it broke something: new failures of {', '.join(caused)}"
+    return ""
 
 
 # ------------------------------------------------------------------ planning
@@ -413,7 +477,9 @@ def plan_for(
 
 
 def _request(d: Deps, incident: Incident, snap: snapshots.Snapshot) -> PlanRequest:
-    """What a planner is asked: the snapshot, the analyzers' findings, what was tried."""
+    """What a planner is asked: the snapshot (with the pods the incident saw failing), the
+    analyzers' findings, what was tried."""
+    snap = dataclasses.replace(snap, seen_failing=seen_failing(incident))
     past, history = past_outcomes(d.incidents, incident)
     return PlanRequest(
         snapshot=snap,
@@ -425,6 +491,37 @@ def _request(d: Deps, incident: Incident, snap: snapshots.Snapshot) -> PlanReque
         history=history,
         past=past,
         reader=ClusterReader(d.kube) if d.kubes else None,  # a fleet: the incident's cluster
+    )
+
+
+def seen_failing(incident: Incident) -> dict[str, str]:
+    """The pods whose new failures undone attempts of the incident may have caused (pod name →
+    why), as evidence against the template they ran: a rollback to a template that failed in
+    this incident is not planned again, under whatever number the rollbacks gave it since."""
+    found: dict[str, str] = {}
+    for attempt in incident.attempts:
+        if attempt.result != "undone":
+            continue
+        for pod in attempt.failed_pods:
+            found[pod] = (
+                f"its pods failed while attempt {attempt.number} of this incident ran "
+                f"(pod/{pod}: verdict {attempt.verdict})"
+            )
+    return found
+
+
+def _running(d: Deps, incident: Incident, caused: list[str]) -> list[str]:
+    """The pods among ``caused`` that a node took (crash-looping, never ready, or failing to
+    pull their image): a pod no node would take — a taint, a full node — says nothing of its
+    template."""
+    wanted = {c.removeprefix("pod/") for c in caused if c.startswith("pod/")}
+    if not wanted:
+        return []
+    pods = d.kube.list("v1", "Pod", namespace=incident.namespace)
+    return sorted(
+        p["metadata"]["name"]
+        for p in pods
+        if p["metadata"]["name"] in wanted and (p.get("spec") or {}).get("nodeName")
     )
 
 

@@ -23,7 +23,7 @@ from incidents.model import Attempt, Incident, PlannedStep
 from policies.approvals import ApprovalRequest
 from policies.approvals import refusal as approval_refusal
 from policies.approvers import named
-from proposals.errors import AnswerRefused
+from proposals.errors import AnswerRefused, NoChange
 from proposals.model import Proposal, ProposalState, plan_refusal, plan_vote
 from proposals.service import ProposalService
 from store.errors import StratusError
@@ -40,8 +40,9 @@ def position(incident: Incident | None, proposal_id: str) -> tuple[int, int] | N
     if incident is None or not proposal_id:
         return None
     for attempt in incident.attempts:
-        if proposal_id in attempt.proposals and len(attempt.candidate.steps) > 1:
-            return attempt.proposals.index(proposal_id) + 1, len(attempt.candidate.steps)
+        number = attempt.step_number(proposal_id)
+        if number is not None and len(attempt.candidate.steps) > 1:
+            return number, len(attempt.candidate.steps)
     return None
 
 
@@ -64,13 +65,13 @@ def plan_card(attempt: Attempt | None) -> str | None:
     first step that already looked as wanted was skipped, so the next one leads)."""
     if attempt is None:
         return None
-    return next((p for p in attempt.proposals if p), None)
+    return attempt.proposals[0] if attempt.proposals else None
 
 
 def later_steps(attempt: Attempt, proposal_id: str) -> list[PlannedStep]:
     """The planned steps after ``proposal_id``'s."""
-    index = attempt.proposals.index(proposal_id)
-    return [step for step in attempt.plan if step.number > index + 1]
+    number = attempt.step_number(proposal_id) or 0
+    return [step for step in attempt.plan if step.number > number]
 
 
 def plan_offered(incident: Incident | None, proposal: Proposal) -> bool:
@@ -83,6 +84,8 @@ def plan_offered(incident: Incident | None, proposal: Proposal) -> bool:
     if attempt is None or attempt.finished_at is not None or attempt.undo_proposals:
         return False
     if plan_card(attempt) != proposal.id or attempt.proposals[-1] != proposal.id:
+        return False
+    if attempt.last_step_skipped:
         return False
     if proposal.state != P.AWAITING_APPROVAL or proposal.tampered:
         return False
@@ -187,6 +190,68 @@ def planned(
             )
         )
     return steps
+
+
+def with_plan(
+    service: ProposalService, incident: Incident, proposal: Proposal
+) -> tuple[Proposal, str]:
+    """A later step the attempt's plan approval covers is approved with it; one it does not
+    cover (its object moved, its rule asks it alone) is asked alone. Returns the proposal as
+    it now is, and the note that says which ("" when there is no plan approval to speak of)."""
+    first_id = plan_card(incident.current)
+    if proposal.state != P.AWAITING_APPROVAL or first_id is None or first_id == proposal.id:
+        return proposal, ""
+    try:
+        covered, why = coverage(incident, proposal, service.get(first_id))
+        if not covered:
+            return proposal, (
+                f"{proposal.id} is asked alone, not with the plan: {why}" if why else ""
+            )
+        approved = service.approve_with_plan(proposal.id, plan_proposal_id=first_id)
+    except StratusError as error:
+        # The approver lost the right since, or the first step's record was tampered with:
+        # nothing stands in for a person, so the step is asked alone.
+        return (
+            service.get(proposal.id),
+            f"{proposal.id} is asked alone, not with the plan: {error.message}",
+        )
+    by = ", ".join(approved.approvals())
+    return approved, f"{proposal.id} ({proposal.intent}) approved with the plan by {by}"
+
+
+def changes_nothing(
+    service: ProposalService,
+    candidate: Candidate,
+    *,
+    namespace: str,
+    requester: str,
+    cluster: str = "",
+) -> str | None:
+    """Why no step of ``candidate`` would change anything now (each step's "already looks
+    like that", from a dry run), or None when one would — or cannot be planned, which an
+    attempt reports as its own failure. A candidate that changes nothing is never an attempt
+    (issue 22): it would be judged "same", undone as nothing, and leave a step with no
+    proposal behind it."""
+    reasons: list[str] = []
+    for step in candidate.steps:
+        try:
+            service.propose(
+                action=step.action,
+                kind=step.kind,
+                name=step.name,
+                namespace="" if step.kind == "Node" else namespace,
+                params=step.params,
+                requester=requester,
+                dry_run=True,
+                cluster=cluster,
+            )
+        except NoChange as why:
+            reasons.append(why.message)
+            continue
+        except StratusError:
+            return None
+        return None
+    return "; ".join(reasons) or None
 
 
 def approve_plan(

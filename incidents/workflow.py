@@ -27,7 +27,7 @@ from functools import partial
 
 from agents.planner import Planner
 from agents.verify import Pause
-from incidents import attempts, continuation, phases, reopening
+from incidents import adoption, attempts, cancelling, continuation, phases, reopening
 from incidents.attempts import WriteInFlight
 from incidents.model import (
     AGENT_SOURCE,
@@ -179,7 +179,7 @@ class IncidentWorkflow:
         namespace's open one, as a proposal of its own (``continuation.incident_to_join``).
         With none open, it opens one — requester the client, its question the agent's intent
         quoted as untrusted — whose one attempt is that proposal: verified once executed, and
-        undone when it made things worse, as any attempt (``attempts.adopt``). Stratus plans
+        undone when it made things worse, as any attempt (``adoption.adopt``). Stratus plans
         no fixes of its own there (``continuation.plans_own_fixes``). The call's checks —
         schema, scope, limits, repeats — come first: a refused call opens nothing. All of it
         in the client's turn: two asks at once must not both see room under its limits."""
@@ -242,7 +242,7 @@ class IncidentWorkflow:
         # Another client's change may have joined and become its first attempt meanwhile:
         # then this one waits its turn like any joined change.
         with contextlib.suppress(StaleIncident):
-            attempts.adopt(self.deps, incident, proposal)
+            adoption.adopt(self.deps, incident, proposal)
         return Proposed(self.service.get(proposal.id), repeated=False)
 
     def _join(self, checked: Checked, incident_id: str, *, turn: Lease) -> Proposed:
@@ -286,7 +286,7 @@ class IncidentWorkflow:
             # An agent's incident whose opening ask never became its attempt (it lost its
             # turn, or it is being made right now): nothing else would start this one.
             with contextlib.suppress(StaleIncident):
-                attempts.adopt(self.deps, incident, made)
+                adoption.adopt(self.deps, incident, made)
             made = self.service.get(made.id)
         return Proposed(made, repeated=False)
 
@@ -488,7 +488,7 @@ class IncidentWorkflow:
             except StaleIncident:
                 continue
         attempt = incident.current
-        waiting = [p for p in (attempt.proposals if attempt else []) if p][-1:]
+        waiting = (attempt.proposals if attempt else [])[-1:]
         for proposal_id in waiting:
             if self.service.get(proposal_id).state == ProposalState.AWAITING_APPROVAL:
                 self.service.answer(proposal_id, user=actor, choice="reject", reason=reason)
@@ -579,7 +579,7 @@ class IncidentWorkflow:
     def _step(self, incident: Incident) -> Incident | None:
         deps = self.deps.on(incident.cluster)  # it reads its own cluster, whichever
         if incident.cancel_requested:
-            return attempts.cancel_now(deps, incident)
+            return cancelling.cancel_now(deps, incident)
         handler: dict[IncidentState, Callable[[Incident], Incident | None]] = {
             St.DETECTING: partial(phases.detect, deps),
             St.DIAGNOSING: partial(phases.diagnose, deps, self.planners),

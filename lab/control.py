@@ -188,9 +188,15 @@ class LabControl:
                 f"'stratus lab inject {scenario.name}' first",
             )
         self.cluster.settle()
-        verdict = oracle.evaluate(
-            self.cluster.store, self.cluster.traffic.report(scenario.namespace), scenario, before
-        )
+        try:
+            verdict = oracle.evaluate(
+                self.cluster.store,
+                self.cluster.traffic.report(scenario.namespace),
+                scenario,
+                before,
+            )
+        except oracle.OracleError as error:
+            return _fail(422, f"scenario {scenario.name}: {error}")
         return _ok(verdict.to_dict())
 
     async def set_denials(self, request: web.Request) -> web.Response:

@@ -26,7 +26,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -265,6 +265,29 @@ def _blank(request: dict[str, Any]) -> ScenarioResult:
     )
 
 
+def _named_row(name: str, pack: Path | None) -> ScenarioResult:
+    """The row of a scenario whose request cannot be built (now): its name and nothing else."""
+    try:
+        return _blank(scenarios.scenario_request(name, pack))
+    except Exception:  # the row is what is kept; the error that made it is the caller's
+        return ScenarioResult(
+            scenario=name,
+            app="",
+            namespace="",
+            fault=True,
+            expected_category="",
+            expected_resources=[],
+        )
+
+
+def _reason(stage: str, error: BaseException) -> str:
+    """A row's ``error``: which part of its run failed, and the error's own words."""
+    said = " ".join(str(error).split()) or "(no message)"
+    if isinstance(error, ValidationError):
+        said = f"the investigation's report is not valid: {said}"
+    return f"{stage}: {type(error).__name__}: {said}"
+
+
 def run_scenario(
     name: str,
     investigate: Investigate,
@@ -273,16 +296,20 @@ def run_scenario(
     mode: str = INSTANT,
     alert_rules: Path | None = None,
 ) -> ScenarioResult:
-    """Run one scenario on a lab of its own and score it. Errors of the lab or of the
-    callback are recorded on the result, not raised: one broken scenario does not stop an
-    evaluation."""
+    """Run one scenario on a lab of its own and score it. Whatever fails in any part of it —
+    loading the scenario, the lab, the injection, the callback, its report, the oracle, the
+    scoring, stopping the lab — is the row's ``error``, saying which part and why; nothing is
+    raised: one broken scenario never costs an evaluation a row (issue 22)."""
     started = time.perf_counter()
-    request = scenarios.scenario_request(name, pack)
-    result = _blank(request)
-    scenario = scenarios.Scenario.model_validate(request["scenario"])
-    _, accepted, _, keys = _expected(request)
+    stage = "loading the scenario"
+    result = _named_row(name, pack)
     server = None
     try:
+        request = scenarios.scenario_request(name, pack)
+        result = _blank(request)
+        scenario = scenarios.Scenario.model_validate(request["scenario"])
+        _, accepted, _, keys = _expected(request)
+        stage = "starting the lab"
         # Alerts need time to pass as it does for Prometheus: a real-time lab.
         server = LabServer(mode=REALTIME if alert_rules else mode, apps=[scenario.app]).start()
         control = LabClient(server.url)
@@ -298,28 +325,34 @@ def run_scenario(
                         workdir=Path(folder) / "prometheus",
                     )
                 )
+            stage = "injecting the fault"
             control.post(f"/lab/v1/scenarios/{scenario.name}/inject", request)
             if probe is not None:
                 result.alerts_fired = probe.fired()
             kubeconfig = write_kubeconfig(
                 Path(folder) / "kubeconfig", server.url, scenario.namespace
             )
+            stage = "the investigation"
             raw = investigate(kubeconfig, scenario.namespace)
             if probe is not None:
+                stage = "the alerts"
                 result.alerts_cleared = probe.cleared() if result.alerts_fired else None
+        stage = "the oracle's check"
         verdict = control.get(f"/lab/v1/scenarios/{scenario.name}/check")
+        stage = "scoring the investigation's report"
         _score(result, Investigation.model_validate(raw), accepted, keys)
         result.mitigated = bool(verdict["mitigated"])
         result.collateral_damage = not verdict["no_collateral_damage"]
         result.problems = list(verdict["problems"])
         result.damage = list(verdict["collateral_damage"])
-    except ValidationError as error:
-        result.error = f"the investigation's report is not valid: {error}"
-    except Exception as error:  # the harness reports any failure as the scenario's
-        result.error = f"{type(error).__name__}: {error}"
+    except (Exception, SystemExit) as error:  # a callback's sys.exit is its failure too
+        result.error = _reason(stage, error)
     finally:
         if server is not None:
-            server.stop()
+            try:
+                server.stop()
+            except Exception as error:
+                result.error = result.error or _reason("stopping the lab", error)
         result.seconds = round(time.perf_counter() - started, 3)
     return result
 
@@ -379,7 +412,10 @@ def evaluate(
     def done(index: int, result: ScenarioResult) -> None:
         results[index] = result
         if on_result is not None:
-            on_result(result)
+            # Progress is for the eye: a progress line that cannot be written (a closed
+            # terminal) must not cost the evaluation its rows.
+            with contextlib.suppress(Exception):
+                on_result(result)
 
     if workers == 1:
         for index, name in enumerate(names):
@@ -400,13 +436,16 @@ def evaluate(
                     done(index, future.result())
                 except Exception as error:  # the worker itself died (killed, out of memory)
                     done(index, _crashed(names[index], pack, error))
-    finished = [r for r in results if r is not None]
+    finished = [
+        r if r is not None else _crashed(names[i], pack, RuntimeError("no result came back"))
+        for i, r in enumerate(results)
+    ]
     return EvalReport(finished, planner, workers, time.perf_counter() - started)
 
 
 def _crashed(name: str, pack: Path | None, error: BaseException) -> ScenarioResult:
-    result = _blank(scenarios.scenario_request(name, pack))
-    result.error = f"the worker process failed: {type(error).__name__}: {error}"
+    result = _named_row(name, pack)
+    result.error = _reason("the worker process", error)
     return result
 
 
@@ -421,6 +460,7 @@ def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
+ERROR_WIDTH = 100  # of a row's error in the table; the JSON has all of it
 COLUMNS = (
     "scenario",
     "detected",
@@ -442,7 +482,7 @@ COLUMNS = (
 
 def _row(r: ScenarioResult) -> list[str]:
     if r.error:
-        return [r.scenario, "error", *[""] * (len(COLUMNS) - 3), r.error[:60]]
+        return [str(r.scenario), "error", *[""] * (len(COLUMNS) - 3), r.error[:ERROR_WIDTH]]
     detected = ("FP" if r.false_positive else "no") if not r.fault else _mark(r.detected)
     if not r.fault and not r.false_positive and r.detected:
         detected = "noted"  # saw something unhealthy but proposed nothing
@@ -463,6 +503,16 @@ def _row(r: ScenarioResult) -> list[str]:
         _alerts(r),
         f"{r.state} ({r.reason})" if r.reason else r.state,
     ]
+
+
+def _safe_row(r: ScenarioResult) -> list[str]:
+    """A row of the table; one whose values cannot be shown is shown as an error, never
+    dropped (the JSON keeps what was measured)."""
+    try:
+        return _row(r)
+    except Exception as error:
+        shown = replace(r, error=_reason("showing the row", error))
+        return _row(shown)
 
 
 def _escalated_as_expected(r: ScenarioResult) -> bool:
@@ -503,7 +553,7 @@ def table(report: EvalReport) -> str:
         t["alerts"],
         f"{t['errors']} error(s)" if t["errors"] else "",
     ]
-    rows = [list(COLUMNS), *(_row(r) for r in report.results), total]
+    rows = [list(COLUMNS), *(_safe_row(r) for r in report.results), total]
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
 
     def line(row: list[str]) -> str:

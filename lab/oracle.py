@@ -147,8 +147,18 @@ def _field(obj: dict[str, Any], path: str) -> tuple[bool, Any]:
     return True, node
 
 
+class OracleError(Exception):
+    """The scenario's oracle cannot be evaluated as written (a check on a kind the lab does not
+    serve): the verdict would be a guess, so there is none, and the message says why."""
+
+
 def _check(store: ObjectStore, namespace: str, check: Check) -> str | None:
-    rt = by_kind(check.kind)
+    try:
+        rt = by_kind(check.kind)
+    except KeyError as error:
+        raise OracleError(
+            f"its oracle checks {check.kind}/{check.name}, a kind the lab does not serve"
+        ) from error
     obj = store.get(rt.key, namespace if rt.namespaced else "", check.name)
     label = f"{check.kind}/{check.name}"
     if check.exists is not None:

@@ -297,22 +297,53 @@ def compare_templates(
 
 # Warning reasons that say a revision's pods did not run (not a probe hiccup during a start).
 FAILED_POD_REASONS = {"BackOff", "Failed", "FailedCreatePodSandBox", "InspectFailed"}
+# A readiness probe failing this many times on one pod is its steady state, not a start's
+# hiccup: the revision's pods ran but never served.
+READINESS_FAILURES = 3
+
+
+def _revision_failure(event: Obj) -> str | None:
+    """What a Warning event on a pod says of its revision ("crash-looping", "readiness
+    failing"), or None when it says nothing against it."""
+    reason = event.get("reason")
+    if reason in FAILED_POD_REASONS:
+        return "its pods failed to run"
+    message = str(event.get("message") or "")
+    if (
+        reason == "Unhealthy"
+        and message.startswith("Readiness probe failed")
+        and int(event.get("count") or 1) >= READINESS_FAILURES
+    ):
+        return "its pods' readiness kept failing"
+    return None
 
 
 def failed_revisions(snapshot: Snapshot, found: dict[int, Obj]) -> dict[int, str]:
     """Revisions whose pods were seen failing, from the events they left behind (events
-    outlive the pods of a ReplicaSet that was scaled down; pod names start with its name)."""
+    outlive the pods of a ReplicaSet that was scaled down; pod names start with its name):
+    pods that crash-looped or could not start, or whose readiness kept failing — and from
+    what the incident saw itself (``Snapshot.seen_failing``: its pods failed while an attempt
+    ran). Each says why, with what it rests on (issue 22: the planner says why it skipped a
+    revision)."""
     failed: dict[int, str] = {}
     for revision, replica_set in found.items():
         prefix = name_of(replica_set) + "-"
+        seen = next((p for p in sorted(snapshot.seen_failing) if p.startswith(prefix)), None)
+        if seen is not None:
+            failed[revision] = snapshot.seen_failing[seen]
+            continue
         for event in snapshot.of("Event"):
             involved = event.get("involvedObject") or {}
-            if (
-                involved.get("kind") == "Pod"
-                and str(involved.get("name", "")).startswith(prefix)
-                and event.get("reason") in FAILED_POD_REASONS
+            if involved.get("kind") != "Pod" or not str(involved.get("name", "")).startswith(
+                prefix
             ):
-                failed[revision] = f"pod/{involved.get('name')}: {event.get('message')}"
+                continue
+            why = _revision_failure(event)
+            if why is not None:
+                failed[revision] = (
+                    f"{why} (pod/{involved.get('name')}: {event.get('reason')}: "
+                    f"{event.get('message')})"
+                )
                 break
     return failed
 

@@ -332,7 +332,19 @@ def rollback_facts(
 ) -> dict[str, Any]:
     if change is None or not change.touches(container, *EXPLAINING_FIELDS.get(mechanism, ())):
         return {}
-    return {"rollback_to": change.previous, "changed": change.lines[:6]}
+    return {"rollback_to": change.previous, "changed": change.lines[:6], **skipped_facts(change)}
+
+
+def skipped_facts(change: w.TemplateChange) -> dict[str, Any]:
+    """Why a rollback passes over the revisions between the current one and its target, newest
+    first (issue 22: it says why it skipped the others)."""
+    if not change.skipped:
+        return {}
+    return {
+        "skipped": [
+            f"revision {r}: {text}" for r, text in sorted(change.skipped.items(), reverse=True)
+        ]
+    }
 
 
 def container_failures(snapshot: Snapshot) -> list[Finding]:

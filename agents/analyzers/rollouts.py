@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from agents.analyzers import _workloads as w
-from agents.analyzers.pods import PULL_FAILURES, Cause, workload_finding
+from agents.analyzers.pods import PULL_FAILURES, Cause, skipped_facts, workload_finding
 from agents.model import Category, Evidence, Finding
 from agents.snapshot import Snapshot
 
@@ -107,6 +107,7 @@ def _finding(
         "rollback_to": change.previous,
         "changed": change.lines[:6],
         "callees": callees,
+        **skipped_facts(change),
     }
     finding = workload_finding(
         snapshot,

@@ -18,6 +18,7 @@ from agents.analyzers import analyze
 from agents.diagnose import diagnose
 from agents.model import Candidate, Diagnosis, Finding, PlanResult, Step
 from agents.planner import PlanRequest
+from agents.planner.unchanged import unchanged
 from agents.remedies import escalation, remedies_for
 from agents.snapshot import Snapshot
 
@@ -136,8 +137,11 @@ def plan_findings(
     diagnoses = diagnose(findings, snapshot)
     if not diagnoses:
         return PlanResult(diagnosis=None, planner=NAME)
-    candidates = candidates_for(diagnoses, snapshot, tried=tried, past=past)
+    candidates, skipped = _changing(
+        candidates_for(diagnoses, snapshot, tried=tried, past=past), snapshot
+    )
     notes = [f"also: {d.resource} ({d.category}): {d.summary}" for d in diagnoses[1:4]]
+    notes += skipped
     if not candidates:
         what = next(
             filter(None, (escalation.manual(f) for f in _root_findings(diagnoses[0]))), None
@@ -146,6 +150,20 @@ def plan_findings(
             "no catalog action fixes this; a person has to" + (f": {what}" if what else "")
         )
     return PlanResult(diagnosis=diagnoses[0], candidates=candidates, planner=NAME, notes=notes)
+
+
+def _changing(candidates: list[Candidate], snapshot: Snapshot) -> tuple[list[Candidate], list[str]]:
+    """The candidates that would change something, and a note for each one that would not
+    (``unchanged``): never an attempt."""
+    kept: list[Candidate] = []
+    notes: list[str] = []
+    for candidate in candidates:
+        why = unchanged(candidate, snapshot)
+        if why is None:
+            kept.append(candidate)
+        else:
+            notes.append(f"skipped {candidate.intent!r}: it changes nothing ({why})")
+    return kept, notes
 
 
 def plan_offline(

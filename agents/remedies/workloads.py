@@ -46,17 +46,33 @@ def rollback(finding: Finding) -> list[Candidate]:
     if revision is None or kind not in w.WORKLOAD_KINDS:
         return []
     changed = "; ".join(finding.facts.get("changed", [])[:3])
+    skipped = [str(s) for s in finding.facts.get("skipped") or []]
+    # Why the newer revisions are passed over, so a person sees it went back far enough.
+    passed_over = (
+        f"; it skips {len(skipped)} newer revision(s) seen failing: " + "; ".join(skipped)
+        if skipped
+        else ""
+    )
     return [
         _candidate(
             finding,
             [Step(action="rollout-undo", kind=kind, name=name, params={"to_revision": revision})],
-            intent=f"Roll back {kind.lower()}/{name} to revision {revision}, before the change "
-            f"that broke it ({changed})",
-            why="undoes the rollout that introduced the fault; it restores a template that ran "
-            "before, in one reversible write",
+            intent=f"Roll back {kind.lower()}/{name} to revision {revision}"
+            + (f" (the newer {_revisions(skipped)} seen failing)" if skipped else "")
+            + f", before the change that broke it ({changed})",
+            why="undoes the rollout that introduced the fault; it restores the newest template "
+            "not seen failing, in one reversible write" + passed_over,
             score=ROLLBACK,
         )
     ]
+
+
+def _revisions(skipped: list[str]) -> str:
+    """ "revisions 3 and 2 were" from the skipped lines ("revision 3: …")."""
+    numbers = [line.split(":", 1)[0].removeprefix("revision ") for line in skipped]
+    if len(numbers) == 1:
+        return f"revision {numbers[0]} was"
+    return f"revisions {', '.join(numbers[:-1])} and {numbers[-1]} were"
 
 
 def known_good_container(

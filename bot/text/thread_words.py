@@ -4,6 +4,7 @@ parked incidents, Look again, Alertmanager's alerts and the summary.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from bot.text import VERDICTS, block_data, clock, data, esc, inert, named, phase, plain, quoted, who
@@ -79,14 +80,38 @@ def health_explained(
     return line
 
 
-def verification_health(verdict: str, health_line: str) -> str:
-    return f"*Verification:* {VERDICTS.get(verdict, verdict)} (health score {health_line})"
+def judged(revealed: Sequence[str] = (), caused: Sequence[str] = ()) -> str:
+    """Whose the new failures after an attempt were (issue 22): a fault it revealed behind
+    its fixed target, or something it broke."""
+    if revealed:
+        return (
+            " — it fixed its target and revealed a fault already there behind it "
+            f"({data(', '.join(revealed))}); the fix is kept"
+        )
+    if caused:
+        return f" — it broke something: new failures of {data(', '.join(caused))}"
+    return ""
 
 
-def verified_health(number: int, verdict: str, health_line: str) -> str:
+def verification_health(
+    verdict: str, health_line: str, revealed: Sequence[str] = (), caused: Sequence[str] = ()
+) -> str:
+    return (
+        f"*Verification:* {VERDICTS.get(verdict, verdict)} (health score {health_line})"
+        + judged(revealed, caused)
+    )
+
+
+def verified_health(
+    number: int,
+    verdict: str,
+    health_line: str,
+    revealed: Sequence[str] = (),
+    caused: Sequence[str] = (),
+) -> str:
     return (
         f":stethoscope: *Attempt {number} verified:* {VERDICTS.get(verdict, verdict)} "
-        f"(health score {health_line})"
+        f"(health score {health_line})" + judged(revealed, caused)
     )
 
 
@@ -253,8 +278,15 @@ NO_ACTIONS = "No write was made."
 UNDOS = "*Undos*"
 
 
-def action_line(intent: str, approved: str, outcome: str, verdict: str) -> str:
-    extra = f", verified {verdict}" if verdict else ""
+def action_line(
+    intent: str,
+    approved: str,
+    outcome: str,
+    verdict: str,
+    revealed: Sequence[str] = (),
+    caused: Sequence[str] = (),
+) -> str:
+    extra = f", verified {verdict}{judged(revealed, caused)}" if verdict else ""
     return f"• {data(intent)} — {approved}; {outcome}{extra}"
 
 

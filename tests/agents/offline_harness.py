@@ -4,7 +4,9 @@ scenario's oracle; an attempt that made the namespace's health score worse is un
 the next one (Transactional No-Regression), and at most three attempts are made.
 
 An attempt that leaves the score the same is kept here (the workflow undoes it): with two
-faults at once, fixing one can leave the same caller pods failing because of the other."""
+faults at once, fixing one can leave the same caller pods failing because of the other. One
+that made it worse only by revealing a callee's fault behind its fixed target is kept too, as
+the workflow keeps it (``agents.attribution``)."""
 
 from __future__ import annotations
 
@@ -13,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from agents import health
+from agents.attribution import attribute
 from agents.model import Candidate, PlanResult
 from agents.planner.offline import plan_offline
 from agents.snapshot import take
+from agents.verify import written_names
 from policies.model import Rule
 from proposals.model import ProposalState
 from proposals.service import ProposalService, UndoRequest
@@ -99,8 +103,13 @@ def mitigate(
         if outcome.oracle["passed"]:
             outcome.attempts.append(Attempt(candidate, "healthy", False))
             return outcome
-        verdict = health.verdict(before, health.score(health.collect(kube, namespace)))
-        regressed = verdict == "worse"
+        after = health.score(health.collect(kube, namespace))
+        verdict = health.verdict(before, after)
+        # As the workflow judges it (issue 22): a worse score whose new failures all come from
+        # callees the attempt did not write is a fault it revealed, and the fix is kept.
+        written = written_names(kube, namespace, [(s.kind, s.name) for s in candidate.steps])
+        revealed = attribute(before, after, written=written).revealed_only
+        regressed = verdict == "worse" and not revealed
         if regressed:
             undo(service, undo_ids)
             lab.settle()

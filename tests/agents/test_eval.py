@@ -230,7 +230,9 @@ def test_the_oracle_not_the_agent_decides_mitigation() -> None:
 
 def test_a_noop_scenario_with_a_proposal_is_a_false_positive_and_errors_are_kept() -> None:
     report = evaluation.evaluate(["noop-hotel", "noop-shop"], broken_agent, jobs=1)
-    assert [r.error for r in report.results] == ["RuntimeError: the agent fell over"] * 2
+    assert [r.error for r in report.results] == [
+        "the investigation: RuntimeError: the agent fell over"
+    ] * 2
     assert report.totals()["errors"] == 2
     assert "error" in evaluation.table(report)
     noisy = evaluation.run_scenario("noop-shop", scaling_agent_on_shop)
@@ -297,3 +299,127 @@ def test_harmless_changes_marked_healthy_count_as_a_noop_scenario() -> None:
     assert noisy.fault is False and noisy.false_positive is True
     report = evaluation.evaluate(["h-noop-shop-scale-up"], idle_agent, jobs=1, pack=HELDOUT)
     assert report.totals()["noop_scenarios"] == 1
+
+
+# ------------------------------------------------------------------ every row, always (issue 22)
+
+_SCALE_NAMED = """
+name: scale-named
+description: Scales the named Deployment to zero.
+category: capacity
+params:
+  deployment: {description: the Deployment}
+targets:
+- {kind: Deployment, name: '{deployment}'}
+steps:
+- patch: {kind: Deployment, name: '{deployment}', type: merge, body: {spec: {replicas: 0}}}
+"""
+
+_ROWS = {
+    # Its run raises: the fault names a Deployment the app does not have.
+    "pack-a-inject-fails": """
+name: pack-a-inject-fails
+app: hotel
+namespace: hotel
+description: its fault names a Deployment the app does not have, so injecting it fails.
+faults:
+- fault: scale-named
+  params: {deployment: no-such-deployment}
+root_cause:
+  category: capacity
+  resources: [{kind: Deployment, name: no-such-deployment}]
+""",
+    # Its report raises: the oracle checks a kind the lab does not serve.
+    "pack-b-check-fails": """
+name: pack-b-check-fails
+app: hotel
+namespace: hotel
+description: recommendation scaled to zero; its oracle checks a kind the lab does not serve.
+faults:
+- fault: scale-named
+  params: {deployment: recommendation}
+root_cause:
+  category: capacity
+  resources: [{kind: Deployment, name: recommendation}]
+oracle:
+  checks:
+  - {kind: Widget, name: recommendation, path: spec.size, equals: 1}
+""",
+    "pack-c-fine": """
+name: pack-c-fine
+app: hotel
+namespace: hotel
+description: recommendation scaled to zero.
+faults:
+- fault: scale-named
+  params: {deployment: recommendation}
+root_cause:
+  category: capacity
+  resources: [{kind: Deployment, name: recommendation}]
+""",
+}
+
+
+@pytest.fixture
+def failing_pack(tmp_path: Path) -> Path:
+    pack = tmp_path / "failing-pack"
+    (pack / "faults").mkdir(parents=True)
+    (pack / "faults" / "scale-named.yaml").write_text(_SCALE_NAMED)
+    for name, text in _ROWS.items():
+        (pack / f"{name}.yaml").write_text(text)
+    return pack
+
+
+def test_every_scenario_has_its_row_and_the_exit_status_counts_those_not_run(
+    tmp_path: Path, env: dict[str, str], failing_pack: Path
+) -> None:
+    out = tmp_path / "report.json"
+    result = stratus(
+        "eval", "--scenarios", str(failing_pack), "--jobs", "2", "--json", str(out), env=env
+    )
+    assert result.returncode == 2, result.stderr  # two scenarios could not be run
+    assert "2 of 3 scenario(s) could not be run" in result.stderr
+    report = json.loads(out.read_text())
+    rows = by_name(report)
+    assert list(rows) == sorted(_ROWS)  # every scenario, in order
+    inject = rows["pack-a-inject-fails"]["error"]
+    assert inject.startswith("injecting the fault: LabRequestFailed: ") and (
+        "no-such-deployment" in inject
+    )
+    check = rows["pack-b-check-fails"]["error"]
+    assert check.startswith("the oracle's check: LabRequestFailed: "), check
+    assert "Widget/recommendation, a kind the lab does not serve" in check
+    assert rows["pack-c-fine"]["error"] == "" and rows["pack-c-fine"]["mitigated"] is True
+    assert report["totals"]["errors"] == 2 and report["totals"]["scenarios"] == 3
+    table = result.stdout.splitlines()
+    for name in _ROWS:
+        assert any(line.startswith(name) for line in table), name
+    assert any(
+        line.startswith("pack-b-check-fails") and "the oracle's check" in line for line in table
+    )
+
+
+def exiting_agent(kubeconfig: Path, namespace: str) -> dict[str, Any]:
+    """An agent that gives up by exiting the process, as a script might."""
+    raise SystemExit("the agent gave up")
+
+
+def unfinished_agent(kubeconfig: Path, namespace: str) -> dict[str, Any]:
+    """Reports a state and nothing else: the report lacks what every report must say."""
+    return {"state": "resolved"}
+
+
+def test_an_agent_that_exits_or_reports_garbage_costs_its_row_only(failing_pack: Path) -> None:
+    report = evaluation.evaluate(
+        ["pack-c-fine", "noop-hotel"], exiting_agent, jobs=1, pack=failing_pack
+    )
+    assert [r.scenario for r in report.results] == ["pack-c-fine", "noop-hotel"]
+    assert [r.error for r in report.results] == [
+        "the investigation: SystemExit: the agent gave up"
+    ] * 2
+    garbage = evaluation.run_scenario("noop-hotel", unfinished_agent)
+    assert garbage.error.startswith(
+        "scoring the investigation's report: ValidationError: the investigation's report is "
+        "not valid: "
+    )
+    assert "detected" in garbage.error
