@@ -473,7 +473,9 @@ class Follower:
                 await self.refresh_card(proposal_id)
                 return joined
             telemetry = await self._summary(proposal_id, data)
-            chart = await self.uploads.card_chart(data.proposal, telemetry, where)
+            # The card goes first, the chart a moment later: drawing and uploading it must
+            # not delay the question people are asked (a second or more under load).
+            chart = self.uploads.pending_chart(telemetry)
             links = self.uploads.figure_links(data.proposal, data.incident, telemetry)
             handles = await self._handles(data.proposal)
 
@@ -492,21 +494,17 @@ class Follower:
             fallback_text = card_words.card_fallback(
                 cards.title(data.proposal), data.proposal.state.value
             )
-            posted, why = await self.post_checked(where, card(chart), fallback_text)
-            if posted is None and why == "invalid_blocks" and chart.file_id:
-                # Slack may not have processed a file uploaded a moment ago: the card goes
-                # without the image now (the chart is in the thread) and shows it shortly.
-                posted, why = await self.post_checked(where, card(in_thread(chart)), fallback_text)
-                if posted is not None:
-                    self.rt.spawn(self._show_chart_later(proposal_id), name="show the chart")
+            posted, _ = await self.post_checked(where, card(chart), fallback_text)
             if posted is None:
                 return None
             await self.rt.call(
                 self.rt.links.link_card, proposal_id, data.proposal.incident_id, posted, where.ts
             )
+            if chart.drawing:
+                self.rt.spawn(self.refresh_card(proposal_id), name="draw the card's chart")
             return posted
 
-    async def refresh_card(self, proposal_id: str) -> None:
+    async def refresh_card(self, proposal_id: str, *, later: bool = False) -> None:
         card = await self.rt.call(self.rt.links.card, proposal_id)
         if card is None:
             return
@@ -549,8 +547,11 @@ class Follower:
 
         why = await self._update(card, whole(True), fallback_text)
         if why == "invalid_blocks" and any(chart.file_id for _, _, chart, _, _ in rendered):
-            # A chart Slack has not processed yet: the card without it, the chart in the thread.
+            # Slack may not have processed a file uploaded a moment ago: the card without it
+            # now (the chart is in the thread), with it shortly.
             why = await self._update(card, whole(False), fallback_text)
+            if not why and not later:
+                self.rt.spawn(self._show_chart_later(proposal_id), name="show the chart")
         if why in GONE:  # its message is gone: posted again where it belongs
             await self.rt.call(self.rt.links.forget_card, proposal_id)
             await self.ensure_card(proposal_id)
@@ -558,7 +559,7 @@ class Follower:
     async def _show_chart_later(self, proposal_id: str) -> None:
         """Render the card again once Slack has had time to process its chart's file."""
         await asyncio.sleep(CHART_RETRY_SECONDS)
-        await self.refresh_card(proposal_id)
+        await self.refresh_card(proposal_id, later=True)
 
     async def _named(self, sentence: str) -> dict[str, str]:
         """Handles for the ids a note names ("U0DAVE asked to look again")."""

@@ -177,6 +177,7 @@ class CardChart:
     alt: str = ""
     title: str = ""
     missing: str = ""  # a sentence, when there is no image
+    drawing: bool = False  # there is a chart to draw: the card is rendered again with it
 
 
 def chart_alt(metrics: Metrics, target: str) -> str:

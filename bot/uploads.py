@@ -78,6 +78,13 @@ class Uploads:
 
     # ------------------------------------------------------------------ a card's chart
 
+    def pending_chart(self, telemetry: Telemetry | None) -> CardChart:
+        """What a card shows before its chart is drawn: that it is coming, or why there is
+        none (no metrics)."""
+        if chart_for(telemetry.metrics if telemetry is not None else None) is None:
+            return CardChart(missing=chart_words.NO_CHART_NO_METRICS)
+        return CardChart(missing=chart_words.CHART_DRAWING, drawing=True)
+
     async def card_chart(
         self, proposal: Proposal, telemetry: Telemetry | None, thread: MessageRef | None
     ) -> CardChart:

@@ -32,6 +32,7 @@ def alt_text(target: str, window: str, figures: list[str], changed: str | None) 
 
 
 NO_CHART_NO_METRICS = "_Chart: none — no metrics to draw_"
+CHART_DRAWING = "_Chart: being drawn…_"
 CHART_IN_THREAD = "_Chart: posted in the thread; shown here once Slack has processed it_"
 
 

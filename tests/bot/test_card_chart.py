@@ -292,7 +292,14 @@ async def test_a_chart_slack_refuses_leaves_the_card_with_its_figures_and_the_re
                 return message
         return None
 
-    found = await wait_for(card, timeout=60)
+    posted = await wait_for(card, timeout=60)
+    assert "Chart: being drawn" in readable(posted)  # the card does not wait for its chart
+
+    async def told() -> dict[str, Any] | None:
+        found = await card()
+        return found if found and "Chart: could not be uploaded" in readable(found) else None
+
+    found = await wait_for(told, timeout=30)
     shown = readable(found)
     assert "Chart: could not be uploaded (ratelimited); the figures above stand" in shown, shown
     assert image_of(found) is None
@@ -325,13 +332,18 @@ async def test_a_chart_slack_has_not_processed_yet_is_shown_on_the_card_shortly_
                 return message
         return None
 
-    first = await wait_for(card, timeout=60)
-    assert image_of(first) is None
-    assert "Chart: posted in the thread; shown here once Slack has processed it" in readable(first)
+    posted = await wait_for(card, timeout=60)
+    assert "Chart: being drawn" in readable(posted)
+
+    async def in_thread() -> dict[str, Any] | None:
+        found = await card()
+        waiting = "Chart: posted in the thread; shown here once Slack has processed it"
+        return found if found and waiting in readable(found) else None
+
+    first = await wait_for(in_thread, timeout=30)
+    assert image_of(first) is None and first["ts"] == posted["ts"]
     refused = [
-        c
-        for c in (await slack.calls("chat.postMessage"))["calls"]
-        if c["error"] == "invalid_blocks"
+        c for c in (await slack.calls("chat.update"))["calls"] if c["error"] == "invalid_blocks"
     ]
     assert refused and "invalid slack file" in str(refused[0]["response"])
 
