@@ -3,6 +3,7 @@ the cluster (a diff, a log line, an event) inside an untrusted-data fence, never
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from agents.llm.telemetry import fence, tool_result
@@ -17,9 +18,20 @@ SETTLED = frozenset(
 )
 
 
+# A secret's digest without STRATUS_AUDIT_KEY is a bare SHA-256 prefix: an agent could test
+# guesses of a weak value against it offline (an outside tester matched `shop`). Agents get
+# no unkeyed digest at all; a keyed one (``hmac:``) says nothing without the key.
+_UNKEYED_DIGEST = re.compile(r"\bsha256:[0-9a-f]{8,64}\b")
+HIDDEN_DIGEST = "sha256:(hidden; set STRATUS_AUDIT_KEY for keyed digests)"
+
+
+def hide_unkeyed_digests(text: str) -> str:
+    return _UNKEYED_DIGEST.sub(HIDDEN_DIGEST, text)
+
+
 def untrusted(name: str, result: Any) -> str:
     """A read's answer: scrubbed, fenced as untrusted cluster data and bounded."""
-    return tool_result(name, result)
+    return hide_unkeyed_digests(tool_result(name, result))
 
 
 def proposal(
@@ -46,7 +58,9 @@ def proposal(
         # Who must approve: each inner list is one group of which someone must approve.
         "approvers": decision.approvers if decision.outcome == "ask" else [],
         "approvals": found.approvals(),
-        "diff": fence("diff of the planned write", found.plan.diff.splitlines()),
+        "diff": hide_unkeyed_digests(
+            fence("diff of the planned write", found.plan.diff.splitlines())
+        ),
         "expires_at": found.expires_at.isoformat(),
         "settled": found.state in SETTLED,
     }

@@ -167,6 +167,7 @@ def quota(client: Client) -> Quota:
         client.limits.open_proposals,
         client.irreversible,
         client.token_sha256,
+        nodes=client.nodes,
     )
 
 
@@ -194,6 +195,7 @@ def build(gateway: Gateway) -> MCPServer:
             "tools": "all" if writes else "read",
             "limits": client.limits.model_dump(),
             "irreversible_actions": client.irreversible,
+            "node_actions": client.nodes,
         }
 
     @server.tool(description=text.TOOLS["list_namespaces"])

@@ -294,7 +294,14 @@ def after_proposal(d: Deps, incident: Incident, proposal: Proposal) -> Incident:
         return end_attempt(d, incident, f"denied by policy: {proposal.reason}")
     if proposal.state == P.APPROVED:
         by = next((v.user for v in proposal.votes if v.with_plan), None)
-        how = f"approved with the plan by {by}" if by else "allowed by policy"
+        people = ", ".join(proposal.approvals())
+        how = (
+            f"approved with the plan by {by}"
+            if by
+            else f"approved by {people}"
+            if people
+            else "allowed by policy"
+        )
         return go(d, incident, St.EXECUTING, f"{proposal.intent} ({how})")
     return go(
         d,

@@ -355,12 +355,22 @@ def verify(d: Deps, incident: Incident) -> Incident:
                 f"{queued.requester}'s {queued.id} ({queued.intent}) has its turn next",
                 attempts=recorded,
                 health_now=after,
+                mitigated_at=incident.mitigated_at or d.clock.now(),
             )
+        # The credit goes to the attempt that made it healthy, not to a queued change that
+        # ran after it and kept it so (an outside tester saw the agent's scale credited).
+        first = next((a for a in recorded if a.verdict == "healthy"), recorded[-1])
+        credit = (
+            f"resolved by attempt {attempt.number}: {attempt.candidate.intent}"
+            if first.number == attempt.number
+            else f"resolved by attempt {first.number}: {first.candidate.intent}; attempt "
+            f"{attempt.number} ({attempt.candidate.intent}) kept it healthy"
+        )
         return attempts.move(
             d,
             incident,
             St.RESOLVED,
-            message=f"resolved by attempt {attempt.number}: {attempt.candidate.intent}"
+            message=credit
             + (
                 f" (stopped short: {attempt.stopped}; what it did is kept)"
                 if attempt.stopped
@@ -368,7 +378,7 @@ def verify(d: Deps, incident: Incident) -> Incident:
             ),
             attempts=recorded,
             reason="mitigated",
-            mitigated_at=d.clock.now(),
+            mitigated_at=incident.mitigated_at or d.clock.now(),
             health_now=after,
         )
     if end == AttemptEnd.REPLAN:

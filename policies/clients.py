@@ -55,6 +55,8 @@ class ClientEntry(BaseModel):
     limits: Limits = Field(default_factory=Limits)
     # May it propose actions that cannot be undone (deleting a pod, a job, a PVC)?
     irreversible: bool = Field(default=False, strict=True)
+    # May it propose writes to nodes (cordon, drain, uncordon)? See ``intake.Quota.nodes``.
+    nodes: bool = Field(default=False, strict=True)
 
 
 class ClientsFile(BaseModel):
@@ -72,6 +74,7 @@ class Client:
     limits: Limits
     irreversible: bool = False
     token_sha256: str = ""  # its entry's: recorded on what it proposes (``revocation``)
+    nodes: bool = False
 
     @property
     def requester(self) -> str:
@@ -116,7 +119,14 @@ def match(clients: ClientsFile, token: str | None) -> Client:
             found = entry
     if found is None:
         raise Unauthenticated("the bearer token is not one of a configured client")
-    return Client(found.name, found.tools, found.limits, found.irreversible, found.token_sha256)
+    return Client(
+        found.name,
+        found.tools,
+        found.limits,
+        found.irreversible,
+        found.token_sha256,
+        nodes=found.nodes,
+    )
 
 
 @dataclass(frozen=True)

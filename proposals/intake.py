@@ -77,6 +77,10 @@ class Quota:
     # The SHA-256 of the token it asks with (its entry's): recorded on what it proposes, so a
     # proposal stands only while the client holds that token (``clients.revocation``).
     token_sha256: str = ""
+    # Whether it may propose writes to nodes: a node is shared by every namespace, while an
+    # agent's write is verified in the one namespace it names (an outside tester cordoned a
+    # node "verified healthy" in an empty namespace). Off unless its entry says so.
+    nodes: bool = False
 
 
 @dataclass(frozen=True)
@@ -152,6 +156,12 @@ def check(deps: Deps, ask: Ask, *, requester: str, quota: Quota) -> Checked | Pr
         raise schemas.FieldInvalid(
             "action",
             f"{cls.name} cannot be undone, and this client may only propose writes that can",
+        )
+    if ask.kind == "Node" and not quota.nodes:
+        raise schemas.FieldInvalid(
+            "target",
+            "a node is shared by every namespace, and an agent's write is verified in the one "
+            "namespace it names; this client may only propose writes to namespaced objects",
         )
     try:
         deps.executor.scope.check(built.ref())

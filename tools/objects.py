@@ -251,7 +251,10 @@ def _redact_env(node: Any) -> None:
                 if (
                     isinstance(var, dict)
                     and "value" in var
-                    and redaction.credential_name(str(var.get("name", "")))
+                    and (
+                        redaction.credential_name(str(var.get("name", "")))
+                        or redaction.credential_value(str(var["value"]))
+                    )
                     and not _DIGEST.fullmatch(str(var["value"]))
                 ):
                     var["value"] = secret_digest(str(var["value"]))

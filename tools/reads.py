@@ -11,7 +11,8 @@ import re
 from collections import Counter
 from typing import Any
 
-from tools.k8s import KubeClient
+from tools import errors
+from tools.k8s import KubeClient, path_safe
 from tools.objects import ObjectRef, yaml_diff
 
 MAX_ITEMS = 25
@@ -145,6 +146,11 @@ class ClusterReader:
         self, namespace: str, *, object_name: str | None = None, limit: int = 20
     ) -> dict[str, Any]:
         """Events deduplicated by (type, reason, object, message), counted, newest first."""
+        if object_name:
+            # It goes into a field selector: a ',' or '=' in it would add terms of its own.
+            path_safe(name=object_name)
+            if "," in object_name or "=" in object_name:
+                raise errors.Invalid(f"{object_name[:80]!r} is not an object's name")
         selector = f"involvedObject.name={object_name}" if object_name else None
         found = self.kube.list("v1", "Event", namespace=namespace, field_selector=selector)
         grouped: dict[tuple[str, str, str, str], dict[str, Any]] = {}

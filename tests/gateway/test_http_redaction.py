@@ -46,27 +46,34 @@ async def test_recent_changes_shows_credential_values_as_digests(
     for secret in ("hunter2", "hunter3", "wJalrXUtnFEMIK7MDENG"):
         assert secret not in read, read
     assert "DB_PASSWORD" in read and "AWS_SECRET_ACCESS_KEY" in read
-    assert secret_digest("hunter2") in read and secret_digest("hunter3") in read
+    # Without STRATUS_AUDIT_KEY a digest is a bare SHA-256 prefix an agent could test guesses
+    # against (an outside tester matched a weak password): agents get none.
+    assert secret_digest("hunter2") not in read and secret_digest("hunter3") not in read
+    assert read.count("sha256:(hidden") >= 2, read
 
 
-async def test_events_say_which_credential_and_never_its_value(
+async def test_one_word_credential_names_and_urls_with_passwords_are_hidden(
     lab: Lab, kube: KubeClient, mcp_url: str
 ) -> None:
-    """Cluster text (events, logs, a pod's status message) is redacted as text: a credential's
-    name inside a longer one (``DB_PASSWORD=…``) was missed by the ``password=…`` pattern."""
-    kube.create(
-        {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": "geo.leak", "namespace": "hotel"},
-            "involvedObject": {"kind": "Pod", "name": "geo-0", "namespace": "hotel"},
-            "type": "Warning",
-            "reason": "BadConfig",
-            "message": "started with DB_PASSWORD=hunter2 AWS_SECRET_ACCESS_KEY: wJalrXUtnFEMIK7",
-            "count": 1,
-        }
-    )
+    """The outside tester's second list: names the word rule missed, and a password inside a
+    URL, whatever the variable's name."""
+    leaks = {
+        "PGPASSWORD": "leak-pg-1",
+        "SIGNINGKEY": "leak-sign-2",
+        "PRIVATE_KEY_PEM": "leak-pem-3",
+        "GITHUB_PAT": "leak-pat-4",
+        "BEARER": "leak-bearer-5",
+        "REDIS_URL": "redis://app:leak-url-6@redis:6379/0",
+        "NOTES": "ghp_abcdefghijklmnopqrstuvwxyz012345",
+    }
+    _set_env(lab, kube, [{"name": "LOG_LEVEL", "value": "info"}])
     async with connect(mcp_url, TOKENS["claude"]) as mcp:
-        read = body(await mcp.call_tool("events", {"namespace": "hotel", "object_name": "geo-0"}))
-    assert "BadConfig" in read and "DB_PASSWORD=" in read
-    assert "hunter2" not in read and "wJalrXUtnFEMIK7" not in read, read
+        # One variable per rollout: a read's answer is bounded, and each must be seen.
+        for name, value in leaks.items():
+            _set_env(lab, kube, [{"name": name, "value": value}])
+            read = body(
+                await mcp.call_tool("recent_changes", {"namespace": "hotel", "deployment": "geo"})
+            )
+            assert f"name: {name}" in read, read
+            secret = value.split(":")[-2].split("@")[0] if "://" in value else value[:12]
+            assert secret not in read, (name, read)

@@ -105,6 +105,12 @@ async def test_bad_calls_name_the_field_and_write_nothing(
         assert "field action" in said and "cannot be undone" in said
         assert kube.find(ObjectRef("Pod", pod, "hotel")) is not None
         assert "not a valid namespace" in error(await propose(mcp, scale(2, namespace="hotel/..")))
+        # A node is every namespace's: not a write an agent's namespace could verify.
+        node = str(kube.list("v1", "Node")[0]["metadata"]["name"])
+        cordon = scale(2, action="cordon", target=f"Node/{node}", params={}, namespace="default")
+        said = error(await propose(mcp, cordon))
+        assert "field target" in said and "shared by every namespace" in said, said
+        assert not (kube.get(ObjectRef("Node", node)).get("spec") or {}).get("unschedulable")
         # No tool exists to approve, and calling one by name is an error, not a write.
         for name in ("approve", "approve_proposal", "force_undo", "execute"):
             assert (await mcp.call_tool(name, {"proposal_id": "x"})).is_error
@@ -230,3 +236,42 @@ async def test_a_replayed_request_is_the_same_proposal(
     rt = stratus_bot.runtime
     assert len(await rt.call(rt.service.repo.find, requester="mcp:claude")) == 1
     assert replicas(kube, "geo") == 1
+
+
+TRAVERSALS = [
+    "../../../../api/v1/secrets?x=",
+    "hotel/secrets?x=",
+    "hotel/secrets/x/..",
+    "..",
+    "hotel%2fsecrets",
+    "Hotel",
+]
+
+
+async def test_a_read_tool_never_sends_what_is_not_a_namespace(mcp_url: str) -> None:
+    """An outside tester read every Secret of the cluster through ``workloads`` with
+    ``../../../../api/v1/secrets?x=`` as its namespace: the client put it in the URL's path
+    unquoted. Every read refuses what is not a namespace (or a name) before any request."""
+    async with connect(mcp_url, READER_TOKEN) as reader:
+        for namespace in TRAVERSALS:
+            calls: list[tuple[str, dict[str, str]]] = [
+                ("workloads", {"namespace": namespace}),
+                ("events", {"namespace": namespace}),
+                ("health_score", {"namespace": namespace}),
+                ("logs", {"namespace": namespace, "pod": "geo"}),
+                ("pod_status", {"namespace": namespace, "pod": "geo"}),
+                ("endpoints", {"namespace": namespace, "service_name": "geo"}),
+            ]
+            for tool, args in calls:
+                said = error(await reader.call_tool(tool, args))
+                assert "not a namespace" in said or "not a valid namespace" in said, (tool, said)
+                assert "credentials" not in said and "Opaque" not in said, (tool, said)
+        for name in ("../../secrets", "geo?x=", "x,involvedObject.kind=Secret", ".."):
+            said = error(
+                await reader.call_tool("events", {"namespace": "hotel", "object_name": name})
+            )
+            assert "not an object's name" in said, said
+            said = error(await reader.call_tool("logs", {"namespace": "hotel", "pod": name}))
+            assert "not" in said and "credentials" not in said, said
+        # A real namespace still reads.
+        assert "geo" in body(await reader.call_tool("workloads", {"namespace": "hotel"}))

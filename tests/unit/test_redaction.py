@@ -73,13 +73,29 @@ def test_a_credential_named_inside_a_longer_name_is_redacted(
         "SIGNING_KEY",
         "AWS_SECRET_ACCESS_KEY",
         "githubToken",
+        # The outside tester's list, which the word rule missed.
+        "PGPASSWORD",
+        "SESSIONSECRET",
+        "CLIENTSECRET",
+        "ENCRYPTIONKEY",
+        "SIGNINGKEY",
+        "HTPASSWD",
+        "PRIVATE_KEY_PEM",
+        "X_API_KEY_VALUE",
+        "MASTER_KEY_B64",
+        "STRIPE_SK",
+        "GITHUB_PAT",
+        "DSN",
+        "BEARER",
     ],
 )
 def test_names_that_read_as_credentials(name: str) -> None:
     assert credential_name(name)
 
 
-@pytest.mark.parametrize("name", ["LOG_LEVEL", "PORT", "KEYCLOAK_URL", "BYPASS_CACHE", "MONKEY"])
+@pytest.mark.parametrize(
+    "name", ["LOG_LEVEL", "PORT", "KEYCLOAK_URL", "BYPASS_CACHE", "MONKEY", "REDIS_HOST", "PATH"]
+)
 def test_names_that_do_not(name: str) -> None:
     assert not credential_name(name)
 
@@ -136,3 +152,32 @@ def test_env_redaction_keeps_value_from_and_ordinary_values() -> None:
     original = _template("hunter2")
     env_redacted(original)
     assert original["spec"]["template"]["spec"]["containers"][0]["env"][0]["value"] == "hunter2"
+
+
+@pytest.mark.parametrize(
+    "text, kept, gone",
+    [
+        ("REDIS_URL=redis://app:hunter2@redis:6379/0", "redis://app:", "hunter2"),
+        ("dsn postgres://svc:s3cr3t-pw@db/shop", "postgres://svc:", "s3cr3t-pw"),
+        ("token ghp_abcdefghijklmnopqrstuvwxyz0123", "token ", "ghp_abcdefghij"),
+        ("key sk_live_abcdefghij0123456789", "key ", "sk_live_abcdefghij"),
+    ],
+)
+def test_credential_shaped_values_are_redacted_whatever_their_name(
+    text: str, kept: str, gone: str
+) -> None:
+    said = redact(text)
+    assert gone not in said and kept in said, said
+
+
+def test_a_url_with_a_password_in_an_env_value_shows_as_a_digest() -> None:
+    template = _template("x")
+    env = template["spec"]["template"]["spec"]["containers"][0]["env"]
+    env.append({"name": "REDIS_URL", "value": "redis://app:hunter2@redis:6379/0"})
+    env.append({"name": "REDIS_HOST", "value": "redis"})
+    shown = env_redacted(template)
+    assert shown is not None
+    values = {
+        v["name"]: v.get("value") for v in shown["spec"]["template"]["spec"]["containers"][0]["env"]
+    }
+    assert "hunter2" not in str(values["REDIS_URL"]) and values["REDIS_HOST"] == "redis"
