@@ -31,9 +31,6 @@ NOT_CLAIMED = {
     "test_client.TestClient.test_portforward_raw": (
         "port-forward, and a pod running a Python server script the image model does not run"
     ),
-    "test_utils.TestUtils.test_create_apps_deployment_from_yaml_with_apply_is_idempotent": (
-        "server-side apply (answered 415)"
-    ),
 }
 
 
