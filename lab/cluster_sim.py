@@ -32,6 +32,7 @@ from lab.controllers.cronjobs import CronJobController
 from lab.controllers.default_storage_class import DefaultStorageClass
 from lab.controllers.deployment import DeploymentController
 from lab.controllers.disruption import DisruptionController, evict
+from lab.controllers.exec_sessions import ExecSessions, Session
 from lab.controllers.jobs import BatchAdmission, JobController
 from lab.controllers.kubelet import Kubelet
 from lab.controllers.limit_ranges import LimitRangeAdmission
@@ -136,6 +137,7 @@ class Cluster:
         self.images = images or default_catalog()
         self.events = EventRecorder(self.store, self.clock)
         self.ctx = ControllerContext(self.store, self.api, self.clock, self.events, self.images)
+        self.exec_sessions = ExecSessions(self.store, self.images)
         self.kubelet = Kubelet(self.ctx)
         self.kubelet.on_change = self.after_write
         self.scheduler = Scheduler(self.ctx)
@@ -203,6 +205,12 @@ class Cluster:
         self, namespace: str, pod: str, container: str | None, *, previous: bool
     ) -> ContainerRun:
         return self.kubelet.log_source(namespace, pod, container, previous=previous)
+
+    def open_exec(
+        self, pod: dict[str, Any], container: str | None, argv: list[str], *, tty: bool
+    ) -> Session:
+        """A command to run in one of the pod's containers (``kubectl exec``)."""
+        return self.exec_sessions.open(pod, container, argv, tty=tty)
 
     def evict(self, namespace: str, pod: str, *, dry_run: bool = False) -> None:
         """The eviction subresource: refused with 429 when a disruption budget forbids it."""

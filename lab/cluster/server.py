@@ -321,8 +321,7 @@ class ApiHttpServer:
         if sub == "log":
             return await self._log(request, target)
         if sub in streaming.STREAMING:
-            pod = self.api.get(rt, ns, name)
-            raise streaming.refuse(pod, sub, request.query.get("container"))
+            return await streaming.serve(request, self.backend, self.api.get(rt, ns, name), sub)
         if sub == "scale":
             return await self._scale(request, target)
         if sub == "eviction" and method == "POST":

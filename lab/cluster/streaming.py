@@ -1,9 +1,10 @@
-"""``pods/exec``, ``pods/attach`` and ``pods/portforward``: the lab has no container runtime
-to stream from, so it answers as a cluster whose API server cannot reach the kubelet does.
+"""``pods/exec``, ``pods/attach`` and ``pods/portforward``: checked as a real API server
+checks them, then served over the protocol the client asked for.
 
 The pod and container are checked first (404 for a missing pod, 400 for a container that is
-not in it or a pod without a node, as a real API server answers), then the request fails with
-the 500 a real API server returns when its connection to the kubelet's port 10250 is refused:
+not in it or a pod without a node, as a real API server answers). An exec over websockets runs
+the command in the container (``remotecommand``). What the lab cannot serve fails with the 500
+a real API server returns when its connection to the kubelet's port 10250 is refused:
 ``error dialing backend: dial tcp <node IP>:10250: connect: connection refused``. kubectl
 prints it and exits 1; nothing waits.
 """
@@ -12,14 +13,52 @@ from __future__ import annotations
 
 from typing import Any
 
+from aiohttp import web
+
+from lab.cluster import remotecommand
 from lab.cluster.errors import ApiError, bad_request
 
 KUBELET_PORT = 10250
 STREAMING = ("exec", "attach", "portforward")
 
 
+def _flag(request: web.Request, name: str) -> bool:
+    return request.query.get(name, "").lower() in ("true", "1")
+
+
+async def serve(
+    request: web.Request, backend: Any, pod: dict[str, Any], subresource: str
+) -> web.StreamResponse:
+    container = request.query.get("container")
+    problem = check(pod, subresource, container)
+    if problem is not None:
+        raise problem
+    open_exec = getattr(backend, "open_exec", None)  # a cluster that runs commands
+    if subresource == "exec" and open_exec is not None and remotecommand.is_websocket(request):
+        argv = request.query.getall("command", [])
+        if not argv:
+            raise bad_request("you must specify at least 1 command")
+        session = open_exec(pod, container, argv, tty=_flag(request, "tty"))
+        return await remotecommand.serve_exec(request, session, stdin=_flag(request, "stdin"))
+    raise unreachable(pod)
+
+
+def unreachable(pod: dict[str, Any]) -> ApiError:
+    host_ip = (pod.get("status") or {}).get("hostIP") or "10.0.0.11"
+    return ApiError(  # ErrorToAPIStatus of a plain error: code 500, no reason
+        500,
+        "",
+        f"error dialing backend: dial tcp {host_ip}:{KUBELET_PORT}: connect: connection refused",
+    )
+
+
 def refuse(pod: dict[str, Any], subresource: str, container: str | None) -> ApiError:
     """The error a streaming request to ``pod`` gets (raised by the caller)."""
+    return check(pod, subresource, container) or unreachable(pod)
+
+
+def check(pod: dict[str, Any], subresource: str, container: str | None) -> ApiError | None:
+    """What a real API server refuses before it dials the kubelet, or None."""
     name = pod["metadata"]["name"]
     spec = pod.get("spec") or {}
     names = [
@@ -44,9 +83,4 @@ def refuse(pod: dict[str, Any], subresource: str, container: str | None) -> ApiE
             f"cannot {'exec into' if subresource == 'exec' else 'attach to'} a container in a "
             f"completed pod; current phase is {phase}"
         )
-    host_ip = (pod.get("status") or {}).get("hostIP") or "10.0.0.11"
-    return ApiError(  # ErrorToAPIStatus of a plain error: code 500, no reason
-        500,
-        "",
-        f"error dialing backend: dial tcp {host_ip}:{KUBELET_PORT}: connect: connection refused",
-    )
+    return None

@@ -1,0 +1,216 @@
+"""``kubectl exec`` and ``kubectl cp`` into the lab's containers, and the Python client's
+``stream``: the command runs in the container as the image would run it, its output and exit
+code come back over the websocket remote-command protocol.
+
+kubectl from 1.30 on (and the system dispatcher) speaks websockets; the older ones ask for
+SPDY, which the lab does not serve, and get the error of an unreachable kubelet
+(tests/lab/test_streaming.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client, config
+from kubernetes.stream import stream
+
+from tests.conftest import Kubectl, Lab, kubectl_for
+
+WEBSOCKET_KUBECTLS = ("system", "1.31", "1.33")
+
+POD = """
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: hotel}
+data: {mode: fast, "app.conf": "port=8080\\n"}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: creds, namespace: hotel}
+stringData: {password: s3cret}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: toolbox, namespace: hotel, labels: {team: sre}}
+spec:
+  containers:
+  - name: main
+    image: busybox
+    command: [sh, -c, "sleep 3600"]
+    env: [{name: GREETING, value: hello}]
+    envFrom: [{configMapRef: {name: settings}}]
+    volumeMounts:
+    - {name: config, mountPath: /etc/app}
+    - {name: secret, mountPath: /etc/creds, readOnly: true}
+    - {name: info, mountPath: /etc/podinfo}
+    - {name: scratch, mountPath: /scratch}
+  - name: sidecar
+    image: busybox
+    command: [sh, -c, "sleep 3600"]
+    volumeMounts: [{name: scratch, mountPath: /shared}]
+  - name: echo
+    image: hashicorp/http-echo
+    args: ["-text=hi"]
+  volumes:
+  - {name: config, configMap: {name: settings}}
+  - {name: secret, secret: {secretName: creds}}
+  - name: info
+    downwardAPI:
+      items: [{path: labels, fieldRef: {fieldPath: metadata.labels}}]
+  - {name: scratch, emptyDir: {}}
+"""
+
+
+@pytest.fixture(params=WEBSOCKET_KUBECTLS)
+def kubectl(request: pytest.FixtureRequest, lab: Lab, tmp_path: Path) -> Kubectl:
+    found = kubectl_for(request.param, lab, tmp_path)
+    found.run("apply", "-f", "-", stdin=POD)
+    lab.settle()
+    return found
+
+
+def _exec(kubectl: Kubectl, *args: str, stdin: str | None = None) -> Any:
+    return kubectl.run("exec", *args, check=False, stdin=stdin)
+
+
+def test_a_shell_runs_pipes_lists_and_exit_codes(kubectl: Kubectl) -> None:
+    done = _exec(
+        kubectl, "toolbox", "-c", "main", "--", "sh", "-c", "echo one two | wc -w && hostname"
+    )
+    assert (done.returncode, done.stdout) == (0, "2\ntoolbox\n"), done.stderr
+    failed = _exec(
+        kubectl, "toolbox", "-c", "main", "--", "sh", "-c", "echo out; echo err >&2; exit 3"
+    )
+    assert failed.returncode == 3
+    assert failed.stdout == "out\n"
+    assert failed.stderr == "err\ncommand terminated with exit code 3\n"
+    chained = _exec(
+        kubectl,
+        "toolbox",
+        "-c",
+        "main",
+        "--",
+        "sh",
+        "-c",
+        "false || echo rescued; false && echo no",
+    )
+    assert (chained.returncode, chained.stdout) == (1, "rescued\n")
+
+
+def test_the_container_sees_its_environment_and_volumes(kubectl: Kubectl) -> None:
+    env = _exec(kubectl, "toolbox", "-c", "main", "--", "printenv", "GREETING", "mode")
+    assert env.stdout == "hello\nfast\n", env.stderr
+    files = _exec(
+        kubectl,
+        "toolbox",
+        "-c",
+        "main",
+        "--",
+        "sh",
+        "-c",
+        "cat /etc/app/app.conf /etc/creds/password; echo; "
+        "cat /etc/podinfo/labels; echo; ls /etc/app",
+    )
+    assert files.stdout == 'port=8080\ns3cret\nteam="sre"\napp.conf\nmode\n', files.stderr
+    readonly = _exec(kubectl, "toolbox", "-c", "main", "--", "sh", "-c", "echo x > /etc/creds/y")
+    assert readonly.returncode == 1
+    assert "can't create /etc/creds/y: Read-only file system" in readonly.stderr
+
+
+def test_an_empty_dir_is_shared_by_the_containers_of_the_pod(kubectl: Kubectl) -> None:
+    wrote = _exec(kubectl, "toolbox", "-c", "main", "--", "sh", "-c", "echo ready > /scratch/flag")
+    assert wrote.returncode == 0, wrote.stderr
+    read = _exec(kubectl, "toolbox", "-c", "sidecar", "--", "cat", "/shared/flag")
+    assert (read.returncode, read.stdout) == (0, "ready\n"), read.stderr
+
+
+def test_stdin_feeds_an_interactive_shell_and_cat(kubectl: Kubectl) -> None:
+    shell = _exec(kubectl, "-i", "toolbox", "-c", "main", "--", "sh", stdin="echo hi\nexit 4\n")
+    assert (shell.returncode, shell.stdout) == (4, "hi\n"), shell.stderr
+    echoed = _exec(kubectl, "-i", "toolbox", "-c", "main", "--", "cat", stdin="line one\n")
+    assert (echoed.returncode, echoed.stdout) == (0, "line one\n")
+
+
+def test_an_image_without_a_shell_fails_as_the_runtime_does(kubectl: Kubectl) -> None:
+    refused = _exec(kubectl, "toolbox", "-c", "echo", "--", "sh", "-c", "ls")
+    assert refused.returncode == 1
+    assert refused.stderr.startswith(
+        "error: Internal error occurred: error executing command in container: failed to exec "
+        'in container: failed to start exec "'
+    )
+    assert refused.stderr.rstrip().endswith(
+        'OCI runtime exec failed: exec failed: unable to start container process: exec: "sh": '
+        "executable file not found in $PATH: unknown"
+    )
+    missing = _exec(kubectl, "toolbox", "-c", "main", "--", "nosuch")
+    assert 'exec: "nosuch": executable file not found in $PATH' in missing.stderr
+
+
+def test_cp_copies_files_both_ways_through_tar(kubectl: Kubectl, tmp_path: Path) -> None:
+    source = tmp_path / "note.txt"
+    source.write_text("from the laptop\n")
+    sent = kubectl.run("cp", str(source), "toolbox:/tmp/note.txt", "-c", "main", check=False)
+    assert sent.returncode == 0, sent.stderr
+    assert _exec(kubectl, "toolbox", "-c", "main", "--", "cat", "/tmp/note.txt").stdout == (
+        "from the laptop\n"
+    )
+    back = tmp_path / "conf"
+    fetched = kubectl.run("cp", "toolbox:/etc/app/app.conf", str(back), "-c", "main", check=False)
+    assert fetched.returncode == 0, fetched.stderr
+    assert back.read_text() == "port=8080\n"
+
+
+# ------------------------------------------------------------------ the Python client
+
+
+@pytest.fixture
+def core(lab: Lab) -> Any:
+    configuration = client.Configuration()
+    config.load_kube_config(config_file=str(lab.kubeconfig), client_configuration=configuration)
+    with client.ApiClient(configuration) as api_client:
+        api = client.CoreV1Api(api_client)
+        api.create_namespaced_pod(
+            "hotel",
+            {
+                "metadata": {"name": "py-box"},
+                "spec": {
+                    "containers": [{"name": "c", "image": "busybox", "args": ["sleep", "1d"]}]
+                },
+            },
+        )
+        lab.settle()
+        yield api
+
+
+def _stream(core: Any, command: list[str]) -> Any:
+    # Not preloaded, so the test can close the socket (the preloaded form leaves it open).
+    return stream(
+        core.connect_get_namespaced_pod_exec,
+        "py-box",
+        "hotel",
+        command=command,
+        stderr=True,
+        stdin=False,
+        stdout=True,
+        tty=False,
+        _preload_content=False,
+    )
+
+
+def test_python_client_stream_gets_output_and_the_exit_status(core: Any) -> None:
+    listing = _stream(core, ["sh", "-c", "for i in $(seq 1 3); do echo line $i; done"])
+    failing = _stream(core, ["sh", "-c", "echo oops >&2; exit 7"])
+    try:
+        listing.run_forever(timeout=10)
+        assert listing.read_stdout() == "line 1\nline 2\nline 3\n"
+        assert listing.returncode == 0
+        failing.run_forever(timeout=10)
+        assert failing.read_stderr() == "oops\n"
+        assert failing.returncode == 7
+    finally:
+        for session in (listing, failing):
+            # After the server's close frame websocket-client's close() sends nothing and so
+            # never shuts the socket (as against any cluster); shutdown() does.
+            session.close()
+            session.sock.shutdown()
