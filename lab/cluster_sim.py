@@ -24,6 +24,7 @@ from lab.cluster.errors import ApiError
 from lab.cluster.resources import by_kind
 from lab.cluster.store import ObjectStore
 from lab.cluster.update_rules import UpdateRules
+from lab.controllers import port_answers
 from lab.controllers.apiserver_endpoints import ApiServerEndpoints
 from lab.controllers.cluster_services import HorizontalPodAutoscalerController, NodeController
 from lab.controllers.containers import ContainerRun
@@ -36,6 +37,7 @@ from lab.controllers.exec_sessions import ExecSessions, Session
 from lab.controllers.jobs import BatchAdmission, JobController
 from lab.controllers.kubelet import Kubelet
 from lab.controllers.limit_ranges import LimitRangeAdmission
+from lab.controllers.port_answers import PortTarget
 from lab.controllers.replicasets import (
     DaemonSetController,
     ReplicaSetController,
@@ -211,6 +213,18 @@ class Cluster:
     ) -> Session:
         """A command to run in one of the pod's containers (``kubectl exec``)."""
         return self.exec_sessions.open(pod, container, argv, tty=tty)
+
+    def port_target(self, pod: dict[str, Any], port: int) -> PortTarget:
+        """Where ``port-forward`` to one of the pod's ports goes."""
+        uid = pod["metadata"].get("uid", "")
+        run = self.kubelet.runs.get(uid)
+        real = None
+        if run is not None and any(
+            self.kubelet.processes.runs_processes(self.images.lookup(c.spec.get("image", ""))[0])
+            for c in run.main
+        ):
+            real = self.kubelet.processes.address(uid)
+        return port_answers.target(run, port, real)
 
     def evict(self, namespace: str, pod: str, *, dry_run: bool = False) -> None:
         """The eviction subresource: refused with 429 when a disruption budget forbids it."""

@@ -15,7 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
-from lab.cluster import remotecommand
+from lab.cluster import portforward, remotecommand
 from lab.cluster.errors import ApiError, bad_request
 
 KUBELET_PORT = 10250
@@ -40,6 +40,18 @@ async def serve(
             raise bad_request("you must specify at least 1 command")
         session = open_exec(pod, container, argv, tty=_flag(request, "tty"))
         return await remotecommand.serve_exec(request, session, stdin=_flag(request, "stdin"))
+    port_target = getattr(backend, "port_target", None)  # a cluster that forwards ports
+    if (
+        subresource == "portforward"
+        and port_target is not None
+        and remotecommand.is_websocket(request)
+    ):
+        protocols = request.headers.get("Sec-WebSocket-Protocol", "")
+        if "SPDY" not in protocols:  # kubectl tunnels SPDY, which the lab does not speak
+            ports = portforward.ports_of(request)
+            if not ports:
+                raise bad_request("at least one port must be specified")
+            return await portforward.serve(request, ports, lambda port: port_target(pod, port))
     raise unreachable(pod)
 
 

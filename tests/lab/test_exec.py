@@ -8,12 +8,13 @@ SPDY, which the lab does not serve, and get the error of an unreachable kubelet
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client, config
-from kubernetes.stream import stream
+from kubernetes.stream import portforward, stream
 
 from tests.conftest import Kubectl, Lab, kubectl_for
 
@@ -214,3 +215,36 @@ def test_python_client_stream_gets_output_and_the_exit_status(core: Any) -> None
             # never shuts the socket (as against any cluster); shutdown() does.
             session.close()
             session.sock.shutdown()
+
+
+def test_python_client_port_forward_gets_an_answer_or_the_kubelets_refusal(
+    core: Any, lab: Lab
+) -> None:
+    core.create_namespaced_pod(
+        "hotel",
+        {"metadata": {"name": "py-web"}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}},
+    )
+    lab.settle()
+    forward = portforward(
+        core.connect_get_namespaced_pod_portforward, "py-web", "hotel", ports="80"
+    )
+    refused = portforward(
+        core.connect_get_namespaced_pod_portforward, "py-web", "hotel", ports="81"
+    )
+    try:
+        conn = forward.socket(80)
+        conn.settimeout(5)
+        conn.sendall(b"GET / HTTP/1.1\r\nHost: py-web\r\nConnection: close\r\n\r\n")
+        answer = b""
+        while b"</html>" not in answer and (chunk := conn.recv(65536)):
+            answer += chunk
+        assert answer.startswith(b"HTTP/1.1 200 OK\r\n")
+        assert b"<h1>Welcome to nginx!</h1>" in answer
+        for _ in range(50):
+            if refused.error(81) is not None:
+                break
+            time.sleep(0.1)
+        assert "dial tcp4 127.0.0.1:81: connect: connection refused" in (refused.error(81) or "")
+    finally:
+        forward.close()
+        refused.close()

@@ -24,9 +24,8 @@ JUDGE = REPO.parent / "shared" / "judges" / "pyclient-e2e"
 
 # Tests that need a capability the lab does not offer: they fail as on a cluster without it.
 NOT_CLAIMED = {
-    "test_client.TestClient.test_portforward_http": "port-forward (not served)",
     "test_client.TestClient.test_portforward_raw": (
-        "port-forward, and a pod running a Python server script the image model does not run"
+        "a pod running a Python server script the image model does not run"
     ),
 }
 
