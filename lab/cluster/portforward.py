@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import WSMsgType, web
@@ -44,7 +44,7 @@ async def serve(
     for index, found in enumerate(targets):
         if found.refusal:
             await socket.send_bytes(bytes([2 * index + 1]) + found.refusal.encode())
-    streams: dict[int, _Stream] = {}
+    streams: dict[int, PortConnection] = {}
     try:
         async for message in socket:
             if message.type != WSMsgType.BINARY or not message.data:
@@ -57,7 +57,9 @@ async def serve(
                 continue
             stream = streams.get(index)
             if stream is None:
-                stream = streams[index] = _Stream(socket, 2 * index, targets[index])
+                stream = streams[index] = PortConnection(
+                    _channel_writer(socket, 2 * index), targets[index]
+                )
             await stream.send(payload)
     finally:
         for stream in streams.values():
@@ -65,12 +67,20 @@ async def serve(
     return socket
 
 
-class _Stream:
-    """One connection through a forwarded port."""
+def _channel_writer(
+    socket: web.WebSocketResponse, channel: int
+) -> Callable[[bytes], Awaitable[None]]:
+    async def emit(data: bytes) -> None:
+        await socket.send_bytes(bytes([channel]) + data)
 
-    def __init__(self, socket: web.WebSocketResponse, channel: int, target: PortTarget) -> None:
-        self.socket = socket
-        self.channel = channel
+    return emit
+
+
+class PortConnection:
+    """One connection through a forwarded port; ``emit`` sends bytes back to the client."""
+
+    def __init__(self, emit: Callable[[bytes], Awaitable[None]], target: PortTarget) -> None:
+        self.emit = emit
         self.target = target
         self.buffer = b""
         self.writer: asyncio.StreamWriter | None = None
@@ -90,12 +100,12 @@ class _Stream:
             self.answered = True  # Connection: close — one request, as the answer says
             answer = http_answer(self.target, self.buffer)
             if answer:
-                await self.socket.send_bytes(bytes([self.channel]) + answer)
+                await self.emit(answer)
 
     async def _pump(self, reader: asyncio.StreamReader) -> None:
         with contextlib.suppress(ConnectionResetError):
             while data := await reader.read(65536):
-                await self.socket.send_bytes(bytes([self.channel]) + data)
+                await self.emit(data)
 
     async def close(self) -> None:
         if self.pump is not None:

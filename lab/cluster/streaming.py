@@ -15,7 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
-from lab.cluster import portforward, remotecommand
+from lab.cluster import portforward, remotecommand, spdy_streams
 from lab.cluster.errors import ApiError, bad_request
 
 KUBELET_PORT = 10250
@@ -34,24 +34,36 @@ async def serve(
     if problem is not None:
         raise problem
     open_exec = getattr(backend, "open_exec", None)  # a cluster that runs commands
-    if subresource == "exec" and open_exec is not None and remotecommand.is_websocket(request):
+    websocket, spdy = remotecommand.is_websocket(request), spdy_streams.is_spdy(request)
+    if subresource == "exec" and open_exec is not None and (websocket or spdy):
         argv = request.query.getall("command", [])
         if not argv:
             raise bad_request("you must specify at least 1 command")
-        session = open_exec(pod, container, argv, tty=_flag(request, "tty"))
-        return await remotecommand.serve_exec(request, session, stdin=_flag(request, "stdin"))
+        tty = _flag(request, "tty")
+        session = open_exec(pod, container, argv, tty=tty)
+        if websocket:
+            return await remotecommand.serve_exec(request, session, stdin=_flag(request, "stdin"))
+        return await spdy_streams.serve_exec(
+            request,
+            session,
+            stdin=_flag(request, "stdin"),
+            stdout=_flag(request, "stdout"),
+            stderr=_flag(request, "stderr"),
+            tty=tty,
+        )
     port_target = getattr(backend, "port_target", None)  # a cluster that forwards ports
-    if (
-        subresource == "portforward"
-        and port_target is not None
-        and remotecommand.is_websocket(request)
-    ):
-        protocols = request.headers.get("Sec-WebSocket-Protocol", "")
-        if "SPDY" not in protocols:  # kubectl tunnels SPDY, which the lab does not speak
+    if subresource == "portforward" and port_target is not None:
+
+        def resolve(port: int) -> Any:
+            return port_target(pod, port)
+
+        if spdy or (websocket and spdy_streams.is_tunnel(request)):
+            return await spdy_streams.serve_portforward(request, resolve)
+        if websocket:
             ports = portforward.ports_of(request)
             if not ports:
                 raise bad_request("at least one port must be specified")
-            return await portforward.serve(request, ports, lambda port: port_target(pod, port))
+            return await portforward.serve(request, ports, resolve)
     raise unreachable(pod)
 
 

@@ -1,14 +1,16 @@
-"""``kubectl exec`` and ``kubectl cp`` into the lab's containers, and the Python client's
-``stream``: the command runs in the container as the image would run it, its output and exit
-code come back over the websocket remote-command protocol.
-
-kubectl from 1.30 on (and the system dispatcher) speaks websockets; the older ones ask for
-SPDY, which the lab does not serve, and get the error of an unreachable kubelet
-(tests/lab/test_streaming.py)."""
+"""``kubectl exec``, ``cp`` and ``port-forward`` into the lab's containers with every kubectl of
+the matrix, and the Python client's ``stream`` and ``portforward``: the command runs in the
+container as the image would run it, its output and exit code come back over the protocol the
+client speaks (websockets from kubectl 1.30 on and the Python client, SPDY/3.1 before, SPDY
+tunnelled through a websocket for kubectl's port-forward from 1.31)."""
 
 from __future__ import annotations
 
+import socket
+import subprocess
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +18,7 @@ import pytest
 from kubernetes import client, config
 from kubernetes.stream import portforward, stream
 
-from tests.conftest import Kubectl, Lab, kubectl_for
-
-WEBSOCKET_KUBECTLS = ("system", "1.31", "1.33")
+from tests.conftest import KUBECTL_MATRIX, Kubectl, Lab, kubectl_for
 
 POD = """
 apiVersion: v1
@@ -63,7 +63,7 @@ spec:
 """
 
 
-@pytest.fixture(params=WEBSOCKET_KUBECTLS)
+@pytest.fixture(params=KUBECTL_MATRIX)
 def kubectl(request: pytest.FixtureRequest, lab: Lab, tmp_path: Path) -> Kubectl:
     found = kubectl_for(request.param, lab, tmp_path)
     found.run("apply", "-f", "-", stdin=POD)
@@ -160,6 +160,70 @@ def test_cp_copies_files_both_ways_through_tar(kubectl: Kubectl, tmp_path: Path)
     fetched = kubectl.run("cp", "toolbox:/etc/app/app.conf", str(back), "-c", "main", check=False)
     assert fetched.returncode == 0, fetched.stderr
     assert back.read_text() == "port=8080\n"
+
+
+def test_port_forward_reaches_the_modeled_server_and_reports_a_closed_port(
+    kubectl: Kubectl, tmp_path: Path
+) -> None:
+    kubectl.run("run", "pf-web", "--image=nginx", "--restart=Never")
+    port, closed = _free_port(), _free_port()
+    log = (tmp_path / "forward.log").open("w")
+    forward = subprocess.Popen(
+        [
+            kubectl.binary,
+            "-n",
+            "hotel",
+            "port-forward",
+            "pod/pf-web",
+            f"{port}:80",
+            f"{closed}:81",
+        ],
+        env=kubectl.env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        page = _get(f"http://127.0.0.1:{port}/")
+        assert "<h1>Welcome to nginx!</h1>" in page
+        assert "<h1>Welcome to nginx!</h1>" in _get(f"http://127.0.0.1:{port}/")  # a second one
+        with pytest.raises(OSError):
+            _get(f"http://127.0.0.1:{closed}/")
+        # kubectl prints the kubelet's error (and from 1.29 on ends: "lost connection to pod").
+        refused = "dial tcp4 127.0.0.1:81: connect: connection refused"
+        for _ in range(50):
+            if refused in (tmp_path / "forward.log").read_text():
+                break
+            time.sleep(0.1)
+    finally:
+        forward.terminate()
+        forward.wait(timeout=10)
+        log.close()
+    output = (tmp_path / "forward.log").read_text()
+    assert f"Forwarding from 127.0.0.1:{port} -> 80" in output
+    assert f"an error occurred forwarding {closed} -> 81: error forwarding port 81" in output
+    assert refused in output, output
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET6) as probe:  # kubectl listens on both families
+        probe.bind(("::1", 0))
+        port = int(probe.getsockname()[1])
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", port))
+    return port
+
+
+def _get(url: str) -> str:
+    for _ in range(50):  # kubectl listens a moment after it starts
+        try:
+            with urllib.request.urlopen(url, timeout=5) as answer:
+                return str(answer.read().decode())
+        except urllib.error.URLError as error:
+            if not isinstance(error.reason, ConnectionRefusedError):
+                raise
+            time.sleep(0.1)
+    raise OSError(f"nothing listens at {url}")
 
 
 # ------------------------------------------------------------------ the Python client
