@@ -26,6 +26,7 @@ from lab.cluster.store import ObjectStore
 from lab.cluster.update_rules import UpdateRules
 from lab.controllers import port_answers
 from lab.controllers.apiserver_endpoints import ApiServerEndpoints
+from lab.controllers.attach_sessions import AttachSession
 from lab.controllers.cluster_services import HorizontalPodAutoscalerController, NodeController
 from lab.controllers.containers import ContainerRun
 from lab.controllers.context import ControllerContext, EventRecorder
@@ -213,6 +214,12 @@ class Cluster:
     ) -> Session:
         """A command to run in one of the pod's containers (``kubectl exec``)."""
         return self.exec_sessions.open(pod, container, argv, tty=tty)
+
+    def open_attach(self, pod: dict[str, Any], container: str | None) -> AttachSession:
+        """The running container's output from now on (``kubectl attach``)."""
+        meta = pod["metadata"]
+        run = self.kubelet.log_source(meta["namespace"], meta["name"], container, previous=False)
+        return AttachSession(run)
 
     def port_target(self, pod: dict[str, Any], port: int) -> PortTarget:
         """Where ``port-forward`` to one of the pod's ports goes."""

@@ -33,14 +33,18 @@ async def serve(
     problem = check(pod, subresource, container)
     if problem is not None:
         raise problem
-    open_exec = getattr(backend, "open_exec", None)  # a cluster that runs commands
     websocket, spdy = remotecommand.is_websocket(request), spdy_streams.is_spdy(request)
-    if subresource == "exec" and open_exec is not None and (websocket or spdy):
-        argv = request.query.getall("command", [])
-        if not argv:
-            raise bad_request("you must specify at least 1 command")
+    # A cluster that runs commands and follows output (ClusterSim) has these two.
+    opener = getattr(backend, f"open_{subresource}", None)
+    if subresource in ("exec", "attach") and opener is not None and (websocket or spdy):
         tty = _flag(request, "tty")
-        session = open_exec(pod, container, argv, tty=tty)
+        if subresource == "attach":
+            session = opener(pod, container)
+        else:
+            argv = request.query.getall("command", [])
+            if not argv:
+                raise bad_request("you must specify at least 1 command")
+            session = opener(pod, container, argv, tty=tty)
         if websocket:
             return await remotecommand.serve_exec(request, session, stdin=_flag(request, "stdin"))
         return await spdy_streams.serve_exec(

@@ -205,6 +205,29 @@ def test_port_forward_reaches_the_modeled_server_and_reports_a_closed_port(
     assert refused in output, output
 
 
+def test_attach_follows_the_container_until_it_stops(kubectl: Kubectl) -> None:
+    kubectl.run("run", "attached", "--image=busybox", "--restart=Never", "--", "sleep", "3600")
+    attach = subprocess.Popen(
+        [kubectl.binary, "-n", "hotel", "attach", "attached"],
+        env=kubectl.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        time.sleep(1.5)
+        assert attach.poll() is None, attach.communicate()  # attached, waiting for output
+        kubectl.run("delete", "pod", "attached", "--wait=false")
+        output, _ = attach.communicate(timeout=10)
+    finally:
+        if attach.poll() is None:
+            attach.kill()
+            attach.wait()
+    assert attach.returncode == 0, output
+    assert "If you don't see a command prompt, try pressing enter." in output
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET6) as probe:  # kubectl listens on both families
         probe.bind(("::1", 0))
