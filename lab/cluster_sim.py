@@ -140,7 +140,7 @@ class Cluster:
         self.images = images or default_catalog()
         self.events = EventRecorder(self.store, self.clock)
         self.ctx = ControllerContext(self.store, self.api, self.clock, self.events, self.images)
-        self.exec_sessions = ExecSessions(self.store, self.images)
+        self.exec_sessions = ExecSessions(self.store, self.images, self.port_target)
         self.kubelet = Kubelet(self.ctx)
         self.kubelet.on_change = self.after_write
         self.scheduler = Scheduler(self.ctx)

@@ -20,7 +20,9 @@ from lab.cluster.store import ObjectStore
 from lab.controllers import exec_files, exec_tools
 from lab.controllers.containers import resolve_environment
 from lab.controllers.exec_files import Layer
+from lab.controllers.exec_network import ClusterNetwork
 from lab.controllers.exec_shell import Io, Shell, Stdin
+from lab.controllers.port_answers import PortTarget
 from lab.images import ImageCatalog
 
 SHELLS = frozenset({"sh", "ash", "bash", "dash"})
@@ -76,9 +78,15 @@ class Session:
 class ExecSessions:
     """The commands run in a cluster's containers, and what they leave behind."""
 
-    def __init__(self, store: ObjectStore, images: ImageCatalog) -> None:
+    def __init__(
+        self,
+        store: ObjectStore,
+        images: ImageCatalog,
+        port_target: Callable[[dict[str, Any], int], PortTarget] | None = None,
+    ) -> None:
         self.store = store
         self.images = images
+        self.port_target = port_target
         self._layers: dict[tuple[str, str], Layer] = {}  # (pod uid, container) -> own layer
         self._empty_dirs: dict[str, dict[str, Layer]] = {}  # pod uid -> emptyDir layers
         self._count = 0
@@ -117,10 +125,18 @@ class ExecSessions:
         if tty:
             env["TERM"] = "xterm"
         binaries = set(image.binaries) if image is not None else set()
-        shell = Shell(files, env, binaries, tools=exec_tools.TOOLS)
+        tools = dict(exec_tools.TOOLS)
+        repository = str(chosen.get("image", "")).split(":", 1)[0].rsplit("/", 1)[-1]
+        if repository in ("busybox", "alpine"):  # busybox has wget, not curl
+            tools.pop("curl", None)
+        shell = Shell(files, env, binaries, tools=tools)
+        if self.port_target is not None:
+            shell.network = ClusterNetwork(
+                self.store, self.port_target, pod["metadata"]["namespace"], pod
+            )
         program = argv[0].rsplit("/", 1)[-1] if argv else ""
         has_shell = image is not None and image.shell
-        known = program in SHELLS or program in exec_tools.TOOLS
+        known = program in SHELLS or program in tools
         runnable = (has_shell and known) or program in binaries
         self._count += 1
         refusal = "" if runnable and argv else self._not_found(uid, argv[0] if argv else "")

@@ -20,6 +20,7 @@ import tarfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from lab.controllers import exec_syntax
 from lab.controllers.exec_files import ContainerFiles
@@ -95,6 +96,7 @@ class Shell:
     cwd: str = "/"
     # The applets by name (exec_tools.TOOLS, handed in: that module builds on this one).
     tools: dict[str, Callable[[Shell, list[str], Io], int]] = field(default_factory=dict)
+    network: Any = None  # exec_network.ClusterNetwork, for wget, curl and nslookup
 
     # ------------------------------------------------------------ entry points
 
@@ -304,7 +306,14 @@ class Shell:
 
     def _child(self, status: int) -> Shell:
         return Shell(
-            self.files, dict(self.env), self.binaries, self.stopped, status, self.cwd, self.tools
+            self.files,
+            dict(self.env),
+            self.binaries,
+            self.stopped,
+            status,
+            self.cwd,
+            self.tools,
+            self.network,
         )
 
     def _program(self, argv: list[str], io_: Io) -> int:

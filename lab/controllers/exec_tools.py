@@ -12,6 +12,7 @@ import re
 import time
 from collections.abc import Callable
 
+from lab.controllers import exec_net_tools
 from lab.controllers.exec_shell import Io, Shell, b64, gzip_bytes, tar_create, tar_extract
 
 Tool = Callable[[Shell, list[str], Io], int]
@@ -342,6 +343,7 @@ def df(shell: Shell, argv: list[str], io_: Io) -> int:
 
 
 TOOLS: dict[str, Tool] = {
+    **exec_net_tools.TOOLS,
     "echo": echo,
     "printf": printf,
     "cat": cat,

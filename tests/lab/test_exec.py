@@ -335,3 +335,52 @@ def test_python_client_port_forward_gets_an_answer_or_the_kubelets_refusal(
     finally:
         forward.close()
         refused.close()
+
+
+def test_wget_curl_and_nslookup_see_services_through_their_ready_endpoints(
+    lab: Lab, tmp_path: Path
+) -> None:
+    kubectl = kubectl_for("system", lab, tmp_path)
+    kubectl.run("apply", "-f", "-", stdin=POD)
+    kubectl.run("run", "curler", "--image=curlimages/curl", "--restart=Never", "--", "sleep", "1d")
+    lab.settle()
+    box = ("toolbox", "-c", "main", "--")
+    page = _exec(kubectl, *box, "wget", "-qO-", "http://geo:8083/")
+    assert (page.returncode, page.stdout) == (
+        0,
+        "<html><body><h1>It works!</h1><p>GET /</p></body></html>\n",
+    )
+    named = _exec(kubectl, *box, "nslookup", "geo")
+    assert "Name:\tgeo.hotel.svc.cluster.local\nAddress: 10.96." in named.stdout
+    missing = _exec(kubectl, *box, "nslookup", "nosuch")
+    assert missing.returncode == 1
+    assert "** server can't find nosuch.hotel.svc.cluster.local: NXDOMAIN" in missing.stdout
+    unknown = _exec(kubectl, *box, "wget", "-qO-", "http://nosuch/")
+    assert (unknown.returncode, unknown.stderr) == (
+        1,
+        "wget: bad address 'nosuch'\ncommand terminated with exit code 1\n",
+    )
+    code = _exec(
+        kubectl,
+        "curler",
+        "--",
+        "curl",
+        "-s",
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{http_code}",
+        "http://geo.hotel.svc.cluster.local:8083/",
+    )
+    assert code.stdout == "200"
+    assert "executable file not found" in _exec(kubectl, *box, "curl", "http://geo:8083/").stderr
+
+    kubectl.run("scale", "deploy", "geo", "--replicas=0")
+    lab.settle()
+    refused = _exec(kubectl, *box, "wget", "-qO-", "http://geo:8083/")
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("wget: can't connect to remote host (10.96.")
+    assert "Connection refused" in refused.stderr
+    curled = _exec(kubectl, "curler", "--", "curl", "-sS", "http://geo:8083/")
+    assert curled.returncode == 7
+    assert "curl: (7) Failed to connect to geo port 8083" in curled.stderr
