@@ -119,13 +119,13 @@ async def _run_exec(
 ) -> None:
     loop = asyncio.get_running_loop()
     events: asyncio.Queue[Any] = asyncio.Queue()
+    if not stdin:  # before the start: an attach tells "no stdin" from "stdin ended" by it
+        session.stdin.close()
     session.start(
         lambda channel, data: loop.call_soon_threadsafe(events.put_nowait, (channel, data)),
         lambda outcome: loop.call_soon_threadsafe(events.put_nowait, outcome),
     )
     pump = asyncio.create_task(_pump_stdin(streams.get("stdin"), session))
-    if not stdin:
-        session.stdin.close()
     outputs = {
         remotecommand.STDOUT: streams.get("stdout"),
         remotecommand.STDERR: streams.get("stderr"),

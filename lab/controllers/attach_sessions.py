@@ -3,7 +3,9 @@ container (the kubelet attaches to the running process; the lab follows what it 
 
 It speaks the same session interface as a command run with ``exec``, so both protocols
 (websockets and SPDY) serve it unchanged: what the process writes goes to stdout, and the
-stream ends with ``Success`` when the container stops running or the client goes away.
+stream ends with ``Success`` when the container stops running, the client goes away, or the
+client attached stdin and closed it (the process reading it, a shell, ends at end of input:
+``kubectl run --rm -i … -- sh`` with nothing to say returns instead of waiting forever).
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ class AttachSession:
     stopped: threading.Event = field(default_factory=threading.Event)
 
     def start(self, output: Callable[[int, bytes], None], done: Callable[[Outcome], None]) -> None:
+        # Closed already when the client did not ask for stdin (the protocol closes it first).
+        reads_stdin = not self.stdin.closed
+
         def follow() -> None:
             run = self.container
             seen, generation = run.log_total, run.generation
@@ -37,6 +42,8 @@ class AttachSession:
                     output(STDOUT, "".join(f"{line}\n" for line in lines).encode())
                     seen = run.log_total
                 if run.state != "running" or run.generation != generation:
+                    break
+                if reads_stdin and self.stdin.closed:
                     break
             done(Outcome(exit_code=0))
 

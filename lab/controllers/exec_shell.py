@@ -43,6 +43,10 @@ class Stdin:
             self._buffer.extend(data)
             self._ready.notify_all()
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def close(self) -> None:
         with self._ready:
             self._closed = True
