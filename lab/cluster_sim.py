@@ -215,6 +215,14 @@ class Cluster:
         """A command to run in one of the pod's containers (``kubectl exec``)."""
         return self.exec_sessions.open(pod, container, argv, tty=tty)
 
+    def container_running(self, pod: dict[str, Any], container: str | None) -> str | None:
+        """The container a stream would reach when it is not running (None: it runs)."""
+        spec = pod.get("spec") or {}
+        name = container or str(((spec.get("containers") or [{}])[0]).get("name", ""))
+        run = self.kubelet.runs.get(pod["metadata"].get("uid", ""))
+        found = run.find(name) if run is not None else None
+        return None if found is not None and found.state == "running" else name
+
     def open_attach(self, pod: dict[str, Any], container: str | None) -> AttachSession:
         """The running container's output from now on (``kubectl attach``)."""
         meta = pod["metadata"]

@@ -34,6 +34,11 @@ async def serve(
     if problem is not None:
         raise problem
     websocket, spdy = remotecommand.is_websocket(request), spdy_streams.is_spdy(request)
+    stopped = getattr(backend, "container_running", None)
+    if subresource in ("exec", "attach") and stopped is not None and (websocket or spdy):
+        name = stopped(pod, container)
+        if name is not None:  # the kubelet's own answer, which kubectl prints after its prefix
+            return web.Response(status=404, text=f'container not found ("{name}")')
     # A cluster that runs commands and follows output (ClusterSim) has these two.
     opener = getattr(backend, f"open_{subresource}", None)
     if subresource in ("exec", "attach") and opener is not None and (websocket or spdy):

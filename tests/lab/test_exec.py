@@ -148,6 +148,13 @@ def test_an_image_without_a_shell_fails_as_the_runtime_does(kubectl: Kubectl) ->
     assert 'exec: "nosuch": executable file not found in $PATH' in missing.stderr
 
 
+def test_a_container_that_is_not_running_is_not_found_by_the_kubelet(kubectl: Kubectl) -> None:
+    kubectl.run("run", "crasher", "--image=busybox", "--", "sh", "-c", "exit 1")
+    refused = _exec(kubectl, "crasher", "--", "ls")
+    assert refused.returncode == 1
+    assert 'error: unable to upgrade connection: container not found ("crasher")' in refused.stderr
+
+
 def test_cp_copies_files_both_ways_through_tar(kubectl: Kubectl, tmp_path: Path) -> None:
     source = tmp_path / "note.txt"
     source.write_text("from the laptop\n")
