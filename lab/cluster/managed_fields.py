@@ -111,13 +111,17 @@ def manager_from_user_agent(user_agent: str) -> str:
     return user_agent.split("/", 1)[0][:128]
 
 
-def _owner(managers: list[Manager], wanted: Manager) -> Manager:
+def _own(managers: list[Manager], wanted: Manager, fields: FieldSet) -> None:
+    """Give ``wanted`` its fields; an entry whose fields do not change keeps its time, as the
+    API server keeps it (so a no-op apply leaves ``managedFields`` as they were)."""
     for existing in managers:
         if existing.identity() == wanted.identity():
-            existing.api_version, existing.time = wanted.api_version, wanted.time
-            return existing
+            if existing.fields != fields or existing.api_version != wanted.api_version:
+                existing.api_version, existing.time = wanted.api_version, wanted.time
+            existing.fields = fields
+            return
+    wanted.fields = fields
     managers.append(wanted)
-    return wanted
 
 
 def record_update(
@@ -140,8 +144,9 @@ def record_update(
     changed, removed = fieldsets.compare(old or {}, new, kind)
     for other in previous:
         other.fields -= changed | removed
-    updater = _owner(previous, Manager(manager, UPDATE, api_version, now, subresource=subresource))
-    updater.fields |= changed
+    updater = Manager(manager, UPDATE, api_version, now, subresource=subresource)
+    before = next((m.fields for m in previous if m.identity() == updater.identity()), set())
+    _own(previous, updater, before | changed)
     return entries(previous)
 
 
@@ -179,8 +184,7 @@ def apply(
         raise conflict_error(conflicts)
     for other in others:
         other.fields -= changed | removed
-    owner = _owner(previous, mine)
-    owner.fields = applied
+    _own(previous, mine, applied)
     meta = merged.setdefault("metadata", {})
     annotations = meta.get("annotations") or {}
     if manager == KUBECTL and LAST_APPLIED in annotations:
