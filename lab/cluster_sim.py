@@ -24,7 +24,9 @@ from lab.cluster.errors import ApiError
 from lab.cluster.resources import by_kind
 from lab.cluster.store import ObjectStore
 from lab.cluster.update_rules import UpdateRules
+from lab.controllers import port_answers
 from lab.controllers.apiserver_endpoints import ApiServerEndpoints
+from lab.controllers.attach_sessions import AttachSession
 from lab.controllers.cluster_services import HorizontalPodAutoscalerController, NodeController
 from lab.controllers.containers import ContainerRun
 from lab.controllers.context import ControllerContext, EventRecorder
@@ -32,9 +34,11 @@ from lab.controllers.cronjobs import CronJobController
 from lab.controllers.default_storage_class import DefaultStorageClass
 from lab.controllers.deployment import DeploymentController
 from lab.controllers.disruption import DisruptionController, evict
+from lab.controllers.exec_sessions import ExecSessions, Session
 from lab.controllers.jobs import BatchAdmission, JobController
 from lab.controllers.kubelet import Kubelet
 from lab.controllers.limit_ranges import LimitRangeAdmission
+from lab.controllers.port_answers import PortTarget
 from lab.controllers.replicasets import (
     DaemonSetController,
     ReplicaSetController,
@@ -136,6 +140,7 @@ class Cluster:
         self.images = images or default_catalog()
         self.events = EventRecorder(self.store, self.clock)
         self.ctx = ControllerContext(self.store, self.api, self.clock, self.events, self.images)
+        self.exec_sessions = ExecSessions(self.store, self.images, self.port_target)
         self.kubelet = Kubelet(self.ctx)
         self.kubelet.on_change = self.after_write
         self.scheduler = Scheduler(self.ctx)
@@ -203,6 +208,38 @@ class Cluster:
         self, namespace: str, pod: str, container: str | None, *, previous: bool
     ) -> ContainerRun:
         return self.kubelet.log_source(namespace, pod, container, previous=previous)
+
+    def open_exec(
+        self, pod: dict[str, Any], container: str | None, argv: list[str], *, tty: bool
+    ) -> Session:
+        """A command to run in one of the pod's containers (``kubectl exec``)."""
+        return self.exec_sessions.open(pod, container, argv, tty=tty)
+
+    def container_running(self, pod: dict[str, Any], container: str | None) -> str | None:
+        """The container a stream would reach when it is not running (None: it runs)."""
+        spec = pod.get("spec") or {}
+        name = container or str(((spec.get("containers") or [{}])[0]).get("name", ""))
+        run = self.kubelet.runs.get(pod["metadata"].get("uid", ""))
+        found = run.find(name) if run is not None else None
+        return None if found is not None and found.state == "running" else name
+
+    def open_attach(self, pod: dict[str, Any], container: str | None) -> AttachSession:
+        """The running container's output from now on (``kubectl attach``)."""
+        meta = pod["metadata"]
+        run = self.kubelet.log_source(meta["namespace"], meta["name"], container, previous=False)
+        return AttachSession(run)
+
+    def port_target(self, pod: dict[str, Any], port: int) -> PortTarget:
+        """Where ``port-forward`` to one of the pod's ports goes."""
+        uid = pod["metadata"].get("uid", "")
+        run = self.kubelet.runs.get(uid)
+        real = None
+        if run is not None and any(
+            self.kubelet.processes.runs_processes(self.images.lookup(c.spec.get("image", ""))[0])
+            for c in run.main
+        ):
+            real = self.kubelet.processes.address(uid)
+        return port_answers.target(run, port, real)
 
     def evict(self, namespace: str, pod: str, *, dry_run: bool = False) -> None:
         """The eviction subresource: refused with 429 when a disruption budget forbids it."""

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
-from lab.cluster import admission, conversion, patching
+from lab.cluster import admission, conversion, managed_fields, patching
 from lab.cluster.audit import AuditTrail
 from lab.cluster.clock import Clock
 from lab.cluster.errors import (
+    ApiError,
     already_exists,
     bad_request,
     conflict,
@@ -123,8 +124,16 @@ class ApiService:
     # ------------------------------------------------------------ create
 
     def create(
-        self, rt: ResourceType, namespace: str, body: Any, *, dry_run: bool = False
+        self,
+        rt: ResourceType,
+        namespace: str,
+        body: Any,
+        *,
+        dry_run: bool = False,
+        manager: str = "",
     ) -> dict[str, Any]:
+        """Create ``body``; a ``manager`` is recorded as owning what it set (the controllers'
+        own writes pass none and are not tracked)."""
         obj = self._decode_body(rt, body)
         meta = obj.setdefault("metadata", {})
         if not isinstance(meta, dict):
@@ -152,6 +161,8 @@ class ApiService:
             raise already_exists(rt.plural, meta["name"], rt.group)
         if isinstance(obj.get("spec"), dict):
             meta["generation"] = 1
+        if manager:
+            meta["managedFields"] = self._record(rt, None, obj, manager)
         for hook in self.admission_hooks:
             hook("create", rt, obj, None)
         if dry_run:
@@ -171,10 +182,11 @@ class ApiService:
         *,
         subresource: str = "",
         dry_run: bool = False,
+        manager: str = "",
     ) -> dict[str, Any]:
         old = self.get(rt, namespace, name)
         new = self._decode_body(rt, body)
-        return self._write(rt, old, new, subresource=subresource, dry_run=dry_run)
+        return self._write(rt, old, new, subresource=subresource, dry_run=dry_run, manager=manager)
 
     def patch(
         self,
@@ -186,6 +198,7 @@ class ApiService:
         *,
         subresource: str = "",
         dry_run: bool = False,
+        manager: str = "",
     ) -> dict[str, Any]:
         old = self.get(rt, namespace, name)
         # A patch applies to the object as the requested version serves it.
@@ -194,7 +207,62 @@ class ApiService:
             rt, _without_nulls(patching.apply_patch(view, body, content_type))
         )
         # A patch that carries a resourceVersion is a precondition; one that does not is not.
-        return self._write(rt, old, patched, subresource=subresource, dry_run=dry_run)
+        return self._write(
+            rt, old, patched, subresource=subresource, dry_run=dry_run, manager=manager
+        )
+
+    def apply(
+        self,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        body: bytes,
+        *,
+        manager: str,
+        force: bool,
+        dry_run: bool = False,
+    ) -> tuple[dict[str, Any], bool]:
+        """Server-side apply of ``body``: (the object, whether the apply created it)."""
+        managed_fields.validate_options(manager=manager, apply=True, force=force)
+        config = patching.decode_apply(body, rt, name)
+        try:
+            old: dict[str, Any] | None = self.get(rt, namespace, name)
+        except ApiError as error:
+            if error.code != 404:
+                raise
+            old = None
+        view = conversion.from_storage(rt, copy.deepcopy(old)) if old is not None else None
+        merged = managed_fields.apply(
+            view,
+            config,
+            manager=manager,
+            force=force,
+            api_version=rt.api_version,
+            now=self.clock.timestamp(),
+            kind=rt.kind,
+        )
+        if old is None:  # an apply of an object that does not exist creates it
+            return self.create(rt, namespace, merged, dry_run=dry_run), True
+        applied = conversion.to_storage(rt, _without_nulls(merged))
+        return self._write(rt, old, applied, subresource="", dry_run=dry_run), False
+
+    def _record(
+        self,
+        rt: ResourceType,
+        old: dict[str, Any] | None,
+        new: dict[str, Any],
+        manager: str,
+        subresource: str = "",
+    ) -> list[dict[str, Any]]:
+        return managed_fields.record_update(
+            old,
+            new,
+            manager=manager,
+            api_version=rt.api_version,
+            now=self.clock.timestamp(),
+            kind=rt.kind,
+            subresource=subresource,
+        )
 
     def _write(
         self,
@@ -204,7 +272,11 @@ class ApiService:
         *,
         subresource: str,
         dry_run: bool,
+        manager: str = "",
+        via: str = "",
     ) -> dict[str, Any]:
+        """Replace ``old`` by ``new``; with a ``manager``, the write is recorded as its update
+        (without one the caller has set ``managedFields`` itself, or they are left alone)."""
         old_meta = old["metadata"]
         meta = new.get("metadata")
         if not isinstance(meta, dict):
@@ -245,6 +317,10 @@ class ApiService:
             admission.validate(rt, result, old)
             if self._spec_changed(old, result) and "generation" in old_meta:
                 meta["generation"] = int(old_meta["generation"]) + 1
+            if manager:
+                meta["managedFields"] = self._record(rt, old, result, manager, via)
+            elif "managedFields" in old_meta and "managedFields" not in meta:
+                meta["managedFields"] = old_meta["managedFields"]
         result["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
         for hook in self.admission_hooks:
             hook("update", rt, result, old)
@@ -383,6 +459,7 @@ class ApiService:
         scale: dict[str, Any],
         *,
         dry_run: bool = False,
+        manager: str = "",
     ) -> dict[str, Any]:
         """Set replicas through the scale subresource; answers the Scale as written."""
         replicas = (scale.get("spec") or {}).get("replicas")
@@ -404,7 +481,10 @@ class ApiService:
             raise conflict(rt.plural, name, rt.group)
         new = copy.deepcopy(old)
         new["spec"]["replicas"] = replicas
-        return _scale_of(self._write(rt, old, new, subresource="", dry_run=dry_run))
+        written = self._write(
+            rt, old, new, subresource="", dry_run=dry_run, manager=manager, via="scale"
+        )
+        return _scale_of(written)
 
 
 def _scale_of(obj: dict[str, Any]) -> dict[str, Any]:

@@ -165,26 +165,78 @@ def openapi_v3_group_version(group_name: str, version: str) -> dict[str, Any] | 
     }
 
 
-def _proto_string(field: int, value: str) -> bytes:
-    data = value.encode()
-    return bytes([(field << 3) | 2, len(data)]) + data
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _pb(field: int, payload: bytes | str) -> bytes:
+    """One length-delimited protobuf field."""
+    data = payload.encode() if isinstance(payload, str) else payload
+    return _varint((field << 3) | 2) + _varint(len(data)) + data
+
+
+def _v2_patch_paths() -> list[tuple[str, dict[str, str]]]:
+    """(item path, group-version-kind) of every served kind's PATCH."""
+    found = []
+    for group_name, version in _all_group_versions():
+        for rt in resources.in_group_version(group_name, version):
+            prefix = f"/{_gv_path(group_name, version)}"
+            item = (
+                f"{prefix}/namespaces/{{namespace}}/{rt.plural}/{{name}}"
+                if rt.namespaced
+                else f"{prefix}/{rt.plural}/{{name}}"
+            )
+            found.append((item, {"group": rt.group, "version": rt.version, "kind": rt.kind}))
+    return found
 
 
 def openapi_v2(protobuf: bool) -> bytes:
-    """An OpenAPI v2 document with no definitions.
+    """An OpenAPI v2 document with each kind's PATCH (and its ``dryRun`` parameter) and no
+    definitions.
 
-    kubectl 1.20 downloads it (as gnostic protobuf) before ``apply`` to validate objects; with
-    no definitions it skips schema validation, which the server then does itself.
+    kubectl 1.20 downloads it (as gnostic protobuf) before ``apply``: with no definitions it
+    skips schema validation, which the server then does itself; before ``diff`` and
+    ``--dry-run=server`` it looks for the ``dryRun`` parameter of the kind's PATCH. Field
+    numbers are gnostic's ``openapi_v2`` messages (read from kubectl 1.20's own descriptors).
     """
     title, version = "Stratus lab", str(SERVER_VERSION["gitVersion"])
+    patches = _v2_patch_paths()
     if not protobuf:
+        paths = {
+            item: {
+                "patch": {
+                    "x-kubernetes-group-version-kind": gvk,
+                    "x-kubernetes-action": "patch",
+                    "parameters": [{"name": "dryRun", "in": "query", "type": "string"}],
+                    "responses": {"200": {"description": "OK"}},
+                }
+            }
+            for item, gvk in patches
+        }
         return json.dumps(
             {
                 "swagger": "2.0",
                 "info": {"title": title, "version": version},
-                "paths": {},
+                "paths": paths,
                 "definitions": {},
             }
         ).encode()
-    info = _proto_string(1, title) + _proto_string(2, version)
-    return _proto_string(1, "2.0") + bytes([(2 << 3) | 2, len(info)]) + info
+    # Operation: parameters 8 (ParametersItem 1 → Parameter 2 → NonBodyParameter 3 → query
+    # sub-schema: in 2, name 4, type 6), responses 9, vendor_extension 13 (NamedAny: name 1,
+    # value 2 → Any.yaml 2). PathItem.patch is 8; NamedPathItem name 1, value 2; Paths.path 2.
+    dry_run = _pb(8, _pb(1, _pb(2, _pb(3, _pb(2, "query") + _pb(4, "dryRun") + _pb(6, "string")))))
+    ok = _pb(9, _pb(1, _pb(1, "200") + _pb(2, _pb(1, _pb(1, "OK")))))
+    named_paths = b""
+    for item, gvk in patches:
+        gvk_yaml = f'group: "{gvk["group"]}"\nkind: {gvk["kind"]}\nversion: {gvk["version"]}\n'
+        extensions = _pb(13, _pb(1, "x-kubernetes-group-version-kind") + _pb(2, _pb(2, gvk_yaml)))
+        extensions += _pb(13, _pb(1, "x-kubernetes-action") + _pb(2, _pb(2, "patch\n")))
+        operation = dry_run + ok + extensions
+        named_paths += _pb(2, _pb(1, item) + _pb(2, _pb(8, operation)))
+    info = _pb(1, title) + _pb(2, version)
+    return _pb(1, "2.0") + _pb(2, info) + _pb(8, named_paths)

@@ -141,5 +141,6 @@ def unsupported_media_type(content_type: str) -> ApiError:
         "UnsupportedMediaType",
         f"the body of the request was in an unknown format - accepted media types "
         f"include: application/json-patch+json, application/merge-patch+json, "
+        f"application/apply-patch+yaml, "
         f'application/strategic-merge-patch+json (got "{content_type}")',
     )

@@ -14,8 +14,10 @@ import json
 from typing import Any
 
 import jsonpatch
+import yaml
 
 from lab.cluster.errors import ApiError, bad_request, unsupported_media_type
+from lab.cluster.resources import ResourceType
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -59,10 +61,8 @@ def _merge_key(path: tuple[str, ...], kind: str) -> str | None:
 def apply_patch(obj: dict[str, Any], body: bytes, content_type: str) -> dict[str, Any]:
     """Return the patched copy of ``obj``; raises ApiError (400/415/422) on a bad patch."""
     media = content_type.split(";", maxsplit=1)[0].strip()
-    if media == APPLY_PATCH:
-        raise ApiError(
-            415, "UnsupportedMediaType", "server-side apply is not supported by the Stratus lab"
-        )
+    if media == APPLY_PATCH:  # objects take it through ApiService.apply; the scale view does not
+        raise unsupported_media_type(content_type)
     if media not in (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH):
         raise unsupported_media_type(content_type)
     try:
@@ -77,6 +77,35 @@ def apply_patch(obj: dict[str, Any], body: bytes, content_type: str) -> dict[str
         merged: dict[str, Any] = merge_patch(obj, document)
         return merged
     return strategic_merge(obj, document, kind=str(obj.get("kind", "")))
+
+
+def decode_apply(body: bytes, rt: ResourceType, name: str) -> dict[str, Any]:
+    """An apply configuration (YAML or JSON), checked against the resource it is sent to."""
+    try:
+        config = yaml.safe_load(body.decode("utf-8", errors="replace") or "null")
+    except yaml.YAMLError as exc:
+        raise bad_request(f"error decoding YAML: {exc}") from exc
+    if not isinstance(config, dict):
+        raise bad_request("error decoding patch: an apply configuration must be an object")
+    text = body.decode("utf-8", errors="replace")
+    if not config.get("kind"):
+        raise bad_request(f"Object 'Kind' is missing in '{text}'")
+    if not config.get("apiVersion"):
+        raise bad_request(f"Object 'apiVersion' is missing in '{text}'")
+    if config["kind"] != rt.kind or config["apiVersion"] != rt.api_version:
+        raise bad_request(
+            f"the API version in the data ({config['apiVersion']}) and kind ({config['kind']}) "
+            f"do not match the resource {rt.plural}.{rt.group or 'core'}"
+        )
+    meta = config.setdefault("metadata", {})
+    if not isinstance(meta, dict):
+        raise bad_request("metadata must be an object")
+    sent = meta.setdefault("name", name)
+    if sent != name:
+        raise bad_request(
+            f"the name of the object ({sent}) does not match the name on the URL ({name})"
+        )
+    return config
 
 
 def _json_patch(obj: dict[str, Any], document: Any) -> dict[str, Any]:

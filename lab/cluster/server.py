@@ -20,8 +20,10 @@ from lab.cluster import (
     conversion,
     discovery,
     logstream,
+    patching,
     protobuf,
     rbac,
+    request_options,
     resources,
     streaming,
     tables,
@@ -34,7 +36,6 @@ from lab.cluster.selectors import parse_field_selector, parse_label_selector
 
 log = logging.getLogger("stratus.lab.server")
 JSON = "application/json"
-_MAX_BODY = 8 * 1024 * 1024
 _USER = web.RequestKey("user", rbac.UserInfo)
 
 
@@ -147,48 +148,12 @@ def _wants_table(request: web.Request) -> bool:
     return "as=Table" in request.headers.get("Accept", "")
 
 
-def _dry_run(request: web.Request) -> bool:
-    values = request.query.getall("dryRun", [])
-    for value in values:
-        if value != "All":
-            raise bad_request(f'Invalid dryRun value "{value}": only "All" is supported')
-    return bool(values)
-
-
-async def _read_body(request: web.Request) -> bytes:
-    if request.content_length and request.content_length > _MAX_BODY:
-        raise ApiError(413, "RequestEntityTooLarge", "the request body is too large")
-    return await request.read()
-
-
-async def _read_object(request: web.Request) -> Any:
-    """The request body as an object: JSON, YAML, or the Kubernetes protobuf encoding."""
-    body = await _read_body(request)
-    if protobuf.is_protobuf(request.headers.get("Content-Type", "")):
-        return protobuf.decode_object(body)
-    return _decode_json(body)
-
-
-def _decode_json(body: bytes) -> Any:
-    text = body.decode("utf-8", errors="replace")
-    try:
-        return json.loads(text or "null")
-    except ValueError:
-        pass
-    try:  # kubectl and scripts sometimes send YAML; the real server accepts it too
-        import yaml
-
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise bad_request(f"error decoding request body: {exc}") from exc
-
-
 class ApiHttpServer:
     """Builds the aiohttp application for one backend."""
 
     def __init__(self, backend: Backend, extra_routes: list[web.RouteDef] | None = None) -> None:
         self.backend = backend
-        self.app = web.Application(client_max_size=_MAX_BODY)
+        self.app = web.Application(client_max_size=request_options.MAX_BODY)
         self.app.router.add_routes(extra_routes or [])
         self.app.router.add_route("*", "/{tail:.*}", self._dispatch)
         self._watchers: set[asyncio.Task[Any]] = set()
@@ -356,15 +321,14 @@ class ApiHttpServer:
         if sub == "log":
             return await self._log(request, target)
         if sub in streaming.STREAMING:
-            pod = self.api.get(rt, ns, name)
-            raise streaming.refuse(pod, sub, request.query.get("container"))
+            return await streaming.serve(request, self.backend, self.api.get(rt, ns, name), sub)
         if sub == "scale":
             return await self._scale(request, target)
         if sub == "eviction" and method == "POST":
-            await _read_body(request)
+            await request_options.read_body(request)
             evict = getattr(self.backend, "evict", None)  # a cluster that honours budgets
             if evict is not None:
-                evict(ns, name, dry_run=_dry_run(request))
+                evict(ns, name, dry_run=request_options.dry_run(request))
             else:
                 self.api.delete(rt, ns, name)
             self.backend.after_write()
@@ -384,39 +348,59 @@ class ApiHttpServer:
                     self._watchers,
                 )
             return self._list(request, rt, ns)
-        dry_run = _dry_run(request)
+        dry_run = request_options.dry_run(request)
         if method == "POST" and not name:
-            obj = self.api.create(rt, ns, await _read_object(request), dry_run=dry_run)
+            obj = self.api.create(
+                rt,
+                ns,
+                await request_options.read_object(request),
+                dry_run=dry_run,
+                manager=request_options.field_manager(request),
+            )
             return self._written(request, rt, obj, 201, dry_run)
         if method == "PUT" and name:
             obj = self.api.update(
                 rt,
                 ns,
                 name,
-                await _read_object(request),
+                await request_options.read_object(request),
                 subresource=sub,
                 dry_run=dry_run,
+                manager=request_options.field_manager(request),
             )
             return self._written(request, rt, obj, 200, dry_run)
         if method == "PATCH" and name:
-            body = await _read_body(request)
+            body = await request_options.read_body(request)
+            content_type = request.headers.get("Content-Type", "")
+            if content_type.split(";")[0].strip() == patching.APPLY_PATCH and not sub:
+                obj, created = self.api.apply(
+                    rt,
+                    ns,
+                    name,
+                    body,
+                    manager=request.query.get("fieldManager", ""),
+                    force=request_options.force(request),
+                    dry_run=dry_run,
+                )
+                return self._written(request, rt, obj, 201 if created else 200, dry_run)
             obj = self.api.patch(
                 rt,
                 ns,
                 name,
                 body,
-                request.headers.get("Content-Type", ""),
+                content_type,
                 subresource=sub,
                 dry_run=dry_run,
+                manager=request_options.field_manager(request),
             )
             return self._written(request, rt, obj, 200, dry_run)
         if method == "DELETE" and name:
-            raw = await _read_body(request)
+            raw = await request_options.read_body(request)
             options = (
                 (
                     protobuf.decode_object(raw)
                     if protobuf.is_protobuf(request.headers.get("Content-Type", ""))
-                    else _decode_json(raw)
+                    else request_options.decode_json(raw)
                 )
                 if raw.strip()
                 else {}
@@ -448,7 +432,7 @@ class ApiHttpServer:
             raise method_not_allowed(
                 "the server does not allow this method on the requested resource"
             )
-        body = await _read_object(request) or {}
+        body = await request_options.read_object(request) or {}
         if not isinstance(body, dict):
             raise bad_request("the request body must be an object")
         timestamp = self.api.clock.timestamp()
@@ -526,21 +510,21 @@ class ApiHttpServer:
         rt, ns, name = target.rt, target.namespace, target.name
         if request.method == "GET":
             return _json_response(self.api.get_scale(rt, ns, name))
-        dry_run = _dry_run(request)
+        dry_run = request_options.dry_run(request)
         if request.method == "PUT":
-            scale = await _read_object(request)
+            scale = await request_options.read_object(request)
         elif request.method == "PATCH":
-            body = await _read_body(request)
-            from lab.cluster.patching import apply_patch
-
-            scale = apply_patch(
+            body = await request_options.read_body(request)
+            scale = patching.apply_patch(
                 self.api.get_scale(rt, ns, name), body, request.headers.get("Content-Type", "")
             )
         else:
             raise method_not_allowed(f"{request.method} is not supported on scale")
         if not isinstance(scale, dict):
             raise bad_request("the request body must be a Scale object")
-        result = self.api.write_scale(rt, ns, name, scale, dry_run=dry_run)
+        result = self.api.write_scale(
+            rt, ns, name, scale, dry_run=dry_run, manager=request_options.field_manager(request)
+        )
         if not dry_run:
             self.backend.after_write()
         return _json_response(result)

@@ -225,6 +225,17 @@ class PodFiles:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
+def volume_contents(
+    store: ObjectStore, pod: dict[str, Any], volume: dict[str, Any]
+) -> dict[str, bytes] | None:
+    """The files of one volume as the kubelet writes them (None: a directory, an emptyDir),
+    for a command run inside the container; its token is a placeholder, not a credential."""
+    unused = Path("/nonexistent")
+    return PodFiles(root=unused, volumes_root=unused)._files(
+        store, pod, volume, lambda *_: "lab-exec-token", None, time.time()
+    )
+
+
 def _current(directory: Path) -> dict[str, bytes] | None:
     data = directory / DATA_LINK
     if not data.is_dir():

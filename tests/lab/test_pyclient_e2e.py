@@ -24,15 +24,8 @@ JUDGE = REPO.parent / "shared" / "judges" / "pyclient-e2e"
 
 # Tests that need a capability the lab does not offer: they fail as on a cluster without it.
 NOT_CLAIMED = {
-    "test_client.TestClient.test_pod_apis": "exec into a pod (websocket exec is not served)",
-    "test_client.TestClient.test_exit_code": "exec into a pod (websocket exec is not served)",
-    "test_client.TestClient.test_pod_exec_close_channel": "exec into a pod (not served)",
-    "test_client.TestClient.test_portforward_http": "port-forward (not served)",
     "test_client.TestClient.test_portforward_raw": (
-        "port-forward, and a pod running a Python server script the image model does not run"
-    ),
-    "test_utils.TestUtils.test_create_apps_deployment_from_yaml_with_apply_is_idempotent": (
-        "server-side apply (answered 415)"
+        "a pod running a Python server script the image model does not run"
     ),
 }
 

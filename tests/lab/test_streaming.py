@@ -1,6 +1,7 @@
-"""``kubectl exec``, ``attach``, ``port-forward``, ``cp`` and ``top`` end at once with the
-error a cluster without the capability gives (an API server that cannot dial the kubelet, no
-metrics server); ``kubectl run --rm -i`` prints the pod's output and cleans up."""
+"""What the lab does not serve ends at once with the error a cluster without the capability
+gives (no metrics server for ``top``); the checks before any stream (exec, attach, cp and
+port-forward themselves are in tests/lab/test_exec.py) are a real API server's.
+``kubectl run --rm -i`` prints the pod's output and cleans up."""
 
 from __future__ import annotations
 
@@ -11,8 +12,6 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Kubectl, Lab, kubectl_for
-
-DIAL = "error dialing backend: dial tcp {ip}:10250: connect: connection refused"
 
 
 @pytest.fixture(params=["system", "1.20", "1.27", "1.33"])
@@ -33,16 +32,8 @@ def _fails_fast(kubectl: Kubectl, *args: str) -> str:
     return result.stderr
 
 
-def test_streaming_verbs_fail_like_an_unreachable_kubelet(kubectl: Kubectl) -> None:
-    pod, ip = _geo(kubectl)
-    dial = DIAL.format(ip=ip)
-    assert f"Error from server: {dial}" in _fails_fast(kubectl, "exec", pod, "--", "env")
-    assert f"Error from server: {dial}" in _fails_fast(kubectl, "exec", "-i", pod, "--", "sh")
-    assert f"Error from server: {dial}" in _fails_fast(kubectl, "attach", pod)
-    assert f"error: error upgrading connection: {dial}" in _fails_fast(
-        kubectl, "port-forward", pod, "18080:8083"
-    )
-    assert dial in _fails_fast(kubectl, "cp", f"{pod}:/etc/hosts", "hosts")
+def test_streaming_verbs_are_checked_first_and_top_has_no_metrics(kubectl: Kubectl) -> None:
+    pod, _ = _geo(kubectl)
     assert f"container nope is not valid for pod {pod}" in _fails_fast(
         kubectl, "exec", pod, "-c", "nope", "--", "env"
     )
@@ -71,7 +62,9 @@ def test_run_rm_interactive_does_not_hang(kubectl: Kubectl) -> None:
         check=False,
     )
     assert failed.returncode == 3
+    # Attached to a shell whose stdin then ends: the attach ends, and --rm removes the pod.
     shell = kubectl.run("run", "shell", "--rm", "-i", "--image=busybox", "--", "sh", check=False)
-    assert "couldn't attach" in shell.stderr or "Error attaching" in shell.stderr
+    assert shell.returncode == 0, shell.stderr
+    assert 'pod "shell" deleted' in shell.stdout + shell.stderr
     assert time.monotonic() - started < 30
     assert "once" not in kubectl.out("get", "pods", "-o", "name")

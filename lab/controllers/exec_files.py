@@ -1,0 +1,184 @@
+"""The files a command run with ``kubectl exec`` sees: the image's few files, and the pod's
+volumes at their mount paths, with the contents the kubelet would have written.
+
+ConfigMap, Secret, downward-API and projected volumes are read from the objects when the
+command starts (what a real kubelet shows a minute later at most); an emptyDir lives as long
+as the pod and is shared by its containers, so a file one container writes is there for the
+others; everything else a command writes stays in that container's own layer.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass, field
+from typing import Any
+
+from lab.cluster.store import ObjectStore
+from lab.controllers import pod_files
+
+ROOT_DIRS = ("bin", "dev", "etc", "home", "proc", "root", "sys", "tmp", "usr", "var")
+
+
+@dataclass
+class Layer:
+    """A writable tree of files: a container's own layer, or one emptyDir of a pod."""
+
+    files: dict[str, bytes] = field(default_factory=dict)
+    dirs: set[str] = field(default_factory=lambda: {"/"})
+
+
+@dataclass
+class ContainerFiles:
+    """Paths to contents, across the image, the mounts and the writable layers."""
+
+    base: Layer
+    mounts: list[tuple[str, Layer, bool]] = field(default_factory=list)  # (path, layer, writable)
+
+    def _locate(self, path: str) -> tuple[Layer, str, bool]:
+        path = posixpath.normpath(path)
+        for mount, layer, writable in sorted(self.mounts, key=lambda m: -len(m[0])):
+            if path == mount or path.startswith(mount.rstrip("/") + "/"):
+                inner = "/" + path[len(mount) :].lstrip("/")
+                return layer, posixpath.normpath(inner), writable
+        return self.base, path, True
+
+    def read(self, path: str) -> bytes | None:
+        layer, inner, _ = self._locate(path)
+        return layer.files.get(inner)
+
+    def is_dir(self, path: str) -> bool:
+        path = posixpath.normpath(path)
+        if any(m == path for m, _, _ in self.mounts):
+            return True
+        layer, inner, _ = self._locate(path)
+        return inner in layer.dirs
+
+    def exists(self, path: str) -> bool:
+        return self.read(path) is not None or self.is_dir(path)
+
+    def write(self, path: str, data: bytes, *, append: bool = False) -> str | None:
+        """Write a file; the error text when it cannot be written."""
+        layer, inner, writable = self._locate(path)
+        if not writable:
+            return "Read-only file system"
+        parent = posixpath.dirname(inner)
+        if parent not in layer.dirs:
+            return "No such file or directory"
+        layer.files[inner] = (layer.files.get(inner, b"") if append else b"") + data
+        return None
+
+    def mkdir(self, path: str, *, parents: bool = False) -> str | None:
+        layer, inner, writable = self._locate(path)
+        if not writable:
+            return "Read-only file system"
+        chain = [inner]
+        while parents and posixpath.dirname(chain[-1]) not in layer.dirs:
+            chain.append(posixpath.dirname(chain[-1]))
+        if posixpath.dirname(chain[-1]) not in layer.dirs:
+            return "No such file or directory"
+        layer.dirs.update(chain)
+        return None
+
+    def remove(self, path: str) -> bool:
+        layer, inner, writable = self._locate(path)
+        if not writable:
+            return False
+        return layer.files.pop(inner, None) is not None
+
+    def listing(self, path: str) -> list[str]:
+        """The names in a directory, sorted as ``ls`` prints them."""
+        path = posixpath.normpath(path)
+        names: set[str] = set()
+        layer, inner, _ = self._locate(path)
+        prefix = inner.rstrip("/") + "/"
+        for entry in [*layer.files, *layer.dirs]:
+            if entry.startswith(prefix) and entry != inner:
+                names.add(entry[len(prefix) :].split("/", 1)[0])
+        for mount, _, _ in self.mounts:
+            if posixpath.dirname(mount) == path:
+                names.add(posixpath.basename(mount))
+        return sorted(n for n in names if n)
+
+    def walk(self, path: str) -> list[str]:
+        """Every file under ``path`` (or ``path`` itself when it is a file)."""
+        if self.read(path) is not None:
+            return [posixpath.normpath(path)]
+        found: list[str] = []
+        for name in self.listing(path):
+            child = posixpath.join(path, name)
+            found.extend(self.walk(child) if self.is_dir(child) else [child])
+        return found
+
+
+def image_layer(pod_name: str, pod_ip: str) -> Layer:
+    layer = Layer()
+    layer.dirs.update(f"/{d}" for d in ROOT_DIRS)
+    layer.dirs.update({"/usr/bin", "/usr/local", "/usr/local/bin", "/var/run", "/var/log"})
+    layer.files.update(
+        {
+            "/etc/hostname": f"{pod_name}\n".encode(),
+            "/etc/hosts": (
+                "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n"
+                f"::1\tlocalhost ip6-localhost ip6-loopback\n{pod_ip}\t{pod_name}\n"
+            ).encode(),
+            "/etc/resolv.conf": b"search svc.cluster.local cluster.local\n"
+            b"nameserver 10.96.0.10\noptions ndots:5\n",
+            "/etc/passwd": b"root:x:0:0:root:/root:/bin/sh\n"
+            b"nobody:x:65534:65534:nobody:/:/bin/false\n",
+            "/etc/os-release": b'NAME="Stratus lab"\nID=lab\n',
+        }
+    )
+    return layer
+
+
+def volume_layers(
+    store: ObjectStore,
+    pod: dict[str, Any],
+    empty_dirs: dict[str, Layer],
+) -> dict[str, tuple[Layer, bool]]:
+    """Each volume of the pod as a layer (and whether it is writable); ``empty_dirs`` holds
+    the pod's emptyDirs, which outlive one command."""
+    layers: dict[str, tuple[Layer, bool]] = {}
+    for volume in (pod.get("spec") or {}).get("volumes") or []:
+        name = str(volume.get("name", ""))
+        contents = pod_files.volume_contents(store, pod, volume)
+        if contents is None:
+            layers[name] = (empty_dirs.setdefault(name, Layer()), True)
+            continue
+        layer = Layer()
+        for relative, data in contents.items():
+            path = posixpath.normpath("/" + relative)
+            layer.files[path] = data
+            parent = posixpath.dirname(path)
+            while parent not in layer.dirs:
+                layer.dirs.add(parent)
+                parent = posixpath.dirname(parent)
+        layers[name] = (layer, False)
+    return layers
+
+
+def container_files(
+    store: ObjectStore,
+    pod: dict[str, Any],
+    container: dict[str, Any],
+    own: Layer,
+    empty_dirs: dict[str, Layer],
+) -> ContainerFiles:
+    layers = volume_layers(store, pod, empty_dirs)
+    files = ContainerFiles(base=own)
+    for mount in container.get("volumeMounts") or []:
+        found = layers.get(str(mount.get("name", "")))
+        if found is None:
+            continue
+        layer, writable = found
+        sub = str(mount.get("subPath") or "")
+        path = posixpath.normpath(str(mount.get("mountPath", "/")))
+        if sub and layer.files.get("/" + sub) is not None:  # one file of the volume
+            own.files[path] = layer.files["/" + sub]
+            continue
+        files.mounts.append((path, layer, writable and not mount.get("readOnly")))
+        parent = posixpath.dirname(path)
+        while parent not in own.dirs:
+            own.dirs.add(parent)
+            parent = posixpath.dirname(parent)
+    return files
