@@ -7,6 +7,8 @@ library's exception — the 40-incident run met it as a crash of ``IncidentWorkf
 
 from __future__ import annotations
 
+import hashlib
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +19,11 @@ from tests.faultproxy import fault_proxy
 from tools import errors
 from tools.k8s import KubeClient
 from tools.objects import ObjectRef
+
+
+def forget_discovery(host: str) -> None:
+    name = f"osrcp-{hashlib.md5(host.encode(), usedforsecurity=False).hexdigest()}.json"
+    (Path(tempfile.gettempdir()) / name).unlink(missing_ok=True)
 
 
 @pytest.fixture
@@ -33,6 +40,10 @@ def test_a_failed_discovery_read_is_a_stratus_error_and_the_next_look_succeeds(
     with fault_proxy(lab_server.url, tmp_path / "proxied-kubeconfig") as proxy:
         proxy.fail("GET", r"^/api/v1$", status=status, times=1)
         kube = KubeClient(kubeconfig=str(proxy.kubeconfig))
+        # The client library caches discovery in one /tmp file per server URL, shared by
+        # every process: a proxy on a port an earlier test's server used would be answered
+        # from that cache, and the failing read never made (a fresh-clone run met it).
+        forget_discovery(kube.host)
         try:
             with pytest.raises(raised):
                 kube.find(ObjectRef("Namespace", "hotel"))
