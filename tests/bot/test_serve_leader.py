@@ -170,8 +170,11 @@ def test_a_leader_that_cannot_renew_stops_taking_requests_before_the_lease_expir
     assert code == 1, bot.output
     assert "lost the leader lease hotel/stratus-leader" in bot.output
     assert "Traceback" not in bot.output
-    # It had stopped (and exited) by about when the lease could expire for anyone else; the
-    # exit itself took 1.3 s more than that on a loaded machine once, hence the margin.
-    assert took < DURATION + RETRY + 2.0, took
+    # It had stopped (and exited) by about when the lease could expire for anyone else. The
+    # exit itself (the bot's shutdown after it stopped taking requests) took 1.3 s more than
+    # that on a loaded machine once, and 3.2 s in a fresh-clone run of the whole suite on four
+    # workers, hence the margin; the stuck-leader test above is the one that checks no two
+    # processes ever act at once.
+    assert took < DURATION + RETRY + 5.0, took
     with pytest.raises(OSError), socket.create_connection((url.hostname, url.port), timeout=2):
         pass
