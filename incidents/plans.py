@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from agents.model import Candidate
+from agents.model import Candidate, Step
 from incidents.model import Attempt, Incident, PlannedStep
 from policies.approvals import ApprovalRequest
 from policies.approvals import refusal as approval_refusal
@@ -138,6 +138,22 @@ def step_refusal(step: PlannedStep, *, user: str, groups: tuple[str, ...], now: 
 # ---------------------------------------------------------------------- acting
 
 
+def _dry_run(
+    service: ProposalService, step: Step, *, namespace: str, requester: str, cluster: str
+) -> Proposal:
+    """The step as it would be proposed now: planned, dry-run on the server, nothing stored."""
+    return service.propose(
+        action=step.action,
+        kind=step.kind,
+        name=step.name,
+        namespace="" if step.kind == "Node" else namespace,
+        params=step.params,
+        requester=requester,
+        dry_run=True,
+        cluster=cluster,
+    )
+
+
 def planned(
     service: ProposalService,
     candidate: Candidate,
@@ -152,16 +168,7 @@ def planned(
     for number, step in enumerate(candidate.steps, start=1):
         target = f"{step.kind.lower()}/{step.name}"
         try:
-            dry = service.propose(
-                action=step.action,
-                kind=step.kind,
-                name=step.name,
-                namespace="" if step.kind == "Node" else namespace,
-                params=step.params,
-                requester=requester,
-                dry_run=True,
-                cluster=cluster,
-            )
+            dry = _dry_run(service, step, namespace=namespace, requester=requester, cluster=cluster)
         except StratusError as why:
             steps.append(
                 PlannedStep(
@@ -235,16 +242,7 @@ def changes_nothing(
     reasons: list[str] = []
     for step in candidate.steps:
         try:
-            service.propose(
-                action=step.action,
-                kind=step.kind,
-                name=step.name,
-                namespace="" if step.kind == "Node" else namespace,
-                params=step.params,
-                requester=requester,
-                dry_run=True,
-                cluster=cluster,
-            )
+            _dry_run(service, step, namespace=namespace, requester=requester, cluster=cluster)
         except NoChange as why:
             reasons.append(why.message)
             continue
