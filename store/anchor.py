@@ -4,7 +4,10 @@ A hash chain proves that rows follow each other, not that they are the rows Stra
 someone who can write the database file can cut rows off the end and move the head, delete
 every row, or recompute the whole chain. So after each commit that appended audit rows,
 Stratus appends one JSON line to the anchor file naming the rows that commit covered and the
-hash of the last one, plus an HMAC of the line when ``STRATUS_AUDIT_KEY`` is set. ``verify``
+hash of the last one, plus an HMAC of the line when ``STRATUS_AUDIT_KEY`` is set. The same
+line, marked ``"prepared":true``, is written just before the commit: the process may die
+between the commit and the line after it, and the prepared line then still vouches for rows
+that match it (one of rows that were rolled back matches no row and proves nothing). ``verify``
 holds every checkpoint against the chain. The file lives outside the database (by default
 ``<database>.anchor``, or ``$STRATUS_AUDIT_ANCHOR``) so it can be kept where the database's
 writer cannot rewrite it: another volume, an append-only file, a log shipper.
@@ -71,7 +74,10 @@ class Checkpoint(NamedTuple):
     """Rows ``first``..``seq`` were committed and row ``seq`` has hash ``hash``.
 
     ``adopted`` marks a checkpoint written by ``AuditLog.adopt``: a person accepted rows that
-    no commit had anchored (a log older than anchoring, or a lost anchor file). The MAC covers
+    no commit had anchored (a log older than anchoring, or a lost anchor file). ``prepared``
+    marks one written before its commit: it says only that these rows were about to be
+    committed, so it covers rows that match it and is never evidence that rows were removed
+    or rewritten (they may have been rolled back). The MAC covers
     the line exactly as written, without its ``mac`` member: ``text`` keeps those bytes for a
     line read back from the file."""
 
@@ -83,6 +89,7 @@ class Checkpoint(NamedTuple):
     mac: str | None = None
     line: int = 0
     text: bytes = b""
+    prepared: bool = False
 
     def unsigned(self) -> bytes:
         if self.text:
@@ -96,6 +103,8 @@ class Checkpoint(NamedTuple):
         }
         if self.adopted:
             body["adopted"] = True
+        if self.prepared:
+            body["prepared"] = True
         return json.dumps(body, separators=(",", ":")).encode()
 
     def signed(self, key: bytes | None) -> Checkpoint:
@@ -121,7 +130,7 @@ def _mac(key: bytes, text: bytes) -> str:
 # read the same way) was not written by Stratus: it counts as an edit.
 _LINE = re.compile(
     rb'(\{"v":' + str(VERSION).encode() + rb',"first":([1-9][0-9]{0,18}),"seq":([1-9][0-9]{0,18}),'
-    rb'"hash":"([0-9a-z:-]{1,128})","at":"([0-9A-Za-z:.+-]{1,64})"(,"adopted":true)?)'
+    rb'"hash":"([0-9a-z:-]{1,128})","at":"([0-9A-Za-z:.+-]{1,64})"(,"adopted":true)?(,"prepared":true)?)'
     rb'(?:,"mac":"(hmac-sha256:[0-9a-f]{64})")?\}'
 )
 
@@ -178,7 +187,7 @@ class AnchorFile:
                 if raw.strip():
                     reading.malformed.append(number)
                 continue
-            unsigned, first, seq, digest, at, adopted, mac = found.groups()
+            unsigned, first, seq, digest, at, adopted, prepared, mac = found.groups()
             if int(first) > int(seq):
                 reading.malformed.append(number)
                 continue
@@ -192,6 +201,7 @@ class AnchorFile:
                     mac.decode() if mac else None,
                     number,
                     unsigned + b"}",
+                    prepared is not None,
                 )
             )
         return reading
@@ -249,8 +259,15 @@ def check(
                 "STRATUS_AUDIT_KEY is set: the anchor file was rewritten without the key, or "
                 "nothing was appended since the key was set"
             )
-    _against_rows(trusted, chain, result)
-    _coverage(trusted, chain, result)
+    confirmed = [c for c in trusted if not c.prepared]
+    # A prepared checkpoint whose row is not there (or differs) was most likely rolled back:
+    # it proves nothing either way. One that matches vouches for its rows.
+    matched = [c for c in trusted if c.prepared and chain.hashes.get(c.seq) == c.hash]
+    _against_rows(confirmed, chain, result)
+    for checkpoint in matched:
+        if result.anchored_seq is None or checkpoint.seq > result.anchored_seq:
+            result.anchored_seq = checkpoint.seq
+    _coverage(confirmed, matched, chain, result)
     return result
 
 
@@ -322,10 +339,14 @@ def _against_rows(trusted: list[Checkpoint], chain: ChainView, result: AnchorChe
                 )
 
 
-def _coverage(trusted: list[Checkpoint], chain: ChainView, result: AnchorCheck) -> None:
+def _coverage(
+    trusted: list[Checkpoint], matched: list[Checkpoint], chain: ChainView, result: AnchorCheck
+) -> None:
     committed = _merge([(c.first, c.seq) for c in trusted if not c.adopted], chain.last)
     adopted = _merge([(c.first, c.seq) for c in trusted if c.adopted], chain.last)
-    lowest = min(span[0] for span in committed + adopted) if committed or adopted else 1
+    prepared = _merge([(c.first, c.seq) for c in matched], chain.last)
+    spans = committed + adopted + prepared
+    lowest = min(span[0] for span in spans) if spans else 1
     for start, end in _gaps(committed, chain.last):
         for part_start, part_end, is_adopted in _split(start, end, adopted):
             if is_adopted:
@@ -335,8 +356,16 @@ def _coverage(trusted: list[Checkpoint], chain: ChainView, result: AnchorCheck) 
                     f"{when} without a commit's checkpoint (older than anchoring, or written "
                     "while the anchor file was missing)"
                 )
-            else:
-                _uncovered(part_start, part_end, chain, result, before_anchor=end < lowest)
+                continue
+            for low, high, is_prepared in _split(part_start, part_end, prepared):
+                if is_prepared:
+                    result.warnings.append(
+                        f"{_rows(low, high)} {_were(low, high)} committed but their checkpoint "
+                        "was never confirmed (Stratus stopped between the commit and the anchor "
+                        "write); they match the checkpoint prepared just before the commit"
+                    )
+                else:
+                    _uncovered(low, high, chain, result, before_anchor=high < lowest)
 
 
 def _uncovered(

@@ -9,7 +9,9 @@ A chain alone cannot tell the rows Stratus wrote from a chain someone recomputed
 things tie it to what only Stratus holds. With ``STRATUS_AUDIT_KEY`` set a row's hash is an
 HMAC (stored as ``hmac-sha256:<hex>``; rows written without a key keep a bare SHA-256 hex and
 stay verifiable), which nobody without the key can recompute. And after each commit that
-appended rows, the new head goes to the anchor file outside the database (``store.anchor``).
+appended rows, the new head goes to the anchor file outside the database (``store.anchor``):
+once just before the commit (a prepared checkpoint, so a crash between the commit and the
+confirmation cannot leave rows nobody vouched for) and once after it.
 ``append`` may run inside a caller's transaction: its rows commit with the caller's state
 change, and the checkpoint is written once, after the outermost commit.
 """
@@ -123,6 +125,7 @@ class _Commit:
     first: int
     seq: int
     hash: str
+    prepared: bool = False
     done: bool = False
 
 
@@ -211,9 +214,31 @@ class AuditLog:
             _OPEN[self.store] = pending
         else:
             pending.seq, pending.hash = seq, digest
-        # One callback per append; the first to run writes the whole commit, the rest find it
-        # done. (A rollback drops the callbacks, which is what keeps rolled-back rows out.)
+        # One pair of callbacks per append; the first to run writes the whole commit, the rest
+        # find it done. (A rollback drops the callbacks, which is what keeps rolled-back rows
+        # out of the confirmed checkpoints; a prepared one of rolled-back rows matches no row.)
+        self.store.before_commit(functools.partial(self._write_prepared, file, pending))
         self.store.on_commit(functools.partial(self._write_checkpoint, file, pending))
+
+    def _write_prepared(self, file: anchor.AnchorFile, pending: _Commit) -> None:
+        if pending.prepared:
+            return
+        pending.prepared = True
+        checkpoint = anchor.Checkpoint(
+            pending.first, pending.seq, pending.hash, self.store.now(), prepared=True
+        )
+        try:
+            file.write(checkpoint)
+        except OSError as error:
+            # Not a reason to refuse the change: the confirmed checkpoint is tried after the
+            # commit, and verify reports rows that neither covers.
+            log.error(
+                "cannot prepare the checkpoint of audit rows %d-%d in %s: %s",
+                pending.first,
+                pending.seq,
+                file.path,
+                error,
+            )
 
     def _write_checkpoint(self, file: anchor.AnchorFile, pending: _Commit) -> None:
         if pending.done:
@@ -224,7 +249,7 @@ class AuditLog:
             file.write(checkpoint)
         except OSError as error:
             # The caller's state change has committed: raising now would tell it otherwise.
-            # verify reports the unanchored rows.
+            # verify reports the rows only the prepared checkpoint covers.
             log.error(
                 "audit rows %d-%d are committed but not anchored in %s: %s",
                 pending.first,

@@ -6,7 +6,8 @@ Writes that must not interleave with another process use ``immediate()``, which 
 SQLite's write lock up front instead of upgrading a read transaction later. ``immediate()``
 nests: an inner block joins the outer transaction, so a state change, its audit row, its event
 and its undo entry commit together or not at all. Work that must follow a commit (writing the
-audit anchor outside the database) is registered with ``on_commit``.
+audit anchor outside the database) is registered with ``on_commit``; work that must precede
+it (the anchor's prepared checkpoint) with ``before_commit``.
 """
 
 from __future__ import annotations
@@ -129,6 +130,7 @@ class Store:
         self.db = sqlite_utils.Database(connection)
         self._lock = threading.RLock()
         self._depth = 0
+        self._before_commit: list[Callable[[], None]] = []
         self._after_commit: list[Callable[[], None]] = []
         self._migrate()
 
@@ -176,6 +178,7 @@ class Store:
             except BaseException:
                 self._depth -= 1
                 if outermost:
+                    self._before_commit.clear()
                     self._after_commit.clear()
                     with contextlib.suppress(sqlite3.Error):
                         self.db.execute("ROLLBACK")
@@ -184,15 +187,30 @@ class Store:
             if not outermost:
                 return
             try:
+                # Still inside the transaction: a callback that raises rolls it back.
+                while self._before_commit:
+                    self._before_commit.pop(0)()
                 self.db.execute("COMMIT")
-            except sqlite3.Error as exc:
+            except BaseException as exc:
+                self._before_commit.clear()
                 self._after_commit.clear()
                 with contextlib.suppress(sqlite3.Error):
                     self.db.execute("ROLLBACK")
-                raise _explain(exc, self.path) from exc
+                if isinstance(exc, sqlite3.Error):
+                    raise _explain(exc, self.path) from exc
+                raise
             callbacks, self._after_commit = self._after_commit, []
         for callback in callbacks:
             callback()
+
+    def before_commit(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` just before the current transaction commits, still inside it (at
+        once outside one). If it raises, the transaction is rolled back."""
+        with self._lock:
+            if self._depth:
+                self._before_commit.append(callback)
+                return
+        callback()
 
     def on_commit(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` after the current transaction commits (at once outside one)."""

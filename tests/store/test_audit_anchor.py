@@ -63,9 +63,11 @@ def _report(path: Path) -> tuple[list[str], list[str]]:
     return list(report.problems), list(report.warnings)
 
 
-def _anchor_lines(path: Path) -> list[dict[str, object]]:
+def _anchor_lines(path: Path, *, prepared: bool = False) -> list[dict[str, object]]:
+    """The confirmed checkpoints (written after their commits), or the prepared ones."""
     target = Path(str(path) + ".anchor")
-    return [json.loads(line) for line in target.read_text().splitlines()]
+    lines = [json.loads(line) for line in target.read_text().splitlines()]
+    return [line for line in lines if bool(line.get("prepared")) == prepared]
 
 
 def _tamper(path: Path, *statements: str) -> None:
@@ -137,8 +139,8 @@ def _forged_row_then_stratus_appends(path: Path) -> None:
 def _edit_a_checkpoint(path: Path) -> None:
     target = Path(str(path) + ".anchor")
     lines = target.read_text().splitlines()
-    stored = json.loads(lines[2])["hash"]
-    lines[2] = lines[2].replace(stored, stored[:-8] + "ffffffff")
+    stored = json.loads(lines[5])["hash"]  # row 3's confirmed checkpoint, after its prepared one
+    lines[5] = lines[5].replace(stored, stored[:-8] + "ffffffff")
     target.write_text("\n".join(lines) + "\n")
 
 
@@ -170,7 +172,7 @@ def _cut_both_files(path: Path) -> None:
     """Someone holding both files cuts both at the same row."""
     _truncate_and_move_head(path)
     target = Path(str(path) + ".anchor")
-    target.write_text("\n".join(target.read_text().splitlines()[:3]) + "\n")
+    target.write_text("\n".join(target.read_text().splitlines()[:6]) + "\n")  # rows 1-3
 
 
 def _wipe_both_files_then_stratus_appends(path: Path) -> None:
@@ -192,7 +194,7 @@ ATTACKS: list[tuple[Callable[[Path], None], str, str | None]] = [
         "row 6 is not keyed",
         "row 6 is not anchored and not keyed",
     ),
-    (_edit_a_checkpoint, "line 3 (row 3) fails its HMAC", "the chain was rewritten"),
+    (_edit_a_checkpoint, "line 6 (row 3) fails its HMAC", "the chain was rewritten"),
     (_rewrite_database_and_anchor, "the newest checkpoint (row 5) is not keyed", None),
     (_delete_anchor, "anchor file", "anchor file"),
     (_delete_anchor_then_stratus_appends, "is missing", "is missing"),
@@ -269,11 +271,11 @@ def test_a_wrong_or_missing_key_is_named(tmp_path: Path, monkeypatch: pytest.Mon
     problems, _ = _report(path)
     assert "rows 1-5 were edited (their content no longer matches their hash)" in problems
     assert any("no keyed row matches its HMAC" in p for p in problems)
-    assert sum("fails its HMAC" in p for p in problems) == 5
+    assert sum("fails its HMAC" in p for p in problems) == 10  # 5 prepared, 5 confirmed
     monkeypatch.delenv(KEY_ENV)
     problems, _ = _report(path)
     assert problems == [
-        "the log is keyed (5 rows, 5 checkpoints) but STRATUS_AUDIT_KEY is not set: "
+        "the log is keyed (5 rows, 10 checkpoints) but STRATUS_AUDIT_KEY is not set: "
         "their HMACs cannot be checked"
     ]
 
@@ -520,8 +522,8 @@ def test_a_torn_or_foreign_line_in_the_anchor_file(tmp_path: Path, keyed: bool) 
         handle.write(json.dumps(json.loads(first)) + "\n")  # the same JSON, other spacing
     problems, _ = _report(path)
     assert problems == [
-        "the anchor file was edited: line 3 is not a checkpoint",
-        "the anchor file was edited: line 4 is not a checkpoint",
+        "the anchor file was edited: line 5 is not a checkpoint",
+        "the anchor file was edited: line 6 is not a checkpoint",
     ]
 
 
