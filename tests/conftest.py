@@ -110,9 +110,15 @@ def lab(lab_session: Lab) -> Lab:
 
 
 # Versions run directly, beside the system kubectl (which dispatches on the server's version).
-KUBECTL_VERSIONS = ("1.20", "1.27", "1.31", "1.32", "1.33")
-# The whole matrix (tests/lab/test_kubectl.py); other tests run the system kubectl and 1.20.
-KUBECTL_MATRIX = ("system", *KUBECTL_VERSIONS)
+KUBECTL_VERSIONS = ("1.20", "1.27", "1.28", "1.29", "1.30", "1.31", "1.32", "1.33")
+# Every kubectl on the machine: the streams (exec, attach, cp, port-forward) and server-side
+# apply change protocol between versions (websocket from 1.30 on, SPDY before), so they run
+# on each (tests/lab/test_exec.py, test_server_side_apply.py).
+KUBECTL_ALL = ("system", *KUBECTL_VERSIONS)
+# The matrix of tests/lab/test_kubectl.py and the RBAC tests: the oldest, the newest three and
+# the dispatcher; 1.28-1.30 speak what 1.27 and 1.31 do there, and leaving them out keeps the
+# suite's run time down. Other tests run the system kubectl and 1.20.
+KUBECTL_MATRIX = ("system", "1.20", "1.27", "1.31", "1.32", "1.33")
 
 
 def _kubectl_binaries() -> dict[str, str | None]:

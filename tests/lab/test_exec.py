@@ -18,7 +18,7 @@ import pytest
 from kubernetes import client, config
 from kubernetes.stream import portforward, stream
 
-from tests.conftest import KUBECTL_MATRIX, Kubectl, Lab, kubectl_for
+from tests.conftest import KUBECTL_ALL, Kubectl, Lab, kubectl_for
 
 POD = """
 apiVersion: v1
@@ -63,7 +63,7 @@ spec:
 """
 
 
-@pytest.fixture(params=KUBECTL_MATRIX)
+@pytest.fixture(params=KUBECTL_ALL)
 def kubectl(request: pytest.FixtureRequest, lab: Lab, tmp_path: Path) -> Kubectl:
     found = kubectl_for(request.param, lab, tmp_path)
     found.run("apply", "-f", "-", stdin=POD)

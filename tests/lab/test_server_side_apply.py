@@ -13,7 +13,7 @@ import pytest
 from kubernetes import client, config, dynamic
 from kubernetes.client.rest import ApiException
 
-from tests.conftest import KUBECTL_MATRIX, Kubectl, Lab, kubectl_for
+from tests.conftest import KUBECTL_ALL, Kubectl, Lab, kubectl_for
 
 DEPLOYMENT = """
 apiVersion: apps/v1
@@ -34,7 +34,7 @@ spec:
 """
 
 
-@pytest.fixture(params=KUBECTL_MATRIX)
+@pytest.fixture(params=KUBECTL_ALL)
 def kubectl(request: pytest.FixtureRequest, lab: Lab, tmp_path: Path) -> Kubectl:
     return kubectl_for(request.param, lab, tmp_path)
 
