@@ -11,18 +11,13 @@ late, or answers nothing usable leaves the whole draft templated, with the reaso
 
 from __future__ import annotations
 
-import asyncio
-import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import openai
-from autogen_agentchat.agents import AssistantAgent
-from autogen_agentchat.messages import StructuredMessage
 from autogen_core.models import ChatCompletionClient
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from agents.llm import budget
+from agents.llm import budget, structured
 from agents.llm.prompts import RULES
 from agents.llm.telemetry import clean, fence, line
 
@@ -104,35 +99,16 @@ class PostmortemWriter:
     ) -> tuple[Narrated, str]:
         """``(the checked lines, "")``, or ``({}, why there are none)``; never raises for a
         model's failure."""
-        client = self.client_factory()
         try:
-            narrative = await asyncio.wait_for(
-                self._ask(client, task(records, model=self.model)), timeout=self.timeout
+            narrative = await structured.ask(
+                self.client_factory,
+                agent="stratus_postmortem",
+                system=SYSTEM,
+                reply=Narrative,
+                prompt=task(records, model=self.model),
+                timeout=self.timeout,
             )
-        except (TimeoutError, openai.APITimeoutError):
-            return {}, f"the model did not answer within {self.timeout:g}s"
-        except (openai.APIError, ConnectionError) as exc:
-            return {}, f"the model request failed ({type(exc).__name__})"
-        except (ValidationError, ValueError) as exc:
-            return {}, f"the model's answer was unusable ({type(exc).__name__})"
-        finally:
-            await client.close()
+        except structured.NoAnswer as failed:
+            return {}, failed.reason
         kept = checked(narrative, allowed)
         return (kept, "") if kept else ({}, "none of the model's lines named a stored event")
-
-    async def _ask(self, client: ChatCompletionClient, prompt: str) -> Narrative:
-        agent = AssistantAgent(
-            "stratus_postmortem",
-            model_client=client,
-            system_message=SYSTEM,
-            output_content_type=Narrative,
-        )
-        with warnings.catch_warnings():
-            warnings.filterwarnings(
-                "ignore", message="Pydantic serializer warnings", category=UserWarning
-            )
-            result = await agent.run(task=prompt)
-        message = result.messages[-1] if result.messages else None
-        if not isinstance(message, StructuredMessage) or not isinstance(message.content, Narrative):
-            raise ValueError("the answer was not the narrative JSON object")
-        return message.content

@@ -11,20 +11,15 @@ to the rule-based answer; a thread question never waits longer than ``timeout``.
 
 from __future__ import annotations
 
-import asyncio
 import os
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from enum import Enum
 from typing import Any, Protocol
 
-import openai
-from autogen_agentchat.agents import AssistantAgent
-from autogen_agentchat.messages import StructuredMessage
 from autogen_core.models import ChatCompletionClient
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from agents.llm import budget
+from agents.llm import budget, structured
 from agents.llm.config import LLMConfig, make_client
 from agents.llm.prompts import RULES
 from agents.llm.telemetry import clean, fence, line
@@ -83,14 +78,6 @@ class ThreadReply(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     answer: str = Field(description="the answer for the thread, plain text, a few sentences")
-
-
-class NoAnswer(Exception):
-    """The model gave no usable answer (``reason`` says why, for the fallback's note)."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 def tidy(answer: str) -> str:
@@ -164,49 +151,18 @@ class QuestionAnswerer:
         """``(answer, "")``, or ``("", why there is none)`` — never raises for a model's
         failure, so a surface needs nothing of this module to fall back."""
         try:
-            return await self._bounded(incident, question, events), ""
-        except NoAnswer as failed:
-            return "", failed.reason
-
-    async def _bounded(self, incident: IncidentFacts, question: str, events: list[str]) -> str:
-        client = self.client_factory()
-        try:
-            return await asyncio.wait_for(
-                self._ask(client, task(incident, question, events, model=self.model)),
+            reply = await structured.ask(
+                self.client_factory,
+                agent="stratus_thread",
+                system=SYSTEM,
+                reply=ThreadReply,
+                prompt=task(incident, question, events, model=self.model),
                 timeout=self.timeout,
             )
-        except TimeoutError:
-            raise NoAnswer(f"the model did not answer within {self.timeout:g}s") from None
-        except openai.APITimeoutError:
-            raise NoAnswer(f"the model did not answer within {self.timeout:g}s") from None
-        except (openai.APIError, ConnectionError) as exc:
-            raise NoAnswer(f"the model request failed ({type(exc).__name__})") from None
-        except (ValidationError, ValueError) as exc:
-            raise NoAnswer(f"the model's answer was unusable ({type(exc).__name__})") from None
-        finally:
-            await client.close()
-
-    async def _ask(self, client: ChatCompletionClient, prompt: str) -> str:
-        agent = AssistantAgent(
-            "stratus_thread",
-            model_client=client,
-            system_message=SYSTEM,
-            output_content_type=ThreadReply,
-        )
-        with warnings.catch_warnings():
-            warnings.filterwarnings(
-                "ignore", message="Pydantic serializer warnings", category=UserWarning
-            )
-            result = await agent.run(task=prompt)
-        message = result.messages[-1] if result.messages else None
-        if not isinstance(message, StructuredMessage) or not isinstance(
-            message.content, ThreadReply
-        ):
-            raise ValueError("the answer was not the reply JSON object")
-        text = tidy(message.content.answer)
-        if not text:
-            raise ValueError("the answer was empty")
-        return text
+        except structured.NoAnswer as failed:
+            return "", failed.reason
+        text = tidy(reply.answer)
+        return (text, "") if text else ("", "the model's answer was empty")
 
 
 def answerer_from_env(env: Mapping[str, str] | None = None) -> QuestionAnswerer | None:

@@ -126,6 +126,9 @@ async def test_a_failing_model_falls_back_to_the_facts_with_the_reason(
     fake_llm.load([{"content": {"answer": "late"}, "delay": 5}] * 2)
     late = await ask(slack, "why is it broken?")
     assert "did not answer within 2s" in late and "late" not in late.split("\n")[0]
+    fake_llm.load([{"content": {"answer": " \u0007 "}}])  # nothing left once tidied
+    empty = await ask(slack, "why else?")
+    assert "answered from the diagnosis" in empty and "the model's answer was empty" in empty
 
 
 async def test_a_mention_in_the_thread_is_answered_once(
