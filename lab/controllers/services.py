@@ -146,7 +146,9 @@ class EndpointsController:
         endpoints = []
         ports: list[dict[str, Any]] = []
         for subset in subsets:
-            ports = subset["ports"]
+            # Endpoints leave an unnamed port's name out; a slice's port always has one ("" when
+            # unnamed), and kubectl 1.32+'s `describe service` dereferences it.
+            ports = [{"name": port.get("name", ""), **port} for port in subset["ports"]]
             for ready_key, ready in (("addresses", True), ("notReadyAddresses", False)):
                 for address in subset.get(ready_key) or []:
                     endpoints.append(

@@ -358,6 +358,14 @@ def test_run_expose_and_wait(kubectl: Kubectl) -> None:
     assert service["spec"]["ports"][0]["targetPort"] == 11211
     addresses = kubectl.out("get", "ep", "web", "-o", "jsonpath={.subsets[0].addresses[*].ip}")
     assert len(addresses.split()) == 2
+    # An unnamed port (as `expose` makes): kubectl 1.32+ dereferences the slice port's name,
+    # which the real controller always writes, "" for an unnamed port (it panicked here).
+    described = kubectl.out("describe", "service", "web")
+    assert "TargetPort:" in described and ":11211" in described
+    slices = json.loads(
+        kubectl.out("get", "endpointslices", "-l", "kubernetes.io/service-name=web", "-o", "json")
+    )
+    assert [port.get("name") for port in slices["items"][0]["ports"]] == [""]
 
 
 def test_rollout_status_of_every_workload_kind(kubectl: Kubectl) -> None:
