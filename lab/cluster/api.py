@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
-from lab.cluster import admission, conversion, managed_fields, patching
+from lab.cluster import admission, conversion, graceful_delete, managed_fields, patching
 from lab.cluster.audit import AuditTrail
 from lab.cluster.clock import Clock
 from lab.cluster.errors import (
@@ -310,6 +310,7 @@ class ApiService:
                 "name",
                 "generation",
                 "deletionTimestamp",
+                "deletionGracePeriodSeconds",
             ):
                 if keep in old_meta:
                     meta[keep] = old_meta[keep]
@@ -383,13 +384,33 @@ class ApiService:
             raise conflict(rt.plural, name, rt.group)
         if dry_run:
             return obj
-        grace = options.get("gracePeriodSeconds")
-        if rt.plural == "pods" and isinstance(grace, int) and grace >= 0:
-            self.pod_grace[meta["uid"]] = float(grace)
+        if rt.plural == "pods":
+            return self._delete_pod(obj, options)
         propagation = options.get("propagationPolicy") or "Background"
         if options.get("orphanDependents") is True:
             propagation = "Orphan"
         return self._delete_now(rt, obj, propagation)
+
+    def _delete_pod(self, pod: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
+        """A pod on a node is stamped Terminating; the kubelet deletes it when it has stopped
+        (``graceful_delete``). One that is gone at once keeps the grace asked for, for the
+        processes a real-process container still has to stop."""
+        meta = pod["metadata"]
+        since = None
+        if meta.get("deletionTimestamp"):
+            since = self.clock.parse(meta["deletionTimestamp"]) - float(
+                meta.get("deletionGracePeriodSeconds") or 0
+            )
+        decision = graceful_delete.decide(pod, options, now=self.clock.now(), deleting_since=since)
+        if decision.now:
+            grace = options.get("gracePeriodSeconds")
+            if isinstance(grace, int) and grace >= 0:
+                self.pod_grace[meta["uid"]] = float(grace)
+            return self._delete_now(by_kind("Pod"), pod, "Background")
+        if decision.unchanged:
+            return pod
+        timestamp = self.clock.timestamp(decision.deletion_at)
+        return self.store.replace("pods", graceful_delete.stamped(pod, decision, timestamp))
 
     def _delete_now(
         self, rt: ResourceType, obj: dict[str, Any], propagation: str
@@ -421,6 +442,8 @@ class ApiService:
                     kept = [r for r in refs if r.get("uid") != owner_uid]
                     orphan = {**dep, "metadata": {**dep["metadata"], "ownerReferences": kept}}
                     self.store.replace(key, orphan)
+                elif dep_rt.plural == "pods":  # the garbage collector's DELETE is graceful
+                    self._delete_pod(dep, {})
                 else:
                     self._delete_now(dep_rt, dep, propagation)
 
@@ -442,6 +465,8 @@ class ApiService:
         victims = self.list_objects(rt, namespace, labels, fields)
         if dry_run:
             return victims
+        if rt.plural == "pods":
+            return [self._delete_pod(v, {}) for v in victims]
         return [self._delete_now(rt, v, "Background") for v in victims]
 
     # ------------------------------------------------------------ scale subresource

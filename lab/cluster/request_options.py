@@ -59,3 +59,16 @@ def decode_json(body: bytes) -> Any:
 
 def force(request: web.Request) -> bool:
     return request.query.get("force", "false") == "true"
+
+
+def grace_period(request: web.Request) -> int | None:
+    """``?gracePeriodSeconds=N`` of a DELETE (the body's DeleteOptions may say it too)."""
+    text = request.query.get("gracePeriodSeconds")
+    if text is None:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise bad_request(
+            f'gracePeriodSeconds: Invalid value: "{text}": must be an integer'
+        ) from None

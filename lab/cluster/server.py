@@ -409,6 +409,9 @@ class ApiHttpServer:
                 raise bad_request("DeleteOptions must be an object")
             if request.query.get("propagationPolicy"):
                 options["propagationPolicy"] = request.query["propagationPolicy"]
+            grace = request_options.grace_period(request)
+            if grace is not None:
+                options["gracePeriodSeconds"] = grace
             obj = self.api.delete(rt, ns, name, options=options, dry_run=dry_run)
             return self._written(request, rt, obj, 200, dry_run)
         if method == "DELETE":

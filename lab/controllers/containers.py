@@ -91,6 +91,8 @@ class PodRun:
     init: list[ContainerRun]
     main: list[ContainerRun]
     restart_policy: str = "Always"
+    terminating: bool = False  # stamped for deletion: stopping, nothing restarts
+    deleted: bool = False  # every container stopped and the pod was deleted
 
     def all(self) -> list[ContainerRun]:
         return [*self.init, *self.main]

@@ -26,6 +26,7 @@ from lab.controllers.containers import (
     resolve_environment,
 )
 from lab.controllers.context import ControllerContext
+from lab.controllers.pod_termination import PodTermination
 from lab.controllers.processes import ProcessHost
 from lab.controllers.programs import plan
 
@@ -49,6 +50,7 @@ class Kubelet:
         # Containers of images that run for real (Stratus) are child processes of the lab.
         self.processes = ProcessHost(ctx, self)
         self.on_change: Callable[[], None] | None = None  # set by the cluster: reconcile soon
+        self.termination = PodTermination(self)
 
     # ------------------------------------------------------------ reconcile
 
@@ -62,8 +64,11 @@ class Kubelet:
             live.add(uid)
             if uid not in self.runs:
                 self._admit(pod, node)
-            else:
+            elif not self.runs[uid].terminating:
                 self._sync_images(self.runs[uid], pod)
+            run = self.runs[uid]
+            if pod["metadata"].get("deletionTimestamp") and not run.terminating:
+                self.termination.begin(run, pod)
         for uid in [u for u in self.runs if u not in live]:
             for container in self.runs.pop(uid).all():
                 container.generation += 1
@@ -238,6 +243,8 @@ class Kubelet:
 
     def _advance(self, run: PodRun) -> None:
         """Start the next init container, or every main container once init is done."""
+        if run.terminating:
+            return
         pending_init = next((c for c in run.init if not c.init_done), None)
         if pending_init is not None:
             if (
@@ -505,6 +512,9 @@ class Kubelet:
         container.finished_at = self.ctx.clock.now()
         container.ready = False
         container.exiting = False
+        if run.terminating:  # the pod is going: nothing starts again
+            self.termination.stopped(run)
+            return
         policy = run.restart_policy
         if container.sidecar:
             pass  # restarts whatever its exit and the pod's policy, with the crash back-off

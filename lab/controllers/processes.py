@@ -349,6 +349,12 @@ class ProcessHost:
         loop = asyncio.get_running_loop()
         self._spawn(child, loop, self._terminate(child, child.grace if grace is None else grace))
 
+    def stop_container(self, uid: str, name: str, grace: float) -> None:
+        """SIGTERM the process of one container of a pod now, SIGKILL after ``grace``."""
+        child = self.children.get((uid, name))
+        if child is not None:
+            self.stop(child, grace)
+
     async def _terminate(self, child: Child, grace: float) -> None:
         await child.spawned.wait()
         process = child.process

@@ -90,6 +90,7 @@ class EndpointsController:
             and (p.get("status") or {}).get("podIP")
         ]
         subsets: dict[tuple[tuple[str, int, str], ...], dict[str, list[dict[str, Any]]]] = {}
+        terminating: list[tuple[tuple[tuple[str, int, str], ...], dict[str, Any], bool]] = []
         for pod in sorted(pods, key=lambda p: p["status"]["podIP"]):
             ports: list[tuple[str, int, str]] = []
             for port in service["spec"].get("ports") or []:
@@ -108,6 +109,11 @@ class EndpointsController:
                         "uid": pod["metadata"]["uid"],
                     },
                 }
+                if pod["metadata"].get("deletionTimestamp"):
+                    # Terminating: out of the Endpoints; in the slice, not ready, still
+                    # serving while its readiness holds (the endpointslice controller).
+                    terminating.append((tuple(ports), address, pod_is_ready(pod)))
+                    continue
                 bucket = subsets.setdefault(
                     tuple(ports), {"addresses": [], "notReadyAddresses": []}
                 )
@@ -120,7 +126,7 @@ class EndpointsController:
                 for n, p, proto in port_key
             ]
             rendered.append(subset)
-        self._sync_slice(service, rendered)
+        self._sync_slice(service, rendered, terminating)
         existing = self.ctx.store.get("endpoints", namespace, name)
         labels = dict(service["metadata"].get("labels") or {})
         if existing is None:
@@ -138,8 +144,14 @@ class EndpointsController:
                 updated["subsets"] = rendered
             self.ctx.store.replace("endpoints", updated)
 
-    def _sync_slice(self, service: dict[str, Any], subsets: list[dict[str, Any]]) -> None:
-        """The EndpointSlice kubectl 1.3x reads for ``describe service``."""
+    def _sync_slice(
+        self,
+        service: dict[str, Any],
+        subsets: list[dict[str, Any]],
+        terminating: list[tuple[tuple[tuple[str, int, str], ...], dict[str, Any], bool]],
+    ) -> None:
+        """The EndpointSlice kubectl 1.3x reads for ``describe service``; it also lists the
+        terminating pods, which the Endpoints leave out."""
         namespace = service["metadata"]["namespace"]
         name = service["metadata"]["name"]
         slice_name = f"{name}-{template_hash({'service': service['metadata']['uid']})[:5]}"
@@ -159,6 +171,17 @@ class EndpointsController:
                             "targetRef": address.get("targetRef"),
                         }
                     )
+        for port_key, address, serving in terminating:
+            if not ports:
+                ports = [{"name": n, "port": p, "protocol": proto} for n, p, proto in port_key]
+            endpoints.append(
+                {
+                    "addresses": [address["ip"]],
+                    "conditions": {"ready": False, "serving": serving, "terminating": True},
+                    "nodeName": address.get("nodeName"),
+                    "targetRef": address.get("targetRef"),
+                }
+            )
         body = {
             "apiVersion": "discovery.k8s.io/v1",
             "kind": "EndpointSlice",

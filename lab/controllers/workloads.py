@@ -111,8 +111,9 @@ def delete_pod(
     ctx: ControllerContext, owner: dict[str, Any], pod: dict[str, Any], *, component: str
 ) -> None:
     name = pod["metadata"]["name"]
-    if ctx.store.get("pods", pod["metadata"]["namespace"], name) is None:
-        return
+    current = ctx.store.get("pods", pod["metadata"]["namespace"], name)
+    if current is None or current["metadata"].get("deletionTimestamp"):
+        return  # gone, or already terminating: a second DELETE changes nothing
     ctx.api.delete(by_kind("Pod"), pod["metadata"]["namespace"], name)
     ctx.events.record(
         owner, "Normal", "SuccessfulDelete", f"Deleted pod: {name}", component=component

@@ -236,12 +236,19 @@ def test_attach_follows_the_container_until_it_stops(kubectl: Kubectl) -> None:
 
 
 def _free_port() -> int:
-    with socket.socket(socket.AF_INET6) as probe:  # kubectl listens on both families
-        probe.bind(("::1", 0))
-        port = int(probe.getsockname()[1])
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", port))
-    return port
+    """A port free on both families (kubectl listens on both); another process may hold the
+    IPv4 side of a free IPv6 port, so a few are tried."""
+    for _ in range(20):
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+            port = int(probe.getsockname()[1])
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    raise AssertionError("no port is free on both ::1 and 127.0.0.1")
 
 
 def _get(url: str) -> str:

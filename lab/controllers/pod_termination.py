@@ -1,0 +1,229 @@
+"""The kubelet's side of a graceful pod deletion: preStop, SIGTERM, SIGKILL, then delete.
+
+When a pod it runs is stamped with a ``deletionTimestamp`` (``lab.cluster.graceful_delete``),
+the kubelet stops every running container as a real one does:
+
+1. the event ``Killing`` / ``Stopping container <name>``;
+2. the container's ``lifecycle.preStop`` hook (``exec``, ``httpGet`` or ``sleep``), which the
+   grace period bounds; a failing hook is a ``FailedPreStopHook`` warning and the stop goes on;
+3. SIGTERM. An image's server (nginx, redis, the hotel's services) shuts down at once and
+   exits 0; a shell or ``sleep`` running as PID 1 has no handler, so the signal does nothing
+   (unless the script ``trap``s it) and the container is SIGKILLed when the grace period ends:
+   exit code 137. A container that runs a real process gets real signals;
+4. when no container runs any more, the pod is deleted for good (grace period 0).
+
+Nothing restarts during this, whatever the restart policy; exec still reaches a container
+until it has stopped. The times come from the image model (``programs.plan``), so the
+instant clock jumps over them and the realtime clock waits them out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from lab.cluster.clock import cancel
+from lab.cluster.errors import ApiError
+from lab.cluster.resources import by_kind
+from lab.controllers.containers import ContainerRun, PodRun
+from lab.controllers.context import ControllerContext
+from lab.controllers.processes import ProcessHost
+from lab.controllers.programs import command_line, plan
+from lab.images import ImageSpec
+
+SHUTDOWN_SECONDS = 0.1  # a server's own shutdown after SIGTERM
+SIGKILL_EXIT = 137
+
+
+class KubeletOps(Protocol):
+    """What termination needs of the kubelet (``kubelet.Kubelet``)."""
+
+    ctx: ControllerContext
+    processes: ProcessHost
+
+    def _event(
+        self,
+        run: PodRun,
+        event_type: str,
+        reason: str,
+        message: str,
+        container: ContainerRun | None = None,
+    ) -> None: ...
+
+    def _later(self, run: PodRun, container: ContainerRun, delay: float, action: Any) -> None: ...
+
+    def _log(
+        self, container: ContainerRun, level: str, text: str, *, raw: bool = False
+    ) -> None: ...
+
+    def _terminate(self, run: PodRun, container: ContainerRun, reason: str, code: int) -> None: ...
+
+    def _changed(self, run: PodRun) -> None: ...
+
+
+@dataclass(frozen=True)
+class Hook:
+    """What a preStop hook does: how long it takes (None: until it is killed) and, when it
+    fails, the kubelet's message."""
+
+    seconds: float | None
+    failure: str = ""
+
+
+def pre_stop(run: PodRun, container: ContainerRun) -> Hook:
+    """The container's preStop hook, as the image model runs it (pure)."""
+    handler = ((container.spec.get("lifecycle") or {}).get("preStop")) or {}
+    who = f'Container "{container.name}" in Pod "{run.name}_{run.namespace}({run.uid})"'
+    if "exec" in handler:
+        command = [str(c) for c in (handler["exec"] or {}).get("command") or []]
+        spec = container.behaviour
+        if spec is None:
+            return Hook(0.0)
+        done = plan(spec, {"command": command}, container.env, run.name)
+        if done.serve:  # the server's own binary (``nginx -s quit``): a control command
+            return Hook(SHUTDOWN_SECONDS)
+        if done.exit_code is None:
+            return Hook(None)
+        if done.exit_code == 0:
+            return Hook(done.after)
+        said = "\n".join(
+            done.output + ([f"exec {done.missing}: not found"] if done.missing else [])
+        )
+        said = f"{said}\n" if said else ""
+        return Hook(
+            done.after,
+            f"Exec lifecycle hook ({command}) for {who} failed - error: command "
+            f"'{' '.join(command)}' exited with {done.exit_code}: {said}, message: {said!r}",
+        )
+    if "httpGet" in handler:
+        action = handler["httpGet"] or {}
+        port, path = action.get("port"), action.get("path", "/")
+        if isinstance(port, str):
+            port = next(
+                (
+                    p.get("containerPort")
+                    for p in container.spec.get("ports") or []
+                    if p.get("name") == port
+                ),
+                None,
+            )
+        if isinstance(port, int) and port in container.listens:
+            return Hook(0.0)
+        return Hook(
+            0.0,
+            f"HTTP lifecycle hook ({path}) for {who} failed - error: Get "
+            f'"http://{run.ip}:{port}{path}": dial tcp {run.ip}:{port}: connect: '
+            "connection refused",
+        )
+    if "sleep" in handler:
+        seconds = (handler["sleep"] or {}).get("seconds", 0)
+        return Hook(float(seconds) if isinstance(seconds, int | float) else 0.0)
+    return Hook(0.0)
+
+
+def on_sigterm(
+    spec: ImageSpec | None, container: dict[str, Any], env: dict[str, str]
+) -> int | None:
+    """The exit code a running container ends with on SIGTERM, or None when it ignores the
+    signal (pure)."""
+    if spec is None:
+        return 0
+    if plan(spec, container, env, "").serve:
+        return 0
+    argv = command_line(spec, container)
+    if any("trap" in word and "TERM" in word for word in argv):
+        return 143
+    return None
+
+
+class PodTermination:
+    def __init__(self, kubelet: KubeletOps) -> None:
+        self.kubelet = kubelet
+
+    @property
+    def ctx(self) -> ControllerContext:
+        return self.kubelet.ctx
+
+    def begin(self, run: PodRun, pod: dict[str, Any]) -> None:
+        """The pod was stamped for deletion: stop what runs, then delete it."""
+        run.terminating = True
+        deadline = self.ctx.clock.parse(pod["metadata"].get("deletionTimestamp"))
+        left = max(deadline - self.ctx.clock.now(), 0.0)
+        for container in run.all():
+            for timer in container.timers:
+                cancel(timer)
+            container.timers = []
+            if container.state == "running":
+                self._stop(run, container, left)
+        # Deleting from a timer keeps the store unchanged while the kubelet walks it.
+        self.kubelet._later(run, run.all()[0], 0.0, lambda: self.stopped(run))
+
+    def _stop(self, run: PodRun, container: ContainerRun, left: float) -> None:
+        kubelet = self.kubelet
+        kubelet._event(run, "Normal", "Killing", f"Stopping container {container.name}", container)
+        hook = pre_stop(run, container)
+        if hook.failure:
+            kubelet._event(run, "Warning", "FailedPreStopHook", hook.failure, container)
+        hook_seconds = left if hook.seconds is None else min(hook.seconds, left)
+        spec = container.behaviour
+        if spec is not None and kubelet.processes.runs_processes(spec):
+            # A real process: SIGTERM once the hook is done, SIGKILL at the end of the grace.
+            def signal() -> None:
+                kubelet.processes.stop_container(run.uid, container.name, left - hook_seconds)
+
+            kubelet._later(run, container, hook_seconds, signal)
+            return
+        natural = self._natural_end(run, container)
+        if natural is not None and natural[0] < left:  # it ends by itself before the kill
+            when, own_code = natural
+            own_reason = "Completed" if own_code == 0 else "Error"
+            kubelet._later(
+                run, container, when, lambda: self._end(run, container, own_reason, own_code)
+            )
+            return
+        code = on_sigterm(spec, container.spec, container.env)
+        if code is not None and hook_seconds + SHUTDOWN_SECONDS < left:
+            if spec is not None and not spec.raw_logs:
+                kubelet._log(container, "INFO", "received SIGTERM, shutting down")
+            reason = "Completed" if code == 0 else "Error"
+            kubelet._later(
+                run,
+                container,
+                hook_seconds + SHUTDOWN_SECONDS,
+                lambda: self._end(run, container, reason, code),
+            )
+            return
+        kubelet._later(
+            run, container, left, lambda: self._end(run, container, "Error", SIGKILL_EXIT)
+        )
+
+    def _natural_end(self, run: PodRun, container: ContainerRun) -> tuple[float, int] | None:
+        """Seconds until a script that ends by itself ends (``sleep 5``), and its code."""
+        spec = container.behaviour
+        if spec is None:
+            return None
+        done = plan(spec, container.spec, container.env, run.name)
+        if done.serve or done.exit_code is None:
+            return None
+        started = container.started_at or self.ctx.clock.now()
+        return max(started + done.after - self.ctx.clock.now(), 0.0), done.exit_code
+
+    def _end(self, run: PodRun, container: ContainerRun, reason: str, code: int) -> None:
+        if container.state == "running":
+            self.kubelet._terminate(run, container, reason, code)
+
+    def stopped(self, run: PodRun) -> None:
+        """A container of a terminating pod stopped: when it was the last, delete the pod."""
+        if any(c.state == "running" for c in run.all()) or run.deleted:
+            return
+        run.deleted = True
+        self.kubelet._changed(run)  # the last status, with every container terminated
+        with contextlib.suppress(ApiError):  # already gone (its namespace went first)
+            self.ctx.api.delete(
+                by_kind("Pod"),
+                run.namespace,
+                run.name,
+                options={"gracePeriodSeconds": 0, "preconditions": {"uid": run.uid}},
+            )
+        self.kubelet._changed(run)
