@@ -107,6 +107,7 @@ class ScriptPacing:
     listens: list[int] = field(default_factory=list)
     http: dict[int, list[str] | None] = field(default_factory=dict)
     background_endless: bool = False
+    jobs_end: float = 0.0  # when the last job started with ``&`` ends
 
     # ------------------------------------------------------------ exec_shell.Pacing
 
@@ -117,6 +118,7 @@ class ScriptPacing:
         except Endless:
             self.background_endless = True
         finally:
+            self.jobs_end = max(self.jobs_end, self.time)  # what ``wait`` waits for
             self.time = started
 
     def endless(self) -> None:
@@ -180,6 +182,7 @@ class ScriptPacing:
     def wait(self, shell: Shell, argv: list[str], io_: Io) -> int:
         if self.background_endless:
             raise Endless
+        self.time = max(self.time, self.jobs_end)
         return 0
 
     def ping(self, shell: Shell, argv: list[str], io_: Io) -> int:
