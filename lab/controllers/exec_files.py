@@ -222,6 +222,7 @@ class WritableLayers:
 
     own: dict[tuple[str, str], Layer] = field(default_factory=dict)  # (pod uid, container)
     empty_dirs: dict[str, dict[str, Layer]] = field(default_factory=dict)  # pod uid -> volume
+    _opened: int = 0
 
     def files(
         self,
@@ -234,6 +235,9 @@ class WritableLayers:
         """The container's view; ``fresh`` when the container starts (a new own layer)."""
         uid = str(pod["metadata"].get("uid", ""))
         name = str(container.get("name", ""))
+        self._opened += 1
+        if self._opened % 256 == 0:  # now and then, let the layers of deleted pods go
+            self.forget_gone({str(p["metadata"].get("uid")) for p in store.iter_all("pods")})
         own = None if fresh else self.own.get((uid, name))
         if own is None:
             ip = (pod.get("status") or {}).get("podIP") or ""

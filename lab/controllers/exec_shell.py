@@ -24,7 +24,7 @@ from lab.controllers import exec_syntax, shell_arith
 from lab.controllers.exec_files import ContainerFiles
 from lab.controllers.exec_syntax import Node, Word
 
-_VARIABLE = re.compile(r"\$(?:\{(#?)(\w+)(?:(:?[-=+?])([^}]*))?\}|(\w+|\?|#|\$))")
+_VARIABLE = re.compile(r"\$(?:\{(#?)(\w+)(?:(:?[-=+?])([^}]*))?\}|(\d|\w+|\?|#|\$|@|\*))")
 # A while loop in ``kubectl exec`` that never ends still ends, with the client or here.
 MAX_LOOPS = 10_000
 
@@ -132,6 +132,8 @@ class Shell:
     pacing: Pacing | None = None
     errexit: bool = False  # ``set -e``
     looping: int = 0  # how many while loops the command runs in
+    # ``$0``, ``$1`` …: ``sh -c SCRIPT NAME ARG…`` names the script and passes its arguments.
+    positional: list[str] = field(default_factory=lambda: ["sh"])
     _testing: int = 0  # inside a condition, where ``set -e`` does not apply
 
     # ------------------------------------------------------------ entry points
@@ -405,9 +407,14 @@ class Shell:
         if name == "?":
             return str(self.status)
         if name == "#":
-            return "0"
+            return str(len(self.positional) - 1)
+        if name in ("@", "*"):
+            return " ".join(self.positional[1:])
         if name == "$":
             return "1"
+        if name.isdigit():
+            index = int(name)
+            return self.positional[index] if index < len(self.positional) else ""
         found = self.env.get(name)
         if length:
             return str(len(found or ""))
@@ -527,8 +534,10 @@ class Shell:
         inner.errexit = errexit
         try:
             if rest and rest[0] == "-c":
+                inner.positional = rest[2:] or [argv[0]]
                 return inner.run_script(rest[1] if len(rest) > 1 else "", io_)
             if rest:
+                inner.positional = rest
                 script = self.files.read(self._path(rest[0]))
                 if script is None:
                     io_.err(

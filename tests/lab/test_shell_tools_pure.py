@@ -47,6 +47,7 @@ SEED = "printf 'id,name\\n1,alpha\\n2,beta\\n' > /data/seed.csv; "
         ("sh -ec 'false; echo never'; echo $?", "1\n", 0),
         ("printf 'a b\\nc d\\n' | while read x y; do echo \"$y$x\"; done", "ba\ndc\n", 0),
         ("ech 'welcome' > /data/motd", "sh: ech: not found\n", 127),
+        ("sh -c 'echo $0 $1 $# \"$@\"' job a b", "job a 2 a b\n", 0),
         (
             "echo one > /data/f; echo two >> /data/f; ls /nope 2>> /data/f; cat /data/f",
             "one\ntwo\nls: /nope: No such file or directory\n",
