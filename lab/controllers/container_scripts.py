@@ -124,6 +124,9 @@ class ScriptPacing:
     def endless(self) -> None:
         raise Endless
 
+    def ends_run(self, error: Exception) -> bool:
+        return isinstance(error, Endless)
+
     # ------------------------------------------------------------ programs
 
     def tools(self) -> dict[str, Tool]:
@@ -135,7 +138,7 @@ class ScriptPacing:
                 "sleep": self.sleep,
                 "tail": self.tail,
                 "watch": self.forever,
-                "yes": self.forever,
+                "yes": self.yes,
                 "top": self.top,
                 "wait": self.wait,
                 "ping": self.ping,
@@ -164,6 +167,11 @@ class ScriptPacing:
         return 0
 
     def forever(self, shell: Shell, argv: list[str], io_: Io) -> int:
+        raise Endless
+
+    def yes(self, shell: Shell, argv: list[str], io_: Io) -> int:
+        line = " ".join(argv[1:]) or "y"
+        io_.out(f"{line}\n".encode() * LOOP_PASSES)  # enough for a ``head`` after it
         raise Endless
 
     def tail(self, shell: Shell, argv: list[str], io_: Io) -> int:

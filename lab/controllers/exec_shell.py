@@ -107,6 +107,9 @@ class Pacing(Protocol):
     def endless(self) -> None:
         """A while loop reached ``loop_limit`` passes: it does not end by itself."""
 
+    def ends_run(self, error: Exception) -> bool:
+        """Whether ``error`` is what :meth:`endless` raises (a program that runs on)."""
+
 
 Writer = Callable[[bytes], None]
 
@@ -190,20 +193,7 @@ class Shell:
         elif kind == "bg":
             self._background(value, io_)
         elif kind == "pipe":
-            data: bytes | None = None
-            for index, stage in enumerate(value):
-                last = index == len(value) - 1
-                captured = bytearray()
-                stage_io = Io(
-                    io_.stdin if index == 0 else Stdin(data or b""),
-                    io_.out if last else captured.extend,
-                    io_.err,
-                )
-                try:
-                    self._execute(stage, stage_io)
-                except ExitShell as stop:  # each stage is a subshell
-                    self.status = stop.code
-                data = bytes(captured)
+            self._pipe(value, io_)
         elif kind == "not":
             self._condition(value, io_)
             self.status = 0 if self.status else 1
@@ -238,6 +228,31 @@ class Shell:
             except ShellError as error:
                 io_.err(f"{error.message}\n".encode())
                 raise ExitShell(error.code) from None
+
+    def _pipe(self, stages: list[Node], io_: Io) -> None:
+        data: bytes | None = None
+        endless: Exception | None = None
+        for index, stage in enumerate(stages):
+            last = index == len(stages) - 1
+            captured = bytearray()
+            stage_io = Io(
+                io_.stdin if index == 0 else Stdin(data or b""),
+                io_.out if last else captured.extend,
+                io_.err,
+            )
+            try:
+                self._execute(stage, stage_io)
+            except ExitShell as stop:  # each stage is a subshell
+                self.status = stop.code
+            except Exception as error:
+                # A paced producer that never ends (``yes``, ``tail -f``) hands on what it
+                # wrote so far; the pipeline ends only if ``head`` closes it.
+                if last or self.pacing is None or not self.pacing.ends_run(error):
+                    raise
+                endless = error
+            data = bytes(captured)
+        if endless is not None and _program_name(stages[-1]) != "head":
+            raise endless
 
     def _condition(self, node: Node, io_: Io) -> None:
         self._testing += 1
@@ -548,3 +563,13 @@ class Shell:
             return inner.interactive(io_)
         except ExitShell as stop:
             return stop.code
+
+
+def _program_name(node: Node) -> str:
+    """The program a simple command runs, when its name is plain text (else "")."""
+    if node[0] != "cmd" or not node[1][0]:
+        return ""
+    first = node[1][0][0]
+    return (
+        "".join(t for _, t in first) if all(k != "bare" or "$" not in t for k, t in first) else ""
+    )

@@ -194,5 +194,8 @@ def test_sleep_is_virtual_time_and_finite_scripts_end_after_it() -> None:
     assert (waits.exit_code, waits.after, waits.output) == (0, 1000.0, ["started"])
     assert _script("sleep infinity & echo started; wait").exit_code is None
     assert _script("tail -f /dev/null").exit_code is None
+    assert _script("yes | head -n 2").output == ["y", "y"]
+    assert _script("yes | head -n 2").exit_code == 0
+    assert _script("tail -f /var/log/app | grep error").exit_code is None
     listener = _script("nc -lk -p 9000 -e echo hi")
     assert (listener.exit_code, listener.listens) == (None, [9000])
