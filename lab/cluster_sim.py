@@ -140,7 +140,9 @@ class Cluster:
         self.images = images or default_catalog()
         self.events = EventRecorder(self.store, self.clock)
         self.ctx = ControllerContext(self.store, self.api, self.clock, self.events, self.images)
-        self.exec_sessions = ExecSessions(self.store, self.images, self.port_target)
+        self.exec_sessions = ExecSessions(
+            self.store, self.images, self.port_target, self.ctx.layers
+        )
         self.kubelet = Kubelet(self.ctx)
         self.kubelet.on_change = self.after_write
         self.scheduler = Scheduler(self.ctx)
@@ -398,6 +400,7 @@ class Cluster:
         self.store.clear()
         self.clock.clear()
         self.kubelet.reset()
+        self.ctx.layers.clear()
         self.traffic.reset()
         self.events.clear()
         self.scheduler.forget()

@@ -9,6 +9,7 @@ from typing import Any
 from lab.cluster.api import ApiService
 from lab.cluster.clock import Clock
 from lab.cluster.store import ObjectStore
+from lab.controllers.exec_files import WritableLayers
 from lab.images import ImageCatalog
 
 
@@ -134,6 +135,8 @@ class ControllerContext:
     clock: Clock
     events: EventRecorder
     images: ImageCatalog
+    # What containers write, seen by their own commands and by ``kubectl exec`` alike.
+    layers: WritableLayers = field(default_factory=WritableLayers)
 
     def write_status(self, key: str, obj: dict[str, Any], status: dict[str, Any]) -> bool:
         """Store a new status when it differs; returns whether anything was written."""

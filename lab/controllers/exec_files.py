@@ -1,5 +1,6 @@
-"""The files a command run with ``kubectl exec`` sees: the image's few files, and the pod's
-volumes at their mount paths, with the contents the kubelet would have written.
+"""The files a container sees, for ``kubectl exec`` and for the container's own command: the
+image's few files, and the pod's volumes at their mount paths, with the contents the kubelet
+would have written.
 
 ConfigMap, Secret, downward-API and projected volumes are read from the objects when the
 command starts (what a real kubelet shows a minute later at most); an emptyDir lives as long
@@ -10,6 +11,7 @@ others; everything else a command writes stays in that container's own layer.
 from __future__ import annotations
 
 import posixpath
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +27,9 @@ class Layer:
 
     files: dict[str, bytes] = field(default_factory=dict)
     dirs: set[str] = field(default_factory=lambda: {"/"})
+    # When each file was last written (seconds since the epoch), for ``ls -l``; a file the
+    # image or the kubelet put there has none and shows the image's build date.
+    times: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -65,7 +70,15 @@ class ContainerFiles:
         if parent not in layer.dirs:
             return "No such file or directory"
         layer.files[inner] = (layer.files.get(inner, b"") if append else b"") + data
+        layer.times[inner] = time.time()
         return None
+
+    def modified(self, path: str) -> float | None:
+        layer, inner, _ = self._locate(path)
+        return layer.times.get(inner)
+
+    def writable(self, path: str) -> bool:
+        return self._locate(path)[2]
 
     def mkdir(self, path: str, *, parents: bool = False) -> str | None:
         layer, inner, writable = self._locate(path)
@@ -76,6 +89,8 @@ class ContainerFiles:
             chain.append(posixpath.dirname(chain[-1]))
         if posixpath.dirname(chain[-1]) not in layer.dirs:
             return "No such file or directory"
+        now = time.time()
+        layer.times.update((d, now) for d in chain if d not in layer.dirs)
         layer.dirs.update(chain)
         return None
 
@@ -83,7 +98,20 @@ class ContainerFiles:
         layer, inner, writable = self._locate(path)
         if not writable:
             return False
+        layer.times.pop(inner, None)
         return layer.files.pop(inner, None) is not None
+
+    def rmdir(self, path: str) -> bool:
+        """Remove a directory and everything under it (``rm -r``)."""
+        layer, inner, writable = self._locate(path)
+        if not writable or inner not in layer.dirs or inner == "/":
+            return False
+        prefix = inner.rstrip("/") + "/"
+        for name in [f for f in layer.files if f.startswith(prefix)]:
+            del layer.files[name]
+            layer.times.pop(name, None)
+        layer.dirs -= {d for d in layer.dirs if d == inner or d.startswith(prefix)}
+        return True
 
     def listing(self, path: str) -> list[str]:
         """The names in a directory, sorted as ``ls`` prints them."""
@@ -182,3 +210,47 @@ def container_files(
             own.dirs.add(parent)
             parent = posixpath.dirname(parent)
     return files
+
+
+@dataclass
+class WritableLayers:
+    """What the containers of every pod have written, shared by ``kubectl exec`` and the
+    containers' own commands (an init container's ``echo hi > /work/motd`` is there for the
+    main container and for ``exec``): each container's own layer, which a restart replaces
+    as a new container gets a new one, and each pod's emptyDirs, which live as long as the pod.
+    """
+
+    own: dict[tuple[str, str], Layer] = field(default_factory=dict)  # (pod uid, container)
+    empty_dirs: dict[str, dict[str, Layer]] = field(default_factory=dict)  # pod uid -> volume
+    _opened: int = 0
+
+    def files(
+        self,
+        store: ObjectStore,
+        pod: dict[str, Any],
+        container: dict[str, Any],
+        *,
+        fresh: bool = False,
+    ) -> ContainerFiles:
+        """The container's view; ``fresh`` when the container starts (a new own layer)."""
+        uid = str(pod["metadata"].get("uid", ""))
+        name = str(container.get("name", ""))
+        self._opened += 1
+        if self._opened % 256 == 0:  # now and then, let the layers of deleted pods go
+            self.forget_gone({str(p["metadata"].get("uid")) for p in store.iter_all("pods")})
+        own = None if fresh else self.own.get((uid, name))
+        if own is None:
+            ip = (pod.get("status") or {}).get("podIP") or ""
+            own = self.own[(uid, name)] = image_layer(pod["metadata"]["name"], ip)
+        return container_files(store, pod, container, own, self.empty_dirs.setdefault(uid, {}))
+
+    def forget_gone(self, live: set[str]) -> None:
+        """Drop the layers of pods that no longer exist (``live``: the uids that do)."""
+        for key in [k for k in self.own if k[0] not in live]:
+            del self.own[key]
+        for uid in [u for u in self.empty_dirs if u not in live]:
+            del self.empty_dirs[uid]
+
+    def clear(self) -> None:
+        self.own.clear()
+        self.empty_dirs.clear()

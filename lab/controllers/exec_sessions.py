@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lab.cluster.store import ObjectStore
-from lab.controllers import exec_files, exec_tools
+from lab.controllers import exec_tools
 from lab.controllers.containers import resolve_environment
-from lab.controllers.exec_files import Layer
+from lab.controllers.exec_files import WritableLayers
 from lab.controllers.exec_network import ClusterNetwork
 from lab.controllers.exec_shell import Io, Shell, Stdin
 from lab.controllers.port_answers import PortTarget
@@ -83,12 +83,13 @@ class ExecSessions:
         store: ObjectStore,
         images: ImageCatalog,
         port_target: Callable[[dict[str, Any], int], PortTarget] | None = None,
+        layers: WritableLayers | None = None,
     ) -> None:
         self.store = store
         self.images = images
         self.port_target = port_target
-        self._layers: dict[tuple[str, str], Layer] = {}  # (pod uid, container) -> own layer
-        self._empty_dirs: dict[str, dict[str, Layer]] = {}  # pod uid -> emptyDir layers
+        # Shared with the kubelet, whose containers' commands write there too.
+        self.layers = layers if layers is not None else WritableLayers()
         self._count = 0
 
     def open(
@@ -101,15 +102,8 @@ class ExecSessions:
             (spec.get("containers") or [{}])[0],
         )
         uid = pod["metadata"].get("uid", "")
-        name = str(chosen.get("name", ""))
-        self._forget_gone_pods()
-        own = self._layers.get((uid, name))
-        if own is None:
-            ip = (pod.get("status") or {}).get("podIP") or ""
-            own = self._layers[(uid, name)] = exec_files.image_layer(pod["metadata"]["name"], ip)
-        files = exec_files.container_files(
-            self.store, pod, chosen, own, self._empty_dirs.setdefault(uid, {})
-        )
+        self.layers.forget_gone({p["metadata"].get("uid") for p in self.store.iter_all("pods")})
+        files = self.layers.files(self.store, pod, chosen)
         image, _ = self.images.lookup(str(chosen.get("image", "")))
         environment, _ = resolve_environment(
             self.store, pod, chosen, (pod.get("status") or {}).get("podIP") or ""
@@ -152,10 +146,3 @@ class ExecSessions:
             f'failed: unable to start container process: exec: "{program}": executable file '
             "not found in $PATH: unknown"
         )
-
-    def _forget_gone_pods(self) -> None:
-        live = {p["metadata"].get("uid") for p in self.store.iter_all("pods")}
-        for key in [k for k in self._layers if k[0] not in live]:
-            del self._layers[key]
-        for uid in [u for u in self._empty_dirs if u not in live]:
-            del self._empty_dirs[uid]

@@ -1,33 +1,32 @@
 """The shell and tools a command run with ``kubectl exec`` finds in an image that has a shell.
 
 A busybox-like ``sh`` over :mod:`exec_syntax`: lists, pipes, ``&&``/``||``, ``for``/``while``/
-``if``, ``$VAR``, ``$?`` and ``$(…)``, redirections to files and between descriptors; and the
+``if``, ``break``/``continue``, ``set -e``, ``read``, ``$VAR``, ``${VAR:-default}``, ``$?``,
+``$(…)`` and ``$((…))``, redirections to files and between descriptors; and the
 everyday applets (``cat``, ``ls``, ``env``, ``echo``, ``grep``, ``wc``, ``tar`` for ``kubectl
 cp`` …) over :class:`~lab.controllers.exec_files.ContainerFiles`. It runs in a worker thread:
 ``stdin`` blocks until the client sends more, ``sleep`` really waits (and stops when the
-client goes away).
+client goes away). A container's own command runs on the same shell with a
+:class:`Pacing` (``container_scripts``), which decides what time and endless loops mean there.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import gzip
-import io
 import posixpath
 import re
-import tarfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from lab.controllers import exec_syntax
+from lab.controllers import exec_syntax, shell_arith
 from lab.controllers.exec_files import ContainerFiles
 from lab.controllers.exec_syntax import Node, Word
 
-_VARIABLE = re.compile(r"\$(?:\{(\w+)\}|(\w+|\?|#))")
-_SUBSTITUTION = re.compile(r"\$\((.*)\)", re.S)
+_VARIABLE = re.compile(r"\$(?:\{(#?)(\w+)(?:(:?[-=+?])([^}]*))?\}|(\d|\w+|\?|#|\$|@|\*))")
+# A while loop in ``kubectl exec`` that never ends still ends, with the client or here.
+MAX_LOOPS = 10_000
 
 
 class Stdin:
@@ -80,6 +79,38 @@ class ExitShell(Exception):
         self.code = code
 
 
+class ShellError(Exception):
+    """An expansion sh refuses (``$((1/0))``, ``${X:?}``): it says why and the shell exits."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+class _Break(Exception):
+    def __init__(self, levels: int, *, skip: bool) -> None:
+        super().__init__(levels)
+        self.levels = levels
+        self.skip = skip  # ``continue``: on with the next pass
+
+
+class Pacing(Protocol):
+    """How a script meets time: ``kubectl exec`` has none (things run as they are written,
+    ``sleep`` waits); a container's own command is paced by ``container_scripts``."""
+
+    loop_limit: int
+
+    def background(self, job: Callable[[], None]) -> None:
+        """Run ``job`` as ``cmd &`` would: beside the rest, taking none of its time."""
+
+    def endless(self) -> None:
+        """A while loop reached ``loop_limit`` passes: it does not end by itself."""
+
+    def ends_run(self, error: Exception) -> bool:
+        """Whether ``error`` is what :meth:`endless` raises (a program that runs on)."""
+
+
 Writer = Callable[[bytes], None]
 
 
@@ -101,6 +132,12 @@ class Shell:
     # The applets by name (exec_tools.TOOLS, handed in: that module builds on this one).
     tools: dict[str, Callable[[Shell, list[str], Io], int]] = field(default_factory=dict)
     network: Any = None  # exec_network.ClusterNetwork, for wget, curl and nslookup
+    pacing: Pacing | None = None
+    errexit: bool = False  # ``set -e``
+    looping: int = 0  # how many while loops the command runs in
+    # ``$0``, ``$1`` …: ``sh -c SCRIPT NAME ARG…`` names the script and passes its arguments.
+    positional: list[str] = field(default_factory=lambda: ["sh"])
+    _testing: int = 0  # inside a condition, where ``set -e`` does not apply
 
     # ------------------------------------------------------------ entry points
 
@@ -118,7 +155,8 @@ class Shell:
         except exec_syntax.ShellSyntaxError as error:
             io_.err(f"sh: {error}\n".encode())
             return 2
-        self._execute(node, io_)
+        with contextlib.suppress(_Break):  # ``break`` outside a loop: sh ignores it
+            self._execute(node, io_)
         return self.status
 
     def interactive(self, io_: Io) -> int:
@@ -138,49 +176,40 @@ class Shell:
     def _execute(self, node: Node, io_: Io) -> None:
         kind, value = node
         if kind == "list":
-            for connector, child in value:
+            for index, (connector, child) in enumerate(value):
                 if (connector == "&&" and self.status != 0) or (
                     connector == "||" and self.status == 0
                 ):
                     continue
-                self._execute(child, io_)
-        elif kind == "pipe":
-            data: bytes | None = None
-            for index, stage in enumerate(value):
-                last = index == len(value) - 1
-                captured = bytearray()
-                stage_io = Io(
-                    io_.stdin if index == 0 else Stdin(data or b""),
-                    io_.out if last else captured.extend,
-                    io_.err,
-                )
+                following = value[index + 1][0] if index + 1 < len(value) else ";"
+                guarded = following in ("&&", "||")
+                self._testing += guarded
                 try:
-                    self._execute(stage, stage_io)
-                except ExitShell as stop:  # each stage is a subshell
-                    self.status = stop.code
-                data = bytes(captured)
+                    self._execute(child, io_)
+                finally:
+                    self._testing -= guarded
+                if self.errexit and self.status and not guarded and not self._testing:
+                    raise ExitShell(self.status)
+        elif kind == "bg":
+            self._background(value, io_)
+        elif kind == "pipe":
+            self._pipe(value, io_)
         elif kind == "not":
-            self._execute(value, io_)
+            self._condition(value, io_)
             self.status = 0 if self.status else 1
         elif kind == "for":
             name, items, body = value
+            self.status = 0
             for item in [w for word in items for w in self._expand(word)]:
                 self.env[name] = item
-                self._execute(body, io_)
+                if not self._pass(body, io_):
+                    break
         elif kind == "while":
-            until, condition, body = value
-            for _ in range(10_000):  # a loop that never ends still ends with the client
-                if self.stopped.is_set():
-                    break
-                self._execute(condition, io_)
-                if (self.status == 0) == until:
-                    break
-                self._execute(body, io_)
-            self.status = 0
+            self._while(*value, io_=io_)
         elif kind == "if":
             for condition, body in value:
                 if condition is not None:
-                    self._execute(condition, io_)
+                    self._condition(condition, io_)
                     if self.status != 0:
                         continue
                 self._execute(body, io_)
@@ -194,7 +223,84 @@ class Shell:
                     raise
                 self.status = stop.code
         else:
-            self._simple(value[0], value[1], io_)
+            try:
+                self._simple(value[0], value[1], io_)
+            except ShellError as error:
+                io_.err(f"{error.message}\n".encode())
+                raise ExitShell(error.code) from None
+
+    def _pipe(self, stages: list[Node], io_: Io) -> None:
+        data: bytes | None = None
+        endless: Exception | None = None
+        for index, stage in enumerate(stages):
+            last = index == len(stages) - 1
+            captured = bytearray()
+            stage_io = Io(
+                io_.stdin if index == 0 else Stdin(data or b""),
+                io_.out if last else captured.extend,
+                io_.err,
+            )
+            try:
+                self._execute(stage, stage_io)
+            except ExitShell as stop:  # each stage is a subshell
+                self.status = stop.code
+            except Exception as error:
+                # A paced producer that never ends (``yes``, ``tail -f``) hands on what it
+                # wrote so far; the pipeline ends only if ``head`` closes it.
+                if last or self.pacing is None or not self.pacing.ends_run(error):
+                    raise
+                endless = error
+            data = bytes(captured)
+        if endless is not None and _program_name(stages[-1]) != "head":
+            raise endless
+
+    def _condition(self, node: Node, io_: Io) -> None:
+        self._testing += 1
+        try:
+            self._execute(node, io_)
+        finally:
+            self._testing -= 1
+
+    def _pass(self, body: Node, io_: Io) -> bool:
+        """One pass of a loop's body; False when ``break`` ends the loop."""
+        try:
+            self._execute(body, io_)
+        except _Break as stop:
+            if stop.levels > 1:
+                raise _Break(stop.levels - 1, skip=stop.skip) from None
+            return stop.skip
+        return True
+
+    def _while(self, until: bool, condition: Node, body: Node, *, io_: Io) -> None:
+        limit = self.pacing.loop_limit if self.pacing is not None else MAX_LOOPS
+        self.looping += 1
+        try:
+            for _ in range(limit):
+                if self.stopped.is_set():
+                    break
+                self._condition(condition, io_)
+                if (self.status == 0) == until:
+                    break
+                if not self._pass(body, io_):
+                    break
+            else:
+                if self.pacing is not None:
+                    self.pacing.endless()
+        finally:
+            self.looping -= 1
+        self.status = 0
+
+    def _background(self, node: Node, io_: Io) -> None:
+        def job() -> None:
+            inner = self._child(self.status)
+            with contextlib.suppress(ExitShell, _Break):
+                inner._execute(node, io_)
+
+        if self.pacing is not None:
+            self.pacing.background(job)
+        else:  # ``kubectl exec`` has nothing to run beside it: the job runs first
+            job()
+        self.status = 0
 
     def _simple(
         self, words: list[Word], redirections: list[exec_syntax.Redirection], io_: Io
@@ -271,6 +377,14 @@ class Shell:
             if text.startswith("\\$", i):
                 result.append("$")
                 i += 2
+            elif text.startswith("$((", i) and self._arithmetic_end(text, i) > 0:
+                end = self._arithmetic_end(text, i)
+                expression = self._substitute(text[i + 3 : end])
+                try:
+                    result.append(str(shell_arith.evaluate(expression, self.env)))
+                except shell_arith.ShellArithmeticError as error:
+                    raise ShellError(f"sh: {error}", 2) from None
+                i = end + 2
             elif text.startswith("$(", i):
                 depth, j = 0, i + 1
                 while j < len(text):
@@ -283,19 +397,57 @@ class Shell:
             else:
                 match = _VARIABLE.match(text, i)
                 if match:
-                    name = match.group(1) or match.group(2)
-                    result.append(
-                        str(self.status)
-                        if name == "?"
-                        else "0"
-                        if name == "#"
-                        else self.env.get(name, "")
-                    )
+                    result.append(self._parameter(match))
                     i = match.end()
                 else:
                     result.append(text[i])
                     i += 1
         return "".join(result)
+
+    @staticmethod
+    def _arithmetic_end(text: str, start: int) -> int:
+        """Where the ``))`` closing ``$((`` at ``start`` is (0: it is ``$( (…) )``)."""
+        depth, j = 0, start + 1
+        while j < len(text):
+            depth += {"(": 1, ")": -1}.get(text[j], 0)
+            if depth == 0:
+                return j - 1 if text[j - 1] == ")" and j - 1 > start + 2 else 0
+            j += 1
+        return 0
+
+    def _parameter(self, match: re.Match[str]) -> str:
+        """``$X``, ``${X}``, ``${#X}``, ``${X:-word}`` and the other ``${X op word}``."""
+        length, name, op, word = match.group(1), match.group(2), match.group(3), match.group(4)
+        name = name or match.group(5)
+        if name == "?":
+            return str(self.status)
+        if name == "#":
+            return str(len(self.positional) - 1)
+        if name in ("@", "*"):
+            return " ".join(self.positional[1:])
+        if name == "$":
+            return "1"
+        if name.isdigit():
+            index = int(name)
+            return self.positional[index] if index < len(self.positional) else ""
+        found = self.env.get(name)
+        if length:
+            return str(len(found or ""))
+        if not op:
+            return found or ""
+        unset = found is None or (op.startswith(":") and found == "")
+        word = self._substitute(word or "")
+        if op.endswith("-"):
+            return word if unset else found or ""
+        if op.endswith("="):
+            if unset:
+                self.env[name] = word
+            return self.env.get(name, "")
+        if op.endswith("+"):
+            return "" if unset else word
+        if unset:  # ``${X:?message}``
+            raise ShellError(f"sh: {name}: {word or 'parameter not set'}", 1)
+        return found or ""
 
     def _capture(self, script: str) -> str:
         captured = bytearray()
@@ -318,6 +470,7 @@ class Shell:
             self.cwd,
             self.tools,
             self.network,
+            self.pacing,
         )
 
     def _program(self, argv: list[str], io_: Io) -> int:
@@ -346,21 +499,60 @@ class Shell:
             return 0
         if name == "exec":
             return self._program(argv[1:], io_) if len(argv) > 1 else 0
+        if name in ("break", "continue"):
+            levels = argv[1] if len(argv) > 1 else "1"
+            raise _Break(int(levels) if levels.isdigit() else 1, skip=name == "continue")
+        if name == "set":
+            return self._set(argv[1:], io_)
+        if name == "read":
+            return self._read(argv[1:], io_)
+        if name in ("trap", "wait", "ulimit", "umask") and name not in self.tools:
+            return 0
         tool = self.tools.get(name)
         if tool is not None:
             return tool(self, argv, io_)
         io_.err(f"sh: {argv[0]}: not found\n".encode())
         return 127
 
+    def _set(self, args: list[str], io_: Io) -> int:
+        if not args:
+            io_.out("".join(f"{k}='{v}'\n" for k, v in sorted(self.env.items())).encode())
+            return 0
+        for arg in args:
+            if arg.startswith(("-", "+")) and "e" in arg[1:]:
+                self.errexit = arg.startswith("-")
+        return 0
+
+    def _read(self, args: list[str], io_: Io) -> int:
+        names = [a for a in args if not a.startswith("-")] or ["REPLY"]
+        line = io_.stdin.readline()
+        if line is None:
+            for name in names:
+                self.env[name] = ""
+            return 1
+        text = line.decode("utf-8", "replace").rstrip("\n")
+        fields = text.split(None, len(names) - 1) if names != ["REPLY"] else [text]
+        for index, name in enumerate(names):
+            self.env[name] = fields[index] if index < len(fields) else ""
+        return 0
+
     def _sh(self, argv: list[str], io_: Io) -> int:
         rest = argv[1:]
-        while rest and rest[0].startswith("-") and rest[0] != "-c":
+        errexit = False
+        while rest and rest[0].startswith("-") and len(rest[0]) > 1 and rest[0] != "-c":
+            errexit = errexit or "e" in rest[0][1:]
+            if "c" in rest[0][1:]:  # ``sh -ec SCRIPT``
+                rest = ["-c", *rest[1:]]
+                break
             rest = rest[1:]
         inner = self._child(0)
+        inner.errexit = errexit
         try:
             if rest and rest[0] == "-c":
+                inner.positional = rest[2:] or [argv[0]]
                 return inner.run_script(rest[1] if len(rest) > 1 else "", io_)
             if rest:
+                inner.positional = rest
                 script = self.files.read(self._path(rest[0]))
                 if script is None:
                     io_.err(
@@ -373,45 +565,11 @@ class Shell:
             return stop.code
 
 
-def gzip_bytes(data: bytes) -> bytes:
-    return gzip.compress(data, mtime=0)
-
-
-def b64(data: bytes) -> bytes:
-    return base64.b64encode(data)
-
-
-def tar_create(files: ContainerFiles, paths: list[str], cwd: str) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as archive:
-        for path in paths:
-            full = posixpath.normpath(posixpath.join(cwd, path))
-            for found in files.walk(full):
-                data = files.read(found) or b""
-                info = tarfile.TarInfo(
-                    found.lstrip("/") if path.startswith("/") else posixpath.relpath(found, cwd)
-                )
-                info.size = len(data)
-                info.mode = 0o644
-                archive.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
-
-
-def tar_extract(files: ContainerFiles, data: bytes, directory: str) -> str | None:
-    try:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as archive:
-            for member in archive.getmembers():
-                target = posixpath.normpath(posixpath.join(directory, member.name))
-                if member.isdir():
-                    files.mkdir(target, parents=True)
-                    continue
-                extracted = archive.extractfile(member)
-                if extracted is None:
-                    continue
-                files.mkdir(posixpath.dirname(target), parents=True)
-                problem = files.write(target, extracted.read())
-                if problem:
-                    return f"tar: can't open '{member.name}': {problem}"
-    except tarfile.TarError as error:
-        return f"tar: {error}"
-    return None
+def _program_name(node: Node) -> str:
+    """The program a simple command runs, when its name is plain text (else "")."""
+    if node[0] != "cmd" or not node[1][0]:
+        return ""
+    first = node[1][0][0]
+    return (
+        "".join(t for _, t in first) if all(k != "bare" or "$" not in t for k, t in first) else ""
+    )

@@ -1,12 +1,11 @@
-"""The shell grammar of ``kubectl exec``: what ``sh -c`` reads when something runs *inside* a
-container (the start-up scripts go through ``shell_syntax``, which only needs to know how long a
-script runs; this one keeps what a command prints and where it goes).
+"""The shell grammar of the lab's containers: what ``sh -c`` reads, for ``kubectl exec`` and for
+a container's own command alike, keeping what a command prints and where it goes.
 
 Words keep their quoting, so expansion can tell ``"$X"`` from ``$X`` and ``'$X'``;
 redirections (``>``, ``>>``, ``<``, ``2>&1``, ``>&2``) stay on their command. The tree:
 ``("list", [(connector, node)…])``, ``("pipe", [node…])``, ``("cmd", (words, redirections))``,
 ``("for", (name, words, body))``, ``("if", [(condition | None, body)…])``,
-``("while", (until, condition, body))``, ``("group", body)``.
+``("while", (until, condition, body))``, ``("group", body)``, ``("bg", node)`` (``node &``).
 """
 
 from __future__ import annotations
@@ -218,6 +217,8 @@ class _Parser:
                 connector = token
                 self.pos += 1
             elif token in (";", "\n", "&"):
+                if token == "&":  # ``cmd &``: it runs beside what follows
+                    items[-1] = (items[-1][0], ("bg", items[-1][1]))
                 connector = ";"
                 self.pos += 1
             else:

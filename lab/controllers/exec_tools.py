@@ -6,44 +6,21 @@ command's streams, and returns the exit status.
 
 from __future__ import annotations
 
-import gzip as gzip_module
-import posixpath
 import re
 import time
 from collections.abc import Callable
 
-from lab.controllers import exec_net_tools
-from lab.controllers.exec_shell import Io, Shell, b64, gzip_bytes, tar_create, tar_extract
+from lab.controllers import (
+    exec_archive_tools,
+    exec_awk,
+    exec_file_tools,
+    exec_net_tools,
+    exec_text_tools,
+)
+from lab.controllers.exec_inputs import operands, read_inputs
+from lab.controllers.exec_shell import Io, Shell
 
 Tool = Callable[[Shell, list[str], Io], int]
-
-
-def _operands(argv: list[str]) -> list[str]:
-    return [a for a in argv[1:] if not (a.startswith("-") and len(a) > 1)]
-
-
-def _flags(argv: list[str]) -> str:
-    return "".join(a[1:] for a in argv[1:] if a.startswith("-") and not a.startswith("--"))
-
-
-def _read_inputs(shell: Shell, argv: list[str], io_: Io, name: str) -> tuple[bytes, int]:
-    paths = _operands(argv)
-    if not paths or paths == ["-"]:
-        return io_.stdin.read_all(), 0
-    data, status = bytearray(), 0
-    for path in paths:
-        found = shell.files.read(shell._path(path))
-        if found is None:
-            reason = (
-                "Is a directory"
-                if shell.files.is_dir(shell._path(path))
-                else ("No such file or directory")
-            )
-            io_.err(f"{name}: can't open '{path}': {reason}\n".encode())
-            status = 1
-            continue
-        data.extend(found)
-    return bytes(data), status
 
 
 def echo(shell: Shell, argv: list[str], io_: Io) -> int:
@@ -70,47 +47,17 @@ def printf(shell: Shell, argv: list[str], io_: Io) -> int:
 
 
 def cat(shell: Shell, argv: list[str], io_: Io) -> int:
-    if not _operands(argv):  # streams what it reads, as it arrives (``kubectl exec -i … cat``)
+    if not operands(argv):  # streams what it reads, as it arrives (``kubectl exec -i … cat``)
         while (line := io_.stdin.readline()) is not None:
             io_.out(line)
         return 0
-    data, status = _read_inputs(shell, argv, io_, "cat")
+    data, status = read_inputs(shell, argv, io_, "cat")
     io_.out(data)
     return status
 
 
-def ls(shell: Shell, argv: list[str], io_: Io) -> int:
-    paths = _operands(argv) or ["."]
-    flags = _flags(argv)
-    status = 0
-    for path in paths:
-        full = shell._path(path)
-        if shell.files.read(full) is not None:
-            io_.out(f"{path}\n".encode())
-            continue
-        if not shell.files.is_dir(full):
-            io_.err(f"ls: {path}: No such file or directory\n".encode())
-            status = 1
-            continue
-        names = shell.files.listing(full)
-        if "a" in flags:
-            names = [".", "..", *names]
-        if len(paths) > 1:
-            io_.out(f"{path}:\n".encode())
-        for name in names:
-            if "l" in flags:
-                child = posixpath.join(full, name)
-                size = len(shell.files.read(child) or b"")
-                kind = "d" if shell.files.is_dir(child) else "-"
-                line = f"{kind}rw-r--r--    1 root     root    {size:>8} Jan  1 00:00 {name}\n"
-                io_.out(line.encode())
-            else:
-                io_.out(f"{name}\n".encode())
-    return status
-
-
 def env(shell: Shell, argv: list[str], io_: Io) -> int:
-    names = _operands(argv)
+    names = operands(argv)
     if argv[0].endswith("printenv") and names:
         found = [shell.env[n] for n in names if n in shell.env]
         io_.out("".join(f"{v}\n" for v in found).encode())
@@ -137,7 +84,7 @@ def sleep(shell: Shell, argv: list[str], io_: Io) -> int:
 
 
 def seq(shell: Shell, argv: list[str], io_: Io) -> int:
-    numbers = [int(a) for a in _operands(argv) if a.lstrip("-").isdigit()]
+    numbers = [int(a) for a in operands(argv) if a.lstrip("-").isdigit()]
     first, step, last = (
         (1, 1, numbers[0])
         if len(numbers) == 1
@@ -196,134 +143,6 @@ def test(shell: Shell, argv: list[str], io_: Io) -> int:
     return 0 if len(args) == 1 and args[0] else 1 if len(args) <= 1 else 0
 
 
-def mkdir(shell: Shell, argv: list[str], io_: Io) -> int:
-    status = 0
-    for path in _operands(argv):
-        problem = shell.files.mkdir(shell._path(path), parents="p" in _flags(argv))
-        if problem and not ("p" in _flags(argv) and shell.files.is_dir(shell._path(path))):
-            io_.err(f"mkdir: can't create directory '{path}': {problem}\n".encode())
-            status = 1
-    return status
-
-
-def touch(shell: Shell, argv: list[str], io_: Io) -> int:
-    status = 0
-    for path in _operands(argv):
-        full = shell._path(path)
-        problem = shell.files.write(full, b"", append=True)
-        if problem:
-            io_.err(f"touch: {path}: {problem}\n".encode())
-            status = 1
-    return status
-
-
-def rm(shell: Shell, argv: list[str], io_: Io) -> int:
-    status = 0
-    for path in _operands(argv):
-        if not shell.files.remove(shell._path(path)) and "f" not in _flags(argv):
-            io_.err(f"rm: can't remove '{path}': No such file or directory\n".encode())
-            status = 1
-    return status
-
-
-def wc(shell: Shell, argv: list[str], io_: Io) -> int:
-    data, status = _read_inputs(shell, argv, io_, "wc")
-    counts = {"l": data.count(b"\n"), "w": len(data.split()), "c": len(data)}
-    wanted = [f for f in _flags(argv) if f in counts] or ["l", "w", "c"]
-    io_.out((" ".join(f"{counts[f]:>7}" for f in wanted).strip() + "\n").encode())
-    return status
-
-
-def head_tail(shell: Shell, argv: list[str], io_: Io) -> int:
-    count = 10
-    rest = list(argv[1:])
-    if "-n" in rest and rest.index("-n") + 1 < len(rest):
-        at = rest.index("-n")
-        count = int(rest[at + 1])
-        del rest[at : at + 2]
-    for arg in list(rest):
-        if re.match(r"^-\d+$", arg):
-            count = int(arg[1:])
-            rest.remove(arg)
-    data, status = _read_inputs(shell, [argv[0], *rest], io_, argv[0])
-    lines = data.splitlines(keepends=True)
-    io_.out(
-        b"".join(lines[:count] if argv[0].endswith("head") else lines[-count:] if count else [])
-    )
-    return status
-
-
-def grep(shell: Shell, argv: list[str], io_: Io) -> int:
-    operands = _operands(argv)
-    if not operands:
-        io_.err(b"Usage: grep [-invc] PATTERN [FILE]...\n")
-        return 2
-    flags = _flags(argv)
-    pattern = re.compile(operands[0], re.I if "i" in flags else 0)
-    data, status = _read_inputs(shell, [argv[0], *operands[1:]], io_, "grep")
-    matched = [
-        line
-        for line in data.decode("utf-8", "replace").splitlines()
-        if bool(pattern.search(line)) != ("v" in flags)
-    ]
-    if "c" in flags:
-        io_.out(f"{len(matched)}\n".encode())
-    elif "q" not in flags:
-        io_.out("".join(f"{line}\n" for line in matched).encode())
-    return status or (0 if matched else 1)
-
-
-def gzip(shell: Shell, argv: list[str], io_: Io) -> int:
-    data, status = _read_inputs(shell, argv, io_, "gzip")
-    if "d" in _flags(argv) or argv[0].endswith(("gunzip", "zcat")):
-        try:
-            io_.out(gzip_module.decompress(data))
-        except (OSError, EOFError):
-            io_.err(b"gzip: invalid magic\n")
-            return 1
-        return status
-    io_.out(gzip_bytes(data))
-    return status
-
-
-def base64_tool(shell: Shell, argv: list[str], io_: Io) -> int:
-    import base64 as codec
-
-    data, status = _read_inputs(shell, argv, io_, "base64")
-    if "d" in _flags(argv):
-        io_.out(codec.b64decode(data))
-    else:
-        io_.out(b64(data) + b"\n")
-    return status
-
-
-def tar(shell: Shell, argv: list[str], io_: Io) -> int:
-    """``tar cf - PATH`` and ``tar xf - -C DIR``: what ``kubectl cp`` runs."""
-    args = argv[1:]
-    mode = args[0].lstrip("-") if args else ""
-    rest = args[1:]
-    directory = shell.cwd
-    if "-C" in rest and rest.index("-C") + 1 < len(rest):
-        at = rest.index("-C")
-        directory = shell._path(rest[at + 1])
-        del rest[at : at + 2]
-    paths = [a for a in rest if a != "-" and not a.startswith("-")]
-    if "c" in mode:
-        missing = [p for p in paths if not shell.files.exists(shell._path(p))]
-        for path in missing:
-            io_.err(f"tar: {path}: No such file or directory\n".encode())
-        io_.out(tar_create(shell.files, [p for p in paths if p not in missing], shell.cwd))
-        return 1 if missing else 0
-    if "x" in mode:
-        problem = tar_extract(shell.files, io_.stdin.read_all(), directory)
-        if problem:
-            io_.err(f"{problem}\n".encode())
-            return 1
-        return 0
-    io_.err(b"tar: need to specify one of -c, -t, -x\n")
-    return 1
-
-
 def ps(shell: Shell, argv: list[str], io_: Io) -> int:
     io_.out(
         b"PID   USER     TIME  COMMAND\n    1 root      0:00 "
@@ -344,10 +163,13 @@ def df(shell: Shell, argv: list[str], io_: Io) -> int:
 
 TOOLS: dict[str, Tool] = {
     **exec_net_tools.TOOLS,
+    **exec_text_tools.TOOLS,
+    **exec_file_tools.TOOLS,
+    **exec_archive_tools.TOOLS,
+    "awk": exec_awk.awk,
     "echo": echo,
     "printf": printf,
     "cat": cat,
-    "ls": ls,
     "env": env,
     "printenv": env,
     "sleep": sleep,
@@ -364,18 +186,6 @@ TOOLS: dict[str, Tool] = {
     "date": date,
     "test": test,
     "[": test,
-    "mkdir": mkdir,
-    "touch": touch,
-    "rm": rm,
-    "wc": wc,
-    "head": head_tail,
-    "tail": head_tail,
-    "grep": grep,
-    "gzip": gzip,
-    "gunzip": gzip,
-    "zcat": gzip,
-    "base64": base64_tool,
-    "tar": tar,
     "ps": ps,
     "df": df,
 }

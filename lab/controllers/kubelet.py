@@ -376,7 +376,11 @@ class Kubelet:
         if self.processes.runs_processes(spec):
             self._start_process(run, container)
             return
-        program = plan(spec, container.spec, container.env, run.name)
+        pod = self._pod(run)  # a new container gets a new writable layer; volumes stay
+        files = (
+            self.ctx.layers.files(self.ctx.store, pod, container.spec, fresh=True) if pod else None
+        )
+        program = plan(spec, container.spec, container.env, run.name, files)
         if program.missing:
             self._log(container, "ERROR", f"exec {program.missing}: no such file or directory")
             self._exit_later(run, container, 0.2, "Error", 127)
