@@ -239,7 +239,9 @@ class Cluster:
             for c in run.main
         ):
             real = self.kubelet.processes.address(uid)
-        return port_answers.target(run, port, real)
+        return port_answers.target(
+            run, port, real, lambda container: self.exec_sessions.container_files(pod, container)
+        )
 
     def evict(self, namespace: str, pod: str, *, dry_run: bool = False) -> None:
         """The eviction subresource: refused with 429 when a disruption budget forbids it."""

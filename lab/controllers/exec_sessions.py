@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lab.cluster.store import ObjectStore
-from lab.controllers import exec_files, exec_tools
+from lab.controllers import exec_files, exec_image_tools, exec_tools, image_filesystems
 from lab.controllers.containers import resolve_environment
-from lab.controllers.exec_files import Layer
-from lab.controllers.exec_network import ClusterNetwork
+from lab.controllers.exec_files import ContainerFiles, Layer
+from lab.controllers.exec_network import DNS_SERVER, ClusterNetwork
 from lab.controllers.exec_shell import Io, Shell, Stdin
 from lab.controllers.port_answers import PortTarget
-from lab.images import ImageCatalog
+from lab.images import ImageCatalog, split_image
 
 SHELLS = frozenset({"sh", "ash", "bash", "dash"})
 STDOUT, STDERR = 1, 2
@@ -89,7 +89,25 @@ class ExecSessions:
         self.port_target = port_target
         self._layers: dict[tuple[str, str], Layer] = {}  # (pod uid, container) -> own layer
         self._empty_dirs: dict[str, dict[str, Layer]] = {}  # pod uid -> emptyDir layers
+        # What the modeled servers hold (pod uid -> redis keys), for redis-cli's set and get.
+        self.server_data: dict[str, dict[str, str]] = {}
         self._count = 0
+
+    def container_files(self, pod: dict[str, Any], container: dict[str, Any]) -> ContainerFiles:
+        """What one container of the pod sees: its own layer (kept until the pod goes), its
+        mounts and the pod's emptyDirs. The modeled HTTP servers read their pages here."""
+        uid = pod["metadata"].get("uid", "")
+        name = str(container.get("name", ""))
+        self._forget_gone_pods()
+        own = self._layers.get((uid, name))
+        if own is None:
+            image, _ = self.images.lookup(str(container.get("image", "")))
+            stock = image_filesystems.tree(image.filesystem if image is not None else None)
+            own = exec_files.image_layer(pod, stock, self._dns_ip())
+            self._layers[(uid, name)] = own
+        return exec_files.container_files(
+            self.store, pod, container, own, self._empty_dirs.setdefault(uid, {})
+        )
 
     def open(
         self, pod: dict[str, Any], container: str | None, argv: list[str], *, tty: bool
@@ -101,16 +119,9 @@ class ExecSessions:
             (spec.get("containers") or [{}])[0],
         )
         uid = pod["metadata"].get("uid", "")
-        name = str(chosen.get("name", ""))
-        self._forget_gone_pods()
-        own = self._layers.get((uid, name))
-        if own is None:
-            ip = (pod.get("status") or {}).get("podIP") or ""
-            own = self._layers[(uid, name)] = exec_files.image_layer(pod["metadata"]["name"], ip)
-        files = exec_files.container_files(
-            self.store, pod, chosen, own, self._empty_dirs.setdefault(uid, {})
-        )
-        image, _ = self.images.lookup(str(chosen.get("image", "")))
+        files = self.container_files(pod, chosen)
+        reference = str(chosen.get("image", ""))
+        image, _ = self.images.lookup(reference)
         environment, _ = resolve_environment(
             self.store, pod, chosen, (pod.get("status") or {}).get("podIP") or ""
         )
@@ -126,10 +137,18 @@ class ExecSessions:
             env["TERM"] = "xterm"
         binaries = set(image.binaries) if image is not None else set()
         tools = dict(exec_tools.TOOLS)
-        repository = str(chosen.get("image", "")).split(":", 1)[0].rsplit("/", 1)[-1]
+        repository = reference.split(":", 1)[0].rsplit("/", 1)[-1]
         if repository in ("busybox", "alpine"):  # busybox has wget, not curl
             tools.pop("curl", None)
+        if image is not None:  # nginx -v, redis-cli, psql …: only where the image ships them
+            tools.update(
+                exec_image_tools.tools_for(
+                    image, split_image(reference)[1], self.server_data, tty=tty
+                )
+            )
         shell = Shell(files, env, binaries, tools=tools)
+        stock = image_filesystems.tree(image.filesystem if image is not None else None)
+        shell.cwd = str(chosen.get("workingDir") or stock.workdir)
         if self.port_target is not None:
             shell.network = ClusterNetwork(
                 self.store, self.port_target, pod["metadata"]["namespace"], pod
@@ -143,6 +162,10 @@ class ExecSessions:
         if runnable and not known:  # the image's own binary: it starts, and says nothing
             argv = ["true"]
         return Session(shell, argv or ["true"], tty, refusal)
+
+    def _dns_ip(self) -> str:
+        service = self.store.get("services", "kube-system", "kube-dns") or {}
+        return str((service.get("spec") or {}).get("clusterIP") or DNS_SERVER)
 
     def _not_found(self, uid: str, program: str) -> str:
         exec_id = hashlib.sha256(f"{uid}/{self._count}".encode()).hexdigest()
@@ -159,3 +182,5 @@ class ExecSessions:
             del self._layers[key]
         for uid in [u for u in self._empty_dirs if u not in live]:
             del self._empty_dirs[uid]
+        for uid in [u for u in self.server_data if u not in live]:
+            del self.server_data[uid]

@@ -1,0 +1,274 @@
+"""``redis-cli``, ``pg_isready`` and ``psql`` inside ``kubectl exec``: they reach the server
+through the cluster network (``exec_network``: the Service's ready endpoints, or the pod's own
+server for ``localhost``) and print what the real clients print, connected or not.
+
+What redis holds lives per server pod in ``data`` (``ExecSessions.server_data``), so a ``set``
+through the Service is there for a ``get`` in the server's own container. Output is
+redis-cli's raw form unless the exec has a terminal (``-t``), as redis-cli chooses itself.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from lab.controllers.exec_network import ClusterNetwork
+from lab.controllers.exec_shell import Io, Shell
+from lab.controllers.port_answers import PortTarget
+
+SOCKET_DIR = "/var/run/postgresql"
+
+
+def _options(args: list[str], valued: set[str]) -> tuple[dict[str, str], list[str]]:
+    """Split ``-h host -p6379 -tAc 'select 1' --raw rest…`` into options (clustered short
+    flags each on their own, ``-x`` → "") and the words after them."""
+    options: dict[str, str] = {}
+    rest: list[str] = []
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        index += 1
+        if rest or not arg.startswith("-") or arg == "-":
+            rest.append(arg)
+        elif arg.startswith("--"):
+            name, equals, value = arg.partition("=")
+            if not equals and name in valued and index < len(args):
+                value, index = args[index], index + 1
+            options[name] = value
+        else:
+            for at, letter in enumerate(arg[1:], start=2):
+                if f"-{letter}" not in valued:
+                    options[f"-{letter}"] = ""
+                    continue
+                value = arg[at:]
+                if not value and index < len(args):
+                    value, index = args[index], index + 1
+                options[f"-{letter}"] = value
+                break
+    return options, rest
+
+
+def _reach(shell: Shell, host: str, port: int, wire: str) -> tuple[PortTarget | None, str, str]:
+    network: ClusterNetwork | None = shell.network
+    if network is None:
+        return None, "resolve", ""
+    target, failure, ip = network.connect(host, port)
+    if target is not None and target.wire != wire:
+        return None, "protocol", ip
+    return target, failure, ip
+
+
+# ---------------------------------------------------------------- redis-cli
+
+
+def redis_cli(
+    shell: Shell, argv: list[str], io_: Io, *, data: dict[str, dict[str, str]], tty: bool
+) -> int:
+    options, words = _options(argv[1:], {"-h", "-p", "-a", "-n", "-u", "--user", "--pass"})
+    if "--version" in options or "-v" in options:
+        io_.out(b"redis-cli 7.2.4\n")
+        return 0
+    host = options.get("-h", "127.0.0.1")
+    port = int(options["-p"]) if options.get("-p", "").isdigit() else 6379
+    raw = "--raw" in options or not tty
+    target, failure, _ = _reach(shell, host, port, "redis")
+    if target is None:
+        reason = {
+            "resolve": "Name or service not known",
+            "refused": "Connection refused",
+        }.get(failure, "Connection reset by peer")
+        io_.err(f"Could not connect to Redis at {host}:{port}: {reason}\n".encode())
+        return 1
+    keys = data.setdefault(target.uid, {})
+    commands = [words] if words else []
+    if not words:  # no command: read them from stdin, as redis-cli does without a terminal
+        while (line := io_.stdin.readline()) is not None:
+            if line.strip():
+                commands.append(shlex.split(line.decode("utf-8", "replace")))
+    for command in commands:
+        io_.out((_redis(command, keys, raw=raw) + "\n").encode())
+    return 0
+
+
+def _redis(command: list[str], keys: dict[str, str], *, raw: bool) -> str:
+    name, args = command[0].lower(), command[1:]
+
+    def text(value: str | None) -> str:
+        if value is None:
+            return "" if raw else "(nil)"
+        return value if raw else f'"{value}"'
+
+    def number(value: int) -> str:
+        return str(value) if raw else f"(integer) {value}"
+
+    if name == "ping":
+        return args[0] if args else "PONG"
+    if name == "echo" and args:
+        return text(args[0])
+    if name == "set" and len(args) >= 2:
+        keys[args[0]] = args[1]
+        return "OK"
+    if name == "get" and len(args) == 1:
+        return text(keys.get(args[0]))
+    if name in ("del", "unlink") and args:
+        return number(sum(keys.pop(k, None) is not None for k in args))
+    if name == "exists" and args:
+        return number(sum(k in keys for k in args))
+    if name in ("incr", "decr") and len(args) == 1:
+        current = keys.get(args[0], "0")
+        if not current.lstrip("-").isdigit():
+            return ("" if raw else "(error) ") + "ERR value is not an integer or out of range"
+        keys[args[0]] = str(int(current) + (1 if name == "incr" else -1))
+        return number(int(keys[args[0]]))
+    if name == "dbsize":
+        return number(len(keys))
+    if name == "keys" and len(args) == 1:
+        pattern = re.compile(re.escape(args[0]).replace(r"\*", ".*").replace(r"\?", "."))
+        found = sorted(k for k in keys if pattern.fullmatch(k))
+        if raw:
+            return "\n".join(found)
+        return "\n".join(f'{i}) "{k}"' for i, k in enumerate(found, 1)) or "(empty array)"
+    if name in {"flushall", "flushdb"}:
+        keys.clear()
+        return "OK"
+    if name == "info":
+        return "# Server\r\nredis_version:7.2.4\r\nredis_mode:standalone\r\ntcp_port:6379"
+    shown = " ".join(f"'{a}'" for a in args[:1])
+    error = f"ERR unknown command '{command[0]}', with args beginning with: {shown}"
+    return error if raw else f"(error) {error}"
+
+
+# ---------------------------------------------------------------- postgres clients
+
+_PG_VALUED = {"-h", "-p", "-U", "-d", "-c", "-f", "-v", "-P", "--host", "--port", "--username"}
+_PG_VALUED |= {"--dbname", "--command", "--file"}
+
+
+def _pg_where(options: dict[str, str]) -> tuple[str, int]:
+    host = options.get("-h", options.get("--host", ""))
+    port_text = options.get("-p", options.get("--port", "5432"))
+    return host, int(port_text) if port_text.isdigit() else 5432
+
+
+def pg_isready(shell: Shell, argv: list[str], io_: Io) -> int:
+    options, _ = _options(argv[1:], {"-h", "-p", "-U", "-d", "-t", "--host", "--port"})
+    host, port = _pg_where(options)
+    target, _, _ = _reach(shell, host or "127.0.0.1", port, "postgres")
+    shown = host or SOCKET_DIR
+    quiet = "-q" in options or "--quiet" in options
+    if target is None:
+        if not quiet:
+            io_.out(f"{shown}:{port} - no response\n".encode())
+        return 2
+    if not quiet:
+        io_.out(f"{shown}:{port} - accepting connections\n".encode())
+    return 0
+
+
+def psql(shell: Shell, argv: list[str], io_: Io, *, version: str) -> int:
+    options, rest = _options(argv[1:], _PG_VALUED)
+    tuples_only = "-t" in options or "--tuples-only" in options
+    unaligned = "-A" in options or "--no-align" in options
+    host, port = _pg_where(options)
+    user = options.get("-U", options.get("--username", shell.env.get("PGUSER", "postgres")))
+    target, failure, ip = _reach(shell, host or "127.0.0.1", port, "postgres")
+    if host:
+        where = f'connection to server at "{host}" ({ip}), port {port} failed'
+    else:
+        where = f'connection to server on socket "{SOCKET_DIR}/.s.PGSQL.{port}" failed'
+    if target is None:
+        if failure == "resolve":
+            io_.err(
+                f'psql: error: could not translate host name "{host}" to address: '
+                "Name or service not known\n".encode()
+            )
+        elif host:
+            io_.err(
+                f"psql: error: {where}: Connection refused\n\tIs the server running on that "
+                "host and accepting TCP/IP connections?\n".encode()
+            )
+        else:
+            io_.err(
+                f"psql: error: {where}: No such file or directory\n\tIs the server running "
+                "locally and accepting connections on that socket?\n".encode()
+            )
+        return 2
+    server_env = dict(target.env)
+    owner = server_env.get("POSTGRES_USER") or "postgres"
+    database = options.get("-d", options.get("--dbname", rest[0] if rest else user))
+    trusted = not host or host in ("localhost", "127.0.0.1")
+    trusted = trusted or server_env.get("POSTGRES_HOST_AUTH_METHOD") == "trust"
+    password = server_env.get("POSTGRES_PASSWORD", "")
+    refusal = ""
+    if user != owner:
+        refusal = f'FATAL:  role "{user}" does not exist'
+    elif not trusted and not shell.env.get("PGPASSWORD"):
+        refusal = "fe_sendauth: no password supplied"
+    elif not trusted and shell.env.get("PGPASSWORD") != password:
+        refusal = f'FATAL:  password authentication failed for user "{user}"'
+    elif database not in (owner, server_env.get("POSTGRES_DB") or owner, "postgres", "template1"):
+        refusal = f'FATAL:  database "{database}" does not exist'
+    if refusal:
+        io_.err(f"psql: error: {where}: {refusal}\n".encode())
+        return 2
+    query = options.get("-c", options.get("--command"))
+    if query is None:  # a script on stdin, a statement a line
+        query = io_.stdin.read_all().decode("utf-8", "replace")
+    for statement in [s.strip() for s in query.split(";") if s.strip()]:
+        answer = _statement(statement, database, user, version, tuples_only, unaligned)
+        io_.out(answer.encode())
+    return 0
+
+
+def _statement(
+    sql: str, database: str, user: str, version: str, tuples_only: bool, unaligned: bool
+) -> str:
+    select = re.fullmatch(r"(?is)select\s+(.+)", sql)
+    if select is None:
+        if sql.startswith("\\"):
+            return "Did not find any relations.\n" if sql.startswith("\\d") else ""
+        words = sql.split()
+        tag = " ".join(w.upper() for w in words[:2])
+        if tag.startswith("INSERT"):
+            return "INSERT 0 1\n"
+        return (tag if tag.split()[0] in ("CREATE", "DROP", "ALTER") else words[0].upper()) + "\n"
+    columns: list[tuple[str, str, bool]] = []  # (name, value, numeric)
+    for item in [i.strip() for i in select.group(1).split(",")]:
+        parts = re.split(r"(?i)\s+as\s+", item, maxsplit=1)
+        expression = parts[0].strip()
+        alias = parts[1].strip() if len(parts) > 1 else ""
+        lowered = expression.lower()
+        if re.fullmatch(r"-?\d+(\.\d+)?", expression):
+            columns.append((alias or "?column?", expression, True))
+        elif re.fullmatch(r"'[^']*'", expression):
+            columns.append((alias or "?column?", expression[1:-1], False))
+        elif lowered == "version()":
+            columns.append((alias or "version", _VERSION.format(version=version), False))
+        elif lowered in ("current_database()", "current_user", "user", "current_user()"):
+            value = database if "database" in lowered else user
+            columns.append((alias or lowered.rstrip("()"), value, False))
+        elif lowered == "now()":
+            columns.append((alias or "now", "2026-01-01 00:00:00.000000+00", False))
+        else:
+            name = expression.split("(", 1)[0]
+            return f'ERROR:  column "{name}" does not exist\nLINE 1: {sql}\n'
+    if unaligned:
+        values = "|".join(c[1] for c in columns)
+        header = "" if tuples_only else "|".join(c[0] for c in columns) + "\n"
+        return header + values + "\n" + ("" if tuples_only else "(1 row)\n")
+    widths = [max(len(name), len(value)) for name, value, _ in columns]
+    head = "|".join(f" {n.center(w)} " for (n, _, _), w in zip(columns, widths, strict=True))
+    rule = "+".join("-" * (w + 2) for w in widths)
+    row = "|".join(
+        f" {v.rjust(w) if numeric else v.ljust(w)} "
+        for (_, v, numeric), w in zip(columns, widths, strict=True)
+    ).rstrip()
+    if tuples_only:
+        return f"{row}\n\n"
+    return f"{head}\n{rule}\n{row}\n(1 row)\n\n"
+
+
+_VERSION = (
+    "PostgreSQL {version} (Debian {version}-1.pgdg120+2) on x86_64-pc-linux-gnu, compiled by gcc "
+    "(Debian 12.2.0-14) 12.2.0, 64-bit"
+)
