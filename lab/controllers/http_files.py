@@ -9,6 +9,7 @@ the root, or another container writes into a shared emptyDir, is what is served.
 from __future__ import annotations
 
 import posixpath
+import re
 from dataclasses import dataclass, field
 from email.utils import formatdate
 from urllib.parse import unquote
@@ -45,6 +46,26 @@ class Answer:
     reason: str
     headers: list[tuple[str, str]] = field(default_factory=list)
     body: bytes = b""
+
+
+def document_root(files: ContainerFiles, server: str, default: str) -> str:
+    """The folder the server's configuration serves ``/`` from, as the container's files say
+    (a ConfigMap mounted over ``conf.d/default.conf`` may move it), else the image's."""
+    if server.startswith("nginx"):
+        folder = "/etc/nginx/conf.d"
+        paths = [f"{folder}/{n}" for n in files.listing(folder) if n.endswith(".conf")]
+        for path in [*paths, "/etc/nginx/nginx.conf"]:
+            text = (files.read(path) or b"").decode("utf-8", "replace")
+            text = re.sub(r"#[^\n]*", "", text)
+            found = re.search(r"location\s+/\s*\{[^}]*?\broot\s+([^;\s]+)\s*;", text)
+            found = found or re.search(r"(?m)^\s*root\s+([^;\s]+)\s*;", text)
+            if found:
+                root = found.group(1).strip("\"'")
+                return root if root.startswith("/") else f"/etc/nginx/{root}"
+        return default
+    conf = (files.read("/usr/local/apache2/conf/httpd.conf") or b"").decode("utf-8", "replace")
+    found = re.search(r'(?m)^\s*DocumentRoot\s+"?([^"\s]+)"?', conf)
+    return found.group(1) if found else default
 
 
 def serve(

@@ -108,7 +108,7 @@ def http_answer(found: PortTarget, request: bytes) -> bytes:
             found.files,
             server=found.server,
             version=found.version,
-            root=found.root,
+            root=http_files.document_root(found.files, found.server, found.root),
             method=method,
             target=path,
             host=host,

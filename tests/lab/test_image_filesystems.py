@@ -85,6 +85,41 @@ spec:
   - {name: curl, image: curlimages/curl, command: [sleep, "3600"]}
 """
 
+MOVED_ROOT = """
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: moved-conf, namespace: hotel}
+data:
+  default.conf: |
+    server {
+        listen 80;
+        # root /usr/share/nginx/html;  (a comment is not configuration)
+        location / {
+            root /srv/site;
+            index index.html;
+        }
+    }
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: moved-site, namespace: hotel}
+data: {index.html: "moved\\n"}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: moved, namespace: hotel}
+spec:
+  containers:
+  - name: nginx
+    image: nginx
+    volumeMounts:
+    - {name: conf, mountPath: /etc/nginx/conf.d}
+    - {name: site, mountPath: /srv/site}
+  volumes:
+  - {name: conf, configMap: {name: moved-conf}}
+  - {name: site, configMap: {name: moved-site}}
+"""
+
 SERVICES = ("web", "mounted")
 
 
@@ -165,6 +200,25 @@ def test_nginx_serves_its_html_root_through_a_service(kubectl: Kubectl) -> None:
     )
     ok = _exec(kubectl, "client", "curl", "-sI", "http://web/index.html").stdout
     assert "Server: nginx/1.27.3\n" in ok and "Content-Length: 615\n" in ok
+
+
+def test_nginx_serves_the_root_its_mounted_configuration_names(kubectl: Kubectl, lab: Lab) -> None:
+    kubectl.run("apply", "-f", "-", stdin=MOVED_ROOT)
+    lab.settle()
+    ip = kubectl.out("get", "pod", "moved", "-o", "jsonpath={.status.podIP}")
+    assert _exec(kubectl, "client", "curl", "-s", f"http://{ip}/").stdout == "moved\n"
+    gone = _exec(
+        kubectl,
+        "client",
+        "curl",
+        "-s",
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{http_code}",
+        f"http://{ip}/50x.html",
+    )
+    assert gone.stdout == "404"  # the stock html root is no longer what nginx serves
 
 
 def test_httpd_serves_htdocs_and_answers_a_missing_page_as_apache(kubectl: Kubectl) -> None:
