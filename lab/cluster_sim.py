@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import json
 import time
 from importlib import resources as pkg_resources
@@ -239,9 +240,14 @@ class Cluster:
             for c in run.main
         ):
             real = self.kubelet.processes.address(uid)
-        return port_answers.target(
+        found = port_answers.target(
             run, port, real, lambda container: self.exec_sessions.container_files(pod, container)
         )
+        if found.wire == "redis":
+            found = dataclasses.replace(
+                found, data=self.exec_sessions.server_data.setdefault(uid, {})
+            )
+        return found
 
     def evict(self, namespace: str, pod: str, *, dry_run: bool = False) -> None:
         """The eviction subresource: refused with 429 when a disruption budget forbids it."""

@@ -2,8 +2,9 @@
 through the cluster network (``exec_network``: the Service's ready endpoints, or the pod's own
 server for ``localhost``) and print what the real clients print, connected or not.
 
-What redis holds lives per server pod in ``data`` (``ExecSessions.server_data``), so a ``set``
-through the Service is there for a ``get`` in the server's own container. Output is
+What redis holds lives per server pod in ``data`` (``ExecSessions.server_data``, answered by
+``redis_model``), so a ``set`` through the Service is there for a ``get`` in the server's own
+container, and for a client on the far side of ``port-forward``. Output is
 redis-cli's raw form unless the exec has a terminal (``-t``), as redis-cli chooses itself.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import re
 import shlex
 
+from lab.controllers import redis_model
 from lab.controllers.exec_network import ClusterNetwork
 from lab.controllers.exec_shell import Io, Shell
 from lab.controllers.port_answers import PortTarget
@@ -79,63 +81,15 @@ def redis_cli(
         }.get(failure, "Connection reset by peer")
         io_.err(f"Could not connect to Redis at {host}:{port}: {reason}\n".encode())
         return 1
-    keys = data.setdefault(target.uid, {})
+    keys = target.data if target.data is not None else data.setdefault(target.uid, {})
     commands = [words] if words else []
     if not words:  # no command: read them from stdin, as redis-cli does without a terminal
         while (line := io_.stdin.readline()) is not None:
             if line.strip():
                 commands.append(shlex.split(line.decode("utf-8", "replace")))
     for command in commands:
-        io_.out((_redis(command, keys, raw=raw) + "\n").encode())
+        io_.out((redis_model.shown(redis_model.run(command, keys), raw=raw) + "\n").encode())
     return 0
-
-
-def _redis(command: list[str], keys: dict[str, str], *, raw: bool) -> str:
-    name, args = command[0].lower(), command[1:]
-
-    def text(value: str | None) -> str:
-        if value is None:
-            return "" if raw else "(nil)"
-        return value if raw else f'"{value}"'
-
-    def number(value: int) -> str:
-        return str(value) if raw else f"(integer) {value}"
-
-    if name == "ping":
-        return args[0] if args else "PONG"
-    if name == "echo" and args:
-        return text(args[0])
-    if name == "set" and len(args) >= 2:
-        keys[args[0]] = args[1]
-        return "OK"
-    if name == "get" and len(args) == 1:
-        return text(keys.get(args[0]))
-    if name in ("del", "unlink") and args:
-        return number(sum(keys.pop(k, None) is not None for k in args))
-    if name == "exists" and args:
-        return number(sum(k in keys for k in args))
-    if name in ("incr", "decr") and len(args) == 1:
-        current = keys.get(args[0], "0")
-        if not current.lstrip("-").isdigit():
-            return ("" if raw else "(error) ") + "ERR value is not an integer or out of range"
-        keys[args[0]] = str(int(current) + (1 if name == "incr" else -1))
-        return number(int(keys[args[0]]))
-    if name == "dbsize":
-        return number(len(keys))
-    if name == "keys" and len(args) == 1:
-        pattern = re.compile(re.escape(args[0]).replace(r"\*", ".*").replace(r"\?", "."))
-        found = sorted(k for k in keys if pattern.fullmatch(k))
-        if raw:
-            return "\n".join(found)
-        return "\n".join(f'{i}) "{k}"' for i, k in enumerate(found, 1)) or "(empty array)"
-    if name in {"flushall", "flushdb"}:
-        keys.clear()
-        return "OK"
-    if name == "info":
-        return "# Server\r\nredis_version:7.2.4\r\nredis_mode:standalone\r\ntcp_port:6379"
-    shown = " ".join(f"'{a}'" for a in args[:1])
-    error = f"ERR unknown command '{command[0]}', with args beginning with: {shown}"
-    return error if raw else f"(error) {error}"
 
 
 # ---------------------------------------------------------------- postgres clients

@@ -36,6 +36,7 @@ class PortTarget:
     wire: str = ""  # the protocol of a server that does not speak HTTP (redis, postgres)
     uid: str = ""  # the pod's, for what the server holds
     env: tuple[tuple[str, str], ...] = ()  # the server's environment (postgres's credentials)
+    data: dict[str, str] | None = None  # what a redis server holds (its keys), when known
 
 
 def target(

@@ -5,6 +5,9 @@ real clients' output and failures; images that do not ship a program do not have
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +110,60 @@ def test_redis_cli_talks_to_its_own_server_and_to_a_service(kubectl: Kubectl) ->
     assert "Could not connect to Redis at nosuch:6379: Name or service not known\n" in (
         unknown.stderr
     )
+
+
+def test_redis_answers_resp_through_port_forward_with_the_same_keys(
+    kubectl: Kubectl, tmp_path: Path
+) -> None:
+    _exec(kubectl, "cache", "redis-cli", "set", "greeting", "hi")
+    port = _free_port()
+    log = (tmp_path / "forward.log").open("w")
+    forward = subprocess.Popen(
+        [kubectl.binary, "-n", "hotel", "port-forward", "svc/redis", f"{port}:6379"],
+        env=kubectl.env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        conn = _connect(port)
+        conn.sendall(b"*1\r\n$4\r\nPING\r\n*2\r\n$3\r\nGET\r\n$8\r\ngreeting\r\n")
+        assert _read(conn, b"hi\r\n") == b"+PONG\r\n$2\r\nhi\r\n"
+        conn.sendall(b"SET from-host yes\r\nGET nothing\r\n")  # inline, as nc sends it
+        assert _read(conn, b"$-1\r\n") == b"+OK\r\n$-1\r\n"
+        conn.close()
+    finally:
+        forward.terminate()
+        forward.wait(timeout=10)
+        log.close()
+    assert _exec(kubectl, "cache", "redis-cli", "get", "from-host").stdout == "yes\n"
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET6) as probe:  # kubectl listens on both families
+        probe.bind(("::1", 0))
+        port = int(probe.getsockname()[1])
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", port))
+    return port
+
+
+def _connect(port: int) -> socket.socket:
+    for _ in range(50):  # kubectl listens a moment after it starts
+        try:
+            conn = socket.create_connection(("127.0.0.1", port), timeout=5)
+        except ConnectionRefusedError:
+            time.sleep(0.1)
+            continue
+        return conn
+    raise OSError(f"nothing listens on {port}")
+
+
+def _read(conn: socket.socket, end: bytes) -> bytes:
+    answer = b""
+    while not answer.endswith(end) and (chunk := conn.recv(65536)):
+        answer += chunk
+    return answer
 
 
 def test_postgres_clients_report_the_server_as_the_real_ones_do(kubectl: Kubectl) -> None:
