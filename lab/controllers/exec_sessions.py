@@ -101,8 +101,12 @@ class ExecSessions:
         self._forget_gone_pods()
         own = self._layers.get((uid, name))
         if own is None:
-            image, _ = self.images.lookup(str(container.get("image", "")))
-            stock = image_filesystems.tree(image.filesystem if image is not None else None)
+            reference = str(container.get("image", ""))
+            image, _ = self.images.lookup(reference)
+            stock = image_filesystems.tree(
+                image.filesystem if image is not None else None,
+                image.version_of(split_image(reference)[1]) if image is not None else "",
+            )
             own = exec_files.image_layer(pod, stock, self._dns_ip())
             self._layers[(uid, name)] = own
         return exec_files.container_files(

@@ -9,6 +9,7 @@ their ``docroot`` from the container's files (``http_files``).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 NGINX_INDEX = """<!DOCTYPE html>
@@ -197,7 +198,7 @@ TREES: dict[str, Tree] = {
         files={
             "/usr/local/bin/docker-entrypoint.sh": "#!/usr/bin/env bash\nset -Eeo pipefail\n",
             # What initdb leaves in PGDATA (the lab does not tell a first start from later).
-            "/var/lib/postgresql/data/PG_VERSION": "16\n",
+            "/var/lib/postgresql/data/PG_VERSION": "{major}\n",
             "/var/lib/postgresql/data/postgresql.conf": "listen_addresses = '*'\n",
             "/var/lib/postgresql/data/pg_hba.conf": (
                 "local   all             all                                     trust\n"
@@ -217,6 +218,11 @@ TREES: dict[str, Tree] = {
 }
 
 
-def tree(name: str | None) -> Tree:
-    """The stock tree of a catalog ``filesystem`` name (an empty one for the rest)."""
-    return TREES.get(name or "", Tree())
+def tree(name: str | None, version: str = "") -> Tree:
+    """The stock tree of a catalog ``filesystem`` name (an empty one for the rest), with
+    ``{major}`` in its files the major version of ``version`` (postgres's PG_VERSION)."""
+    found = TREES.get(name or "", Tree())
+    parts = version.split(".")
+    major = ".".join(parts[:2]) if parts[0] == "9" else parts[0]  # 9.6 was a major release
+    files = {path: text.replace("{major}", major) for path, text in found.files.items()}
+    return dataclasses.replace(found, files=files)

@@ -152,6 +152,7 @@ def test_the_images_ship_their_well_known_files(kubectl: Kubectl) -> None:
     assert _exec(kubectl, "apache", "pwd").stdout == "/usr/local/apache2\n"
     pgdata = _exec(kubectl, "db", "ls", "/var/lib/postgresql/data").stdout.split()
     assert {"PG_VERSION", "base", "pg_hba.conf", "postgresql.conf"} <= set(pgdata)
+    assert _exec(kubectl, "db", "cat", "/var/lib/postgresql/data/PG_VERSION").stdout == "16\n"
     missing = _exec(kubectl, "client", "cat", "/usr/share/nginx/html/index.html")
     assert missing.returncode == 1  # curlimages/curl is not nginx
 
