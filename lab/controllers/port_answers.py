@@ -87,6 +87,24 @@ def target(
     )
 
 
+def page_status(found: PortTarget, path: str) -> int | None:
+    """The status the server gives ``GET path`` when it answers from the container's files
+    (what an HTTP probe sees); None for the servers that answer their declared paths."""
+    if found.files is None or not found.http:
+        return None
+    answer = http_files.serve(
+        found.files,
+        server=found.server,
+        version=found.version,
+        root=http_files.document_root(found.files, found.server, found.root),
+        method="GET",
+        target=path,
+        host="",
+        now=0.0,
+    )
+    return answer.status
+
+
 def _own_server(paths: list[str] | None, listens: list[int], container: Any, port: int) -> bool:
     """Whether what answers on ``port`` is the image's own server (not, say, ``python -m
     http.server`` started in an nginx image): its port, with the image's paths."""

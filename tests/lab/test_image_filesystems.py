@@ -222,6 +222,54 @@ def test_nginx_serves_the_root_its_mounted_configuration_names(kubectl: Kubectl,
     assert gone.stdout == "404"  # the stock html root is no longer what nginx serves
 
 
+PROBED = """
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: health, namespace: hotel}
+data: {healthz: "ok\\n", index.html: "<h1>up</h1>\\n"}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: probed, namespace: hotel}
+spec:
+  containers:
+  - name: nginx
+    image: nginx
+    readinessProbe: {httpGet: {path: /healthz, port: 80}, periodSeconds: 5}
+    volumeMounts: [{name: html, mountPath: /usr/share/nginx/html}]
+  volumes: [{name: html, configMap: {name: health}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: empty-root, namespace: hotel}
+spec:
+  containers:
+  - name: nginx
+    image: nginx
+    readinessProbe: {httpGet: {path: /, port: 80}, periodSeconds: 5}
+    volumeMounts: [{name: html, mountPath: /usr/share/nginx/html}]
+  volumes: [{name: html, emptyDir: {}}]
+"""
+
+
+def test_http_probes_of_nginx_see_the_files_it_serves(kubectl: Kubectl, lab: Lab) -> None:
+    kubectl.run("apply", "-f", "-", stdin=PROBED)
+    lab.settle()
+    ready = "jsonpath={.status.containerStatuses[0].ready}"
+    assert kubectl.out("get", "pod", "probed", "-o", ready) == "true"  # /healthz is a file
+    assert kubectl.out("get", "pod", "empty-root", "-o", ready) == "false"
+    events = kubectl.out(
+        "get",
+        "events",
+        "--field-selector",
+        "involvedObject.name=empty-root",
+        "-o",
+        "jsonpath={.items[*].message}",
+    )
+    # An empty html root has no index: nginx forbids the folder, as on a node.
+    assert "Readiness probe failed: HTTP probe failed with statuscode: 403" in events
+
+
 def test_httpd_serves_htdocs_and_answers_a_missing_page_as_apache(kubectl: Kubectl) -> None:
     ip = kubectl.out("get", "pod", "apache", "-o", "jsonpath={.status.podIP}")
     page = _exec(kubectl, "client", "curl", "-s", f"http://{ip}/")
