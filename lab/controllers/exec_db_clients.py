@@ -165,12 +165,35 @@ def psql(shell: Shell, argv: list[str], io_: Io, *, version: str) -> int:
     if refusal:
         io_.err(f"psql: error: {where}: {refusal}\n".encode())
         return 2
-    query = options.get("-c", options.get("--command"))
-    if query is None:  # a script on stdin, a statement a line
-        query = io_.stdin.read_all().decode("utf-8", "replace")
-    for statement in [s.strip() for s in query.split(";") if s.strip()]:
-        answer = _statement(statement, database, user, version, tuples_only, unaligned)
+
+    def run(statement: str) -> None:
+        answer = _statement(statement.strip(), database, user, version, tuples_only, unaligned)
         io_.out(answer.encode())
+
+    query = options.get("-c", options.get("--command"))
+    if query is not None:
+        for statement in [s for s in query.split(";") if s.strip()]:
+            run(statement)
+        return 0
+    # Statements from stdin as they arrive, each ending at its ";" (a terminal gets the
+    # prompt, ``kubectl exec -it db -- psql``); ``\q`` ends the session.
+    tty = shell.env.get("TERM") is not None
+    if tty:
+        io_.out(f'psql ({version})\nType "help" for help.\n\n{database}=# '.encode())
+    pending = ""
+    while (line := io_.stdin.readline()) is not None:
+        text = line.decode("utf-8", "replace").strip()
+        if text in ("\\q", "quit", "exit"):
+            break
+        if text.startswith("\\"):
+            run(text)
+        else:
+            pending += " " + text
+            *done, pending = pending.split(";")
+            for statement in [d for d in done if d.strip()]:
+                run(statement)
+        if tty:
+            io_.out(f"{database}{'-' if pending.strip() else '='}# ".encode())
     return 0
 
 

@@ -181,6 +181,17 @@ def test_postgres_clients_report_the_server_as_the_real_ones_do(kubectl: Kubectl
     assert _exec(kubectl, "pg-client", "psql", "-h", "pg", "-tAc", "select 1").stdout == "1\n"
     named = _exec(kubectl, "db", "psql", "-c", "SELECT 42 AS answer").stdout
     assert named == " answer \n--------\n     42\n(1 row)\n\n"
+    script = kubectl.run(
+        "exec",
+        "-i",
+        "db",
+        "--",
+        "psql",
+        "-tA",
+        stdin="select 1;\nselect 'two'\n;\n\\q\n",
+        check=False,
+    )
+    assert (script.returncode, script.stdout) == (0, "1\ntwo\n")
     unauthenticated = _exec(
         kubectl, "pg-client", "sh", "-c", "PGPASSWORD=wrong psql -h pg -c 'select 1'"
     )
