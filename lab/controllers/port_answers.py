@@ -2,7 +2,10 @@
 instead of running it: enough HTTP for ``curl`` or a browser to get a page.
 
 A container that runs as a real process (``ProcessHost``) is forwarded to for real; the rest
-answer here. A port nobody listens on is refused with the kubelet's own words.
+answer here, to ``port-forward``, to ``wget``/``curl`` in other pods (``exec_network``) and to
+HTTP probes (``page_status``): nginx and httpd from the container's files (``http_files``),
+the other images from their declared paths. A port nobody listens on is refused with the
+kubelet's own words.
 """
 
 from __future__ import annotations
