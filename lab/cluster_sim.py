@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import json
 import time
 from importlib import resources as pkg_resources
@@ -28,7 +29,7 @@ from lab.controllers import port_answers
 from lab.controllers.apiserver_endpoints import ApiServerEndpoints
 from lab.controllers.attach_sessions import AttachSession
 from lab.controllers.cluster_services import HorizontalPodAutoscalerController, NodeController
-from lab.controllers.containers import ContainerRun
+from lab.controllers.containers import ContainerRun, PodRun
 from lab.controllers.context import ControllerContext, EventRecorder
 from lab.controllers.cronjobs import CronJobController
 from lab.controllers.default_storage_class import DefaultStorageClass
@@ -145,6 +146,7 @@ class Cluster:
         )
         self.kubelet = Kubelet(self.ctx)
         self.kubelet.on_change = self.after_write
+        self.kubelet.pages = self._page_status
         self.scheduler = Scheduler(self.ctx)
         self.traffic = TrafficSimulator(self.ctx, self.kubelet)
         self.apiserver_endpoints = ApiServerEndpoints(self.ctx)
@@ -241,7 +243,27 @@ class Cluster:
             for c in run.main
         ):
             real = self.kubelet.processes.address(uid)
-        return port_answers.target(run, port, real)
+        found = port_answers.target(
+            run, port, real, lambda container: self.exec_sessions.container_files(pod, container)
+        )
+        if found.wire == "redis":
+            found = dataclasses.replace(
+                found, data=self.exec_sessions.server_data.setdefault(uid, {})
+            )
+        return found
+
+    def _page_status(
+        self, run: PodRun, container: ContainerRun, port: int, path: str
+    ) -> int | None:
+        """What the container's server answers ``GET path`` on ``port`` from its files (an
+        HTTP probe of nginx or httpd), read from the pod as it is now."""
+        pod = self.store.get("pods", run.namespace, run.name)
+        if pod is None or pod["metadata"].get("uid") != run.uid or container.state != "running":
+            return None
+        found = port_answers.target(
+            run, port, None, lambda spec: self.exec_sessions.container_files(pod, spec)
+        )
+        return port_answers.page_status(found, path)
 
     def evict(self, namespace: str, pod: str, *, dry_run: bool = False) -> None:
         """The eviction subresource: refused with 429 when a disruption budget forbids it."""

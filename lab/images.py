@@ -112,6 +112,15 @@ class ImageSpec(BaseModel):
     # each maps a program name of the command line to the argv that runs it on this machine,
     # where ``python`` stands for the lab's own interpreter (see lab/controllers/processes.py).
     process: dict[str, list[str]] = Field(default_factory=dict)
+    # The version ``latest`` runs (``1.27.3``); a version tag's own version wins (``version_of``).
+    version: str | None = None
+    versions: list[str] = Field(default_factory=list)  # the newest release of older lines
+    # Which stock tree of files the image ships (lab/controllers/image_filesystems.py), whose
+    # HTTP server, if it has one, serves its document root from the container's files.
+    filesystem: str | None = None
+    # The protocol a server that does not speak HTTP speaks (``redis``, ``postgres``), for the
+    # clients in other images that talk to it (``redis-cli -h``, ``pg_isready -h``).
+    wire: str | None = None
 
     @cached_property
     def tag_regex(self) -> re.Pattern[str] | None:
@@ -146,6 +155,18 @@ class ImageSpec(BaseModel):
         if self.entrypoint or self.cmd:
             return [*self.entrypoint, *self.cmd]
         return [self.command] if self.command else []
+
+    def version_of(self, tag: str) -> str:
+        """The version a tag runs: its own numbers, completed from the newest release of that
+        line (``version``, ``versions``: ``1.27-alpine`` → ``1.27.3``), else with zeros."""
+        found = re.match(r"v?(\d+(?:\.\d+){0,2})", tag)
+        if found is None:
+            return self.version or ""
+        parts = found.group(1).split(".")
+        for release in [self.version or "", *self.versions]:
+            if release.split(".")[: len(parts)] == parts:
+                return release
+        return ".".join(parts + ["0"] * (3 - len(parts)))
 
     def merged(self, update: ImageSpec) -> ImageSpec:
         """This entry with the fields ``update`` sets replaced, and its tags added."""

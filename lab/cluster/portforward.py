@@ -3,7 +3,8 @@
 Each requested port has two channels: data on ``2*i``, errors on ``2*i+1``; the server opens
 both by sending the port number (two bytes, little-endian). Bytes the client sends on a data
 channel go to the port: to the real process when the lab runs the container as one, else to
-the modeled server (``lab.controllers.port_answers``), which answers one HTTP request. A port
+the modeled server (``lab.controllers.port_answers``), which answers one HTTP request (or, for
+redis, each command, ``lab.controllers.redis_model``). A port
 nobody listens on gets the kubelet's error on its error channel. (kubectl tunnels SPDY through
 this websocket, ``SPDY/3.1+portforward.k8s.io``, which the lab does not speak.)
 """
@@ -17,6 +18,7 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from lab.controllers import redis_model
 from lab.controllers.port_answers import PortTarget, http_answer
 
 PROTOCOLS = ("portforward.k8s.io", "v4.channel.k8s.io", "channel.k8s.io")
@@ -96,6 +98,12 @@ class PortConnection:
             await self.writer.drain()
             return
         self.buffer += data
+        if self.target.wire == "redis" and self.target.data is not None:
+            # redis keeps the connection: each complete command gets its reply.
+            commands, self.buffer = redis_model.parse(self.buffer)
+            for command in commands:
+                await self.emit(redis_model.encoded(redis_model.run(command, self.target.data)))
+            return
         if not self.answered and b"\r\n\r\n" in self.buffer:
             self.answered = True  # Connection: close — one request, as the answer says
             answer = http_answer(self.target, self.buffer)

@@ -10,6 +10,7 @@ import binascii
 import hashlib
 import secrets
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +47,9 @@ class ContainerRun:
     listens: list[int] = field(default_factory=list)  # ports open in the current run
     http: dict[int, list[str] | None] = field(default_factory=dict)  # those that speak HTTP
     exiting: bool = False  # the current run is about to end: it serves and logs no more
+    # The HTTP status the container's server gives a (port, path), for servers that answer from
+    # the container's files (nginx, httpd: ``port_answers.page_status``); None: its paths.
+    pages: Callable[[int, str], int | None] | None = None
     logs: deque[str] = field(default_factory=lambda: deque(maxlen=LOG_LINES))
     log_times: deque[float] = field(default_factory=lambda: deque(maxlen=LOG_LINES))
     log_total: int = 0  # lines ever written in the current run (followers count from it)
@@ -239,6 +243,11 @@ def probe_result(container: ContainerRun, probe: dict[str, Any]) -> tuple[bool, 
         path = str(probe["httpGet"].get("path") or "/")
         if port not in container.http:  # a server that does not speak HTTP
             return False, f'Get "http://{{ip}}:{port}{path}": EOF'
+        status = container.pages(port, path) if container.pages is not None else None
+        if status is not None:
+            if 200 <= status < 400:
+                return True, ""
+            return False, f"HTTP probe failed with statuscode: {status}"
         if not serves_path(container.http[port], path):
             return False, "HTTP probe failed with statuscode: 404"
         return True, ""

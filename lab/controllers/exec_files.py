@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import posixpath
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from lab.cluster.store import ObjectStore
-from lab.controllers import pod_files
+from lab.controllers import image_filesystems, pod_etc, pod_files
 
 ROOT_DIRS = ("bin", "dev", "etc", "home", "proc", "root", "sys", "tmp", "usr", "var")
 
@@ -138,25 +139,44 @@ class ContainerFiles:
         return found
 
 
-def image_layer(pod_name: str, pod_ip: str) -> Layer:
+def image_layer(pod: dict[str, Any], stock: image_filesystems.Tree, dns_ip: str) -> Layer:
+    """A container's own layer at its start: the image's files (``stock``) and the ones the
+    kubelet writes into every container of the pod (``pod_etc``)."""
     layer = Layer()
     layer.dirs.update(f"/{d}" for d in ROOT_DIRS)
     layer.dirs.update({"/usr/bin", "/usr/local", "/usr/local/bin", "/var/run", "/var/log"})
-    layer.files.update(
-        {
-            "/etc/hostname": f"{pod_name}\n".encode(),
-            "/etc/hosts": (
-                "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n"
-                f"::1\tlocalhost ip6-localhost ip6-loopback\n{pod_ip}\t{pod_name}\n"
-            ).encode(),
-            "/etc/resolv.conf": b"search svc.cluster.local cluster.local\n"
-            b"nameserver 10.96.0.10\noptions ndots:5\n",
-            "/etc/passwd": b"root:x:0:0:root:/root:/bin/sh\n"
-            b"nobody:x:65534:65534:nobody:/:/bin/false\n",
-            "/etc/os-release": b'NAME="Stratus lab"\nID=lab\n',
-        }
-    )
+    files = {
+        "/etc/hostname": pod_etc.hostname(pod) + "\n",
+        "/etc/hosts": pod_etc.hosts(pod),
+        "/etc/resolv.conf": pod_etc.resolv_conf(pod, dns_ip),
+        "/etc/passwd": "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n",
+        "/etc/os-release": 'NAME="Stratus lab"\nID=lab\n',
+        **stock.files,
+    }
+    for path, text in files.items():
+        layer.files[path] = text.encode()
+        _add_parents(layer, posixpath.dirname(path))
+    for path in stock.dirs:
+        _add_parents(layer, path)
     return layer
+
+
+# kube-dns's ClusterIP in a default cluster (exec_network.DNS_SERVER; that module serves
+# files' readers, so it cannot be imported here).
+DEFAULT_DNS_IP = "10.96.0.10"
+
+
+def bare_layer(pod_name: str) -> Layer:
+    """A layer for a run with no pod behind it (a pure plan): no image files, only the
+    kubelet's, for a pod of this name."""
+    pod = {"metadata": {"name": pod_name, "namespace": "default"}, "spec": {}, "status": {}}
+    return image_layer(pod, image_filesystems.Tree(), DEFAULT_DNS_IP)
+
+
+def _add_parents(layer: Layer, path: str) -> None:
+    while path not in layer.dirs:
+        layer.dirs.add(path)
+        path = posixpath.dirname(path)
 
 
 def volume_layers(
@@ -221,6 +241,9 @@ class WritableLayers:
     """
 
     own: dict[tuple[str, str], Layer] = field(default_factory=dict)  # (pod uid, container)
+    # A new container's own layer (its image's files): set by the exec sessions, which know
+    # the image catalog; without it, the files the kubelet writes alone.
+    stock: Callable[[dict[str, Any], dict[str, Any]], Layer] | None = None
     empty_dirs: dict[str, dict[str, Layer]] = field(default_factory=dict)  # pod uid -> volume
     _opened: int = 0
 
@@ -240,8 +263,11 @@ class WritableLayers:
             self.forget_gone({str(p["metadata"].get("uid")) for p in store.iter_all("pods")})
         own = None if fresh else self.own.get((uid, name))
         if own is None:
-            ip = (pod.get("status") or {}).get("podIP") or ""
-            own = self.own[(uid, name)] = image_layer(pod["metadata"]["name"], ip)
+            own = self.own[(uid, name)] = (
+                self.stock(pod, container)
+                if self.stock is not None
+                else image_layer(pod, image_filesystems.Tree(), DEFAULT_DNS_IP)
+            )
         return container_files(store, pod, container, own, self.empty_dirs.setdefault(uid, {}))
 
     def forget_gone(self, live: set[str]) -> None:

@@ -57,17 +57,25 @@ class ClusterNetwork:
         ip = str((service.get("spec") or {}).get("clusterIP") or "")
         return f"{name}.{namespace}.{DOMAIN}", ip
 
-    def get(self, host: str, port: int, request: bytes) -> Reply:
+    def connect(self, host: str, port: int) -> tuple[PortTarget | None, str, str]:
+        """(what answers, why nothing does, the address) of a TCP connection to host:port;
+        the failure is "resolve" or "refused" (no ready endpoint, nobody listening)."""
         found = self.lookup(host)
         if found is None:
-            return Reply(failure="resolve")
+            return None, "resolve", ""
         _, ip = found
         pod, target_port = self._backend(ip, port)
         if pod is None or target_port is None:
-            return Reply(failure="refused", address=ip)
+            return None, "refused", ip
         target = self.port_target(pod, target_port)
         if target.refusal:
-            return Reply(failure="refused", address=ip)
+            return None, "refused", ip
+        return target, "", ip
+
+    def get(self, host: str, port: int, request: bytes) -> Reply:
+        target, failure, ip = self.connect(host, port)
+        if target is None:
+            return Reply(failure=failure, address=ip)
         answer = http_answer(target, request)
         if not answer:
             return Reply(failure="empty", address=ip)

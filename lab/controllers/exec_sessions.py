@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lab.cluster.store import ObjectStore
-from lab.controllers import exec_tools
+from lab.controllers import exec_files, exec_image_tools, exec_tools, image_filesystems
 from lab.controllers.containers import resolve_environment
-from lab.controllers.exec_files import WritableLayers
-from lab.controllers.exec_network import ClusterNetwork
+from lab.controllers.exec_files import ContainerFiles, Layer, WritableLayers
+from lab.controllers.exec_network import DNS_SERVER, ClusterNetwork
 from lab.controllers.exec_shell import Io, Shell, Stdin
 from lab.controllers.port_answers import PortTarget
-from lab.images import ImageCatalog
+from lab.images import ImageCatalog, split_image
 
 SHELLS = frozenset({"sh", "ash", "bash", "dash"})
 STDOUT, STDERR = 1, 2
@@ -88,9 +88,29 @@ class ExecSessions:
         self.store = store
         self.images = images
         self.port_target = port_target
-        # Shared with the kubelet, whose containers' commands write there too.
+        # Shared with the kubelet, whose containers' commands write there too; a container's
+        # own layer starts as its image's files.
         self.layers = layers if layers is not None else WritableLayers()
+        self.layers.stock = self._image_layer
+        # What the modeled servers hold (pod uid -> redis keys), for redis-cli's set and get.
+        self.server_data: dict[str, dict[str, str]] = {}
         self._count = 0
+
+    def container_files(self, pod: dict[str, Any], container: dict[str, Any]) -> ContainerFiles:
+        """What one container of the pod sees: its own layer (kept until the pod goes), its
+        mounts and the pod's emptyDirs. The modeled HTTP servers read their pages here."""
+        self._forget_gone_pods()
+        return self.layers.files(self.store, pod, container)
+
+    def _image_layer(self, pod: dict[str, Any], container: dict[str, Any]) -> Layer:
+        """A new container's own layer: its image's stock files and the kubelet's."""
+        reference = str(container.get("image", ""))
+        image, _ = self.images.lookup(reference)
+        stock = image_filesystems.tree(
+            image.filesystem if image is not None else None,
+            image.version_of(split_image(reference)[1]) if image is not None else "",
+        )
+        return exec_files.image_layer(pod, stock, self._dns_ip())
 
     def open(
         self, pod: dict[str, Any], container: str | None, argv: list[str], *, tty: bool
@@ -102,9 +122,9 @@ class ExecSessions:
             (spec.get("containers") or [{}])[0],
         )
         uid = pod["metadata"].get("uid", "")
-        self.layers.forget_gone({p["metadata"].get("uid") for p in self.store.iter_all("pods")})
-        files = self.layers.files(self.store, pod, chosen)
-        image, _ = self.images.lookup(str(chosen.get("image", "")))
+        files = self.container_files(pod, chosen)
+        reference = str(chosen.get("image", ""))
+        image, _ = self.images.lookup(reference)
         environment, _ = resolve_environment(
             self.store, pod, chosen, (pod.get("status") or {}).get("podIP") or ""
         )
@@ -120,10 +140,18 @@ class ExecSessions:
             env["TERM"] = "xterm"
         binaries = set(image.binaries) if image is not None else set()
         tools = dict(exec_tools.TOOLS)
-        repository = str(chosen.get("image", "")).split(":", 1)[0].rsplit("/", 1)[-1]
+        repository = reference.split(":", 1)[0].rsplit("/", 1)[-1]
         if repository in ("busybox", "alpine"):  # busybox has wget, not curl
             tools.pop("curl", None)
+        if image is not None:  # nginx -v, redis-cli, psql …: only where the image ships them
+            tools.update(
+                exec_image_tools.tools_for(
+                    image, split_image(reference)[1], self.server_data, tty=tty
+                )
+            )
         shell = Shell(files, env, binaries, tools=tools)
+        stock = image_filesystems.tree(image.filesystem if image is not None else None)
+        shell.cwd = str(chosen.get("workingDir") or stock.workdir)
         if self.port_target is not None:
             shell.network = ClusterNetwork(
                 self.store, self.port_target, pod["metadata"]["namespace"], pod
@@ -138,6 +166,10 @@ class ExecSessions:
             argv = ["true"]
         return Session(shell, argv or ["true"], tty, refusal)
 
+    def _dns_ip(self) -> str:
+        service = self.store.get("services", "kube-system", "kube-dns") or {}
+        return str((service.get("spec") or {}).get("clusterIP") or DNS_SERVER)
+
     def _not_found(self, uid: str, program: str) -> str:
         exec_id = hashlib.sha256(f"{uid}/{self._count}".encode()).hexdigest()
         return (
@@ -146,3 +178,9 @@ class ExecSessions:
             f'failed: unable to start container process: exec: "{program}": executable file '
             "not found in $PATH: unknown"
         )
+
+    def _forget_gone_pods(self) -> None:
+        live = {str(p["metadata"].get("uid")) for p in self.store.iter_all("pods")}
+        self.layers.forget_gone(live)
+        for uid in [u for u in self.server_data if u not in live]:
+            del self.server_data[uid]

@@ -10,6 +10,7 @@ emits the event a real kubelet emits.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -51,6 +52,8 @@ class Kubelet:
         self.processes = ProcessHost(ctx, self)
         self.on_change: Callable[[], None] | None = None  # set by the cluster: reconcile soon
         self.termination = PodTermination(self)
+        # Set by the cluster: what a container's server answers from its files (HTTP probes).
+        self.pages: Callable[[PodRun, ContainerRun, int, str], int | None] | None = None
 
     # ------------------------------------------------------------ reconcile
 
@@ -123,6 +126,9 @@ class Kubelet:
             ],
             restart_policy=str(spec.get("restartPolicy") or "Always"),
         )
+        if self.pages is not None:
+            for container in run.all():
+                container.pages = functools.partial(self.pages, run, container)
         self.runs[run.uid] = run
         self._advance(run)
 

@@ -103,7 +103,7 @@ def plan(
         return Plan(exit_code=127, after=0.2, missing=argv[0])
     outcome = container_scripts.run(
         argv,
-        files=files if files is not None else ContainerFiles(exec_files.image_layer(pod, "")),
+        files=files if files is not None else ContainerFiles(exec_files.bare_layer(pod)),
         env=env,
         pod=pod,
         binaries=set(spec.binaries),

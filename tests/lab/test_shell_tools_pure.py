@@ -10,12 +10,12 @@ import hashlib
 import pytest
 
 from lab.controllers import container_scripts, exec_tools, shell_arith
-from lab.controllers.exec_files import ContainerFiles, Layer, image_layer
+from lab.controllers.exec_files import ContainerFiles, Layer, bare_layer
 from lab.controllers.exec_shell import Io, Shell, Stdin
 
 
 def _files() -> ContainerFiles:
-    files = ContainerFiles(base=image_layer("toolbox", "10.244.0.9"))
+    files = ContainerFiles(base=bare_layer("toolbox"))
     files.mounts.append(("/data", Layer(), True))
     return files
 
