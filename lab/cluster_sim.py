@@ -140,7 +140,9 @@ class Cluster:
         self.images = images or default_catalog()
         self.events = EventRecorder(self.store, self.clock)
         self.ctx = ControllerContext(self.store, self.api, self.clock, self.events, self.images)
-        self.exec_sessions = ExecSessions(self.store, self.images, self.port_target)
+        self.exec_sessions = ExecSessions(
+            self.store, self.images, self.port_target, self.container_run, self.clock
+        )
         self.kubelet = Kubelet(self.ctx)
         self.kubelet.on_change = self.after_write
         self.scheduler = Scheduler(self.ctx)
@@ -240,6 +242,11 @@ class Cluster:
         ):
             real = self.kubelet.processes.address(uid)
         return port_answers.target(run, port, real)
+
+    def container_run(self, uid: str, container: str) -> ContainerRun | None:
+        """A container's current run, whose environment and usage ``exec`` sees."""
+        run = self.kubelet.runs.get(uid)
+        return run.find(container) if run is not None else None
 
     def evict(self, namespace: str, pod: str, *, dry_run: bool = False) -> None:
         """The eviction subresource: refused with 429 when a disruption budget forbids it."""

@@ -16,9 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from lab.cluster.clock import Clock
 from lab.cluster.store import ObjectStore
-from lab.controllers import exec_files, exec_tools
-from lab.controllers.containers import resolve_environment
+from lab.controllers import cgroup_files, container_env, exec_files, exec_tools
+from lab.controllers.containers import ContainerRun, resolve_environment
 from lab.controllers.exec_files import Layer
 from lab.controllers.exec_network import ClusterNetwork
 from lab.controllers.exec_shell import Io, Shell, Stdin
@@ -83,10 +84,16 @@ class ExecSessions:
         store: ObjectStore,
         images: ImageCatalog,
         port_target: Callable[[dict[str, Any], int], PortTarget] | None = None,
+        container_run: Callable[[str, str], ContainerRun | None] | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.store = store
         self.images = images
         self.port_target = port_target
+        # (pod uid, container) -> its current run: the environment exec inherits, the usage
+        # its cgroup files show
+        self.container_run = container_run
+        self.clock = clock
         self._layers: dict[tuple[str, str], Layer] = {}  # (pod uid, container) -> own layer
         self._empty_dirs: dict[str, dict[str, Layer]] = {}  # pod uid -> emptyDir layers
         self._count = 0
@@ -111,17 +118,18 @@ class ExecSessions:
             self.store, pod, chosen, own, self._empty_dirs.setdefault(uid, {})
         )
         image, _ = self.images.lookup(str(chosen.get("image", "")))
-        environment, _ = resolve_environment(
-            self.store, pod, chosen, (pod.get("status") or {}).get("podIP") or ""
+        current = self.container_run(uid, name) if self.container_run is not None else None
+        if current is not None and current.ever_started:
+            env = dict(current.env)
+        else:  # no run to inherit from: what a start now would get
+            configured, _ = resolve_environment(
+                self.store, pod, chosen, (pod.get("status") or {}).get("podIP") or ""
+            )
+            env = container_env.build(self.store, self.images, pod, chosen, configured)
+        now = self.clock.now() if self.clock is not None else 0.0
+        files.mounts.append(
+            (cgroup_files.MOUNT, cgroup_files.cgroup_layer(chosen, current, now), False)
         )
-        env = {
-            "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-            "HOSTNAME": pod["metadata"]["name"],
-            **environment,
-            "KUBERNETES_SERVICE_HOST": "10.96.0.1",
-            "KUBERNETES_SERVICE_PORT": "443",
-            "HOME": "/root",
-        }
         if tty:
             env["TERM"] = "xterm"
         binaries = set(image.binaries) if image is not None else set()

@@ -15,7 +15,7 @@ from typing import Any
 
 from lab.cluster import quantity
 from lab.cluster.clock import cancel
-from lab.controllers import pod_logs, usage
+from lab.controllers import container_env, pod_logs, usage
 from lab.controllers.containers import (
     ContainerRun,
     PodRun,
@@ -175,7 +175,7 @@ class Kubelet:
     def _environment(self, run: PodRun, container: ContainerRun) -> tuple[dict[str, str], str]:
         pod = self._pod(run)
         if pod is None:
-            return container.env, ""
+            return container.declared_env, ""
         return resolve_environment(self.ctx.store, pod, container.spec, run.ip)
 
     def _pod(self, run: PodRun) -> dict[str, Any] | None:
@@ -290,7 +290,10 @@ class Kubelet:
                 wake=lambda: not self._environment(run, container)[1],
             )
             return
-        container.env = env
+        container.declared_env = env
+        container.env = container_env.build(
+            self.ctx.store, self.ctx.images, pod, container.spec, env
+        )
         self._pull(run, container)
 
     def _pull(self, run: PodRun, container: ContainerRun) -> None:
@@ -550,7 +553,7 @@ class Kubelet:
                 lambda: self._restart(run, container),
                 steady=container.crashes > 1,
                 # A crash loop waits out its back-off, unless what it crashed on was fixed.
-                wake=lambda: self._environment(run, container)[0] != container.env,
+                wake=lambda: self._environment(run, container)[0] != container.declared_env,
             )
 
         self._later(run, container, 0.1, back_off)
