@@ -27,7 +27,7 @@ from lab.controllers.containers import (
 )
 from lab.controllers.context import ControllerContext
 from lab.controllers.processes import ProcessHost
-from lab.controllers.programs import plan
+from lab.controllers.programs import command_line, plan
 
 COMPONENT = "kubelet"
 MAX_BACKOFF = 300.0
@@ -378,6 +378,9 @@ class Kubelet:
             self._exit_later(run, container, 0.2, "Error", 127)
             return
         if not program.serve:  # a shell script or utility: its own output, its own end
+            if usage.script_exceeds_limit(container, command_line(spec, container.spec)):
+                self._exit_later(run, container, 1.0, "OOMKilled", 137)
+                return
             for line in program.output:
                 container.add_log(line, self.ctx.clock.now())
             container.listens, container.http = program.listens, program.http
