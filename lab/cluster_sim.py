@@ -142,7 +142,12 @@ class Cluster:
         self.events = EventRecorder(self.store, self.clock)
         self.ctx = ControllerContext(self.store, self.api, self.clock, self.events, self.images)
         self.exec_sessions = ExecSessions(
-            self.store, self.images, self.port_target, self.ctx.layers
+            self.store,
+            self.images,
+            self.port_target,
+            self.ctx.layers,
+            container_run=self.container_run,
+            clock=self.clock,
         )
         self.kubelet = Kubelet(self.ctx)
         self.kubelet.on_change = self.after_write
@@ -264,6 +269,11 @@ class Cluster:
             run, port, None, lambda spec: self.exec_sessions.container_files(pod, spec)
         )
         return port_answers.page_status(found, path)
+
+    def container_run(self, uid: str, container: str) -> ContainerRun | None:
+        """A container's current run, whose environment and usage ``exec`` sees."""
+        run = self.kubelet.runs.get(uid)
+        return run.find(container) if run is not None else None
 
     def evict(self, namespace: str, pod: str, *, dry_run: bool = False) -> None:
         """The eviction subresource: refused with 429 when a disruption budget forbids it."""

@@ -17,6 +17,7 @@ from typing import Any
 from lab.cluster.admission import qos_class
 from lab.cluster.clock import Clock
 from lab.cluster.store import ObjectStore
+from lab.controllers import downward_api
 from lab.images import ImageSpec, serves_path
 
 LOG_LINES = 500
@@ -42,7 +43,8 @@ class ContainerRun:
     completed: bool = False
     pull_failures: int = 0
     container_id: str = ""
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)  # all of it (``container_env``)
+    declared_env: dict[str, str] = field(default_factory=dict)  # its envFrom and env
     behaviour: ImageSpec | None = None
     listens: list[int] = field(default_factory=list)  # ports open in the current run
     http: dict[int, list[str] | None] = field(default_factory=dict)  # those that speak HTTP
@@ -136,7 +138,9 @@ def _decode(value: str) -> str:
 def resolve_environment(
     store: ObjectStore, pod: dict[str, Any], container: dict[str, Any], pod_ip: str
 ) -> tuple[dict[str, str], str]:
-    """The container's environment at start, or the reason it cannot be built."""
+    """The container's configured environment (``envFrom`` and ``env``) at start, or the
+    reason it cannot be built; ``container_env.build`` adds what the kubelet and the runtime
+    add."""
     namespace = pod["metadata"]["namespace"]
     env: dict[str, str] = {}
 
@@ -157,14 +161,16 @@ def resolve_environment(
             prefix = entry.get("prefix", "")
             for key, value in data.items():
                 env[prefix + key] = _decode(value) if kind == "Secret" else str(value)
-    fields = {
-        "metadata.name": pod["metadata"]["name"],
-        "metadata.namespace": namespace,
-        "status.podIP": pod_ip,
-        "spec.nodeName": (pod.get("spec") or {}).get("nodeName", ""),
-        "spec.serviceAccountName": (pod.get("spec") or {}).get("serviceAccountName") or "default",
-        "metadata.uid": pod["metadata"].get("uid", ""),
-    }
+    node = store.get("nodes", "", str((pod.get("spec") or {}).get("nodeName") or "")) or {}
+    node_status = node.get("status") or {}
+    host_ip = next(
+        (
+            str(a.get("address"))
+            for a in node_status.get("addresses") or []
+            if a.get("type") == "InternalIP"
+        ),
+        "",
+    )
     for var in container.get("env") or []:
         name = var.get("name", "")
         if "value" in var:
@@ -172,7 +178,16 @@ def resolve_environment(
             continue
         value_from = var.get("valueFrom") or {}
         if "fieldRef" in value_from:
-            env[name] = fields.get(value_from["fieldRef"].get("fieldPath", ""), "")
+            path = str(value_from["fieldRef"].get("fieldPath", ""))
+            env[name] = downward_api.field_value(pod, path, pod_ip=pod_ip, host_ip=host_ip)
+            continue
+        if "resourceFieldRef" in value_from:
+            env[name] = downward_api.resource_value(
+                pod,
+                str(container.get("name", "")),
+                value_from["resourceFieldRef"] or {},
+                node_status.get("allocatable") or {},
+            )
             continue
         for kind, ref_key in (("ConfigMap", "configMapKeyRef"), ("Secret", "secretKeyRef")):
             ref = value_from.get(ref_key)

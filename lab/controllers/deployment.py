@@ -23,8 +23,28 @@ from lab.controllers.workloads import (
 )
 
 REVISION = "deployment.kubernetes.io/revision"
-CHANGE_CAUSE = "kubernetes.io/change-cause"
 COMPONENT = "deployment-controller"
+
+
+# What the controller never copies from a deployment to its replica sets (its own bookkeeping
+# and kubectl's), as in ``deploymentutil.skipCopyAnnotation``.
+_NOT_COPIED = frozenset(
+    {
+        "kubectl.kubernetes.io/last-applied-configuration",
+        REVISION,
+        "deployment.kubernetes.io/revision-history",
+        "deployment.kubernetes.io/desired-replicas",
+        "deployment.kubernetes.io/max-replicas",
+        "deprecated.deployment.rollback.to",
+    }
+)
+
+
+def copied_annotations(deployment: dict[str, Any]) -> dict[str, str]:
+    """The deployment's annotations its new replica set carries (``kubernetes.io/change-cause``
+    among them); one removed from the deployment stays on the replica set, as there."""
+    annotations = deployment["metadata"].get("annotations") or {}
+    return {str(k): str(v) for k, v in annotations.items() if k not in _NOT_COPIED}
 
 
 def _revision(rs: dict[str, Any]) -> int:
@@ -68,6 +88,8 @@ class DeploymentController:
             replica_sets.append(new_rs)
         elif _revision(new_rs) < max_revision or not _revision(new_rs):
             new_rs = self._annotate(new_rs, deployment, max_revision + 1)
+        else:
+            new_rs = self._annotate(new_rs, deployment, _revision(new_rs))
         old = [rs for rs in replica_sets if rs["metadata"]["uid"] != new_rs["metadata"]["uid"]]
         if not spec.get("paused"):
             if (spec.get("strategy") or {}).get("type") == "Recreate":
@@ -88,9 +110,7 @@ class DeploymentController:
             REVISION: str(revision),
             "deployment.kubernetes.io/desired-replicas": str(deployment["spec"].get("replicas", 1)),
         }
-        cause = (deployment["metadata"].get("annotations") or {}).get(CHANGE_CAUSE)
-        if cause:
-            annotations[CHANGE_CAUSE] = cause
+        annotations.update(copied_annotations(deployment))
         name = f"{deployment['metadata']['name']}-{pod_hash}"
         rs: dict[str, Any] = {
             "apiVersion": "apps/v1",
@@ -114,11 +134,13 @@ class DeploymentController:
     def _annotate(
         self, rs: dict[str, Any], deployment: dict[str, Any], revision: int
     ) -> dict[str, Any]:
-        annotations = dict(rs["metadata"].get("annotations") or {})
-        annotations[REVISION] = str(revision)
-        cause = (deployment["metadata"].get("annotations") or {}).get(CHANGE_CAUSE)
-        if cause:
-            annotations[CHANGE_CAUSE] = cause
+        """The new replica set with its revision and the deployment's annotations, which the
+        controller copies on every sync (a change-cause annotated after ``set image`` reaches
+        the replica set that ``rollout history`` reads)."""
+        current = dict(rs["metadata"].get("annotations") or {})
+        annotations = {**current, **copied_annotations(deployment), REVISION: str(revision)}
+        if annotations == current:
+            return rs
         return self.ctx.write_object(
             "replicasets.apps", {**rs, "metadata": {**rs["metadata"], "annotations": annotations}}
         )

@@ -16,9 +16,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from lab.cluster.clock import Clock
 from lab.cluster.store import ObjectStore
-from lab.controllers import exec_files, exec_image_tools, exec_tools, image_filesystems
-from lab.controllers.containers import resolve_environment
+from lab.controllers import (
+    cgroup_files,
+    container_env,
+    exec_files,
+    exec_image_tools,
+    exec_tools,
+    image_filesystems,
+)
+from lab.controllers.containers import ContainerRun, resolve_environment
 from lab.controllers.exec_files import ContainerFiles, Layer, WritableLayers
 from lab.controllers.exec_network import DNS_SERVER, ClusterNetwork
 from lab.controllers.exec_shell import Io, Shell, Stdin
@@ -84,6 +92,9 @@ class ExecSessions:
         images: ImageCatalog,
         port_target: Callable[[dict[str, Any], int], PortTarget] | None = None,
         layers: WritableLayers | None = None,
+        *,
+        container_run: Callable[[str, str], ContainerRun | None] | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.store = store
         self.images = images
@@ -94,6 +105,10 @@ class ExecSessions:
         self.layers.stock = self._image_layer
         # What the modeled servers hold (pod uid -> redis keys), for redis-cli's set and get.
         self.server_data: dict[str, dict[str, str]] = {}
+        # (pod uid, container) -> its current run: the environment exec inherits, the usage
+        # its cgroup files show
+        self.container_run = container_run
+        self.clock = clock
         self._count = 0
 
     def container_files(self, pod: dict[str, Any], container: dict[str, Any]) -> ContainerFiles:
@@ -122,20 +137,22 @@ class ExecSessions:
             (spec.get("containers") or [{}])[0],
         )
         uid = pod["metadata"].get("uid", "")
+        name = str(chosen.get("name", ""))
         files = self.container_files(pod, chosen)
         reference = str(chosen.get("image", ""))
         image, _ = self.images.lookup(reference)
-        environment, _ = resolve_environment(
-            self.store, pod, chosen, (pod.get("status") or {}).get("podIP") or ""
+        current = self.container_run(uid, name) if self.container_run is not None else None
+        if current is not None and current.ever_started:
+            env = dict(current.env)
+        else:  # no run to inherit from: what a start now would get
+            configured, _ = resolve_environment(
+                self.store, pod, chosen, (pod.get("status") or {}).get("podIP") or ""
+            )
+            env = container_env.build(self.store, self.images, pod, chosen, configured)
+        now = self.clock.now() if self.clock is not None else 0.0
+        files.mounts.append(
+            (cgroup_files.MOUNT, cgroup_files.cgroup_layer(chosen, current, now), False)
         )
-        env = {
-            "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-            "HOSTNAME": pod["metadata"]["name"],
-            **environment,
-            "KUBERNETES_SERVICE_HOST": "10.96.0.1",
-            "KUBERNETES_SERVICE_PORT": "443",
-            "HOME": "/root",
-        }
         if tty:
             env["TERM"] = "xterm"
         binaries = set(image.binaries) if image is not None else set()

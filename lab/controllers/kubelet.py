@@ -16,7 +16,7 @@ from typing import Any
 
 from lab.cluster import quantity
 from lab.cluster.clock import cancel
-from lab.controllers import pod_logs, usage
+from lab.controllers import container_env, pod_logs, usage
 from lab.controllers.containers import (
     ContainerRun,
     PodRun,
@@ -29,7 +29,7 @@ from lab.controllers.containers import (
 from lab.controllers.context import ControllerContext
 from lab.controllers.pod_termination import PodTermination
 from lab.controllers.processes import ProcessHost
-from lab.controllers.programs import plan
+from lab.controllers.programs import command_line, plan
 
 COMPONENT = "kubelet"
 MAX_BACKOFF = 300.0
@@ -186,7 +186,7 @@ class Kubelet:
     def _environment(self, run: PodRun, container: ContainerRun) -> tuple[dict[str, str], str]:
         pod = self._pod(run)
         if pod is None:
-            return container.env, ""
+            return container.declared_env, ""
         return resolve_environment(self.ctx.store, pod, container.spec, run.ip)
 
     def _pod(self, run: PodRun) -> dict[str, Any] | None:
@@ -303,7 +303,10 @@ class Kubelet:
                 wake=lambda: not self._environment(run, container)[1],
             )
             return
-        container.env = env
+        container.declared_env = env
+        container.env = container_env.build(
+            self.ctx.store, self.ctx.images, pod, container.spec, env
+        )
         self._pull(run, container)
 
     def _pull(self, run: PodRun, container: ContainerRun) -> None:
@@ -392,6 +395,9 @@ class Kubelet:
             self._exit_later(run, container, 0.2, "Error", 127)
             return
         if not program.serve:  # a shell script or utility: its own output, its own end
+            if usage.script_exceeds_limit(container, command_line(spec, container.spec)):
+                self._exit_later(run, container, 1.0, "OOMKilled", 137)
+                return
             for line in program.output:
                 container.add_log(line, self.ctx.clock.now())
             container.listens, container.http = program.listens, program.http
@@ -570,7 +576,7 @@ class Kubelet:
                 lambda: self._restart(run, container),
                 steady=container.crashes > 1,
                 # A crash loop waits out its back-off, unless what it crashed on was fixed.
-                wake=lambda: self._environment(run, container)[0] != container.env,
+                wake=lambda: self._environment(run, container)[0] != container.declared_env,
             )
 
         self._later(run, container, 0.1, back_off)

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.cluster.store import ObjectStore
+from lab.controllers import downward_api
 
 DATA_LINK = "..data"
 ROOT_CA_CONFIGMAP = "kube-root-ca.crt"
@@ -77,20 +78,23 @@ def _object_files(
     }
 
 
-def _field(pod: dict[str, Any], path: str) -> str:
-    meta = pod.get("metadata") or {}
-    spec = pod.get("spec") or {}
-    if path in ("metadata.labels", "metadata.annotations"):
-        values = meta.get(path.split(".", 1)[1]) or {}
-        return "\n".join(f'{k}="{v}"' for k, v in sorted(values.items()))
-    simple = {
-        "metadata.name": meta.get("name", ""),
-        "metadata.namespace": meta.get("namespace", ""),
-        "metadata.uid": meta.get("uid", ""),
-        "spec.nodeName": spec.get("nodeName", ""),
-        "spec.serviceAccountName": spec.get("serviceAccountName") or "default",
-    }
-    return str(simple.get(path, ""))
+def _downward(
+    store: ObjectStore, pod: dict[str, Any], items: list[dict[str, Any]]
+) -> dict[str, bytes]:
+    """A downward-API volume's files: each item's field, or its container's resource."""
+    node = store.get("nodes", "", str((pod.get("spec") or {}).get("nodeName") or "")) or {}
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    files: dict[str, bytes] = {}
+    for item in items:
+        path = str(item.get("path", ""))
+        if item.get("fieldRef"):
+            field_path = str(item["fieldRef"].get("fieldPath", ""))
+            files[path] = downward_api.field_value(pod, field_path).encode()
+        elif item.get("resourceFieldRef"):
+            ref = item["resourceFieldRef"]
+            value = downward_api.resource_value(pod, "", ref, allocatable)
+            files[path] = value.encode()
+    return files
 
 
 @dataclass
@@ -157,7 +161,7 @@ class PodFiles:
             return _object_files(obj, source.get("items"), secret=True)
         if "downwardAPI" in volume:
             items = (volume["downwardAPI"] or {}).get("items") or []
-            return self._downward(pod, items)
+            return _downward(store, pod, items)
         if "projected" not in volume:
             return None
         files: dict[str, bytes] = {}
@@ -175,7 +179,8 @@ class PodFiles:
                 obj = store.get("secrets", namespace, str(ref.get("name", "")))
                 files.update(_object_files(obj, ref.get("items"), secret=True))
             elif "downwardAPI" in source:
-                files.update(self._downward(pod, (source["downwardAPI"] or {}).get("items") or []))
+                items = (source["downwardAPI"] or {}).get("items") or []
+                files.update(_downward(store, pod, items))
         return files
 
     @staticmethod
@@ -187,16 +192,6 @@ class PodFiles:
             # The CA a pod verifies the API server with is the certificate the lab serves.
             files = {path: ca_pem.encode() for path in files}
         return files
-
-    @staticmethod
-    def _downward(pod: dict[str, Any], items: list[dict[str, Any]]) -> dict[str, bytes]:
-        return {
-            str(item.get("path", "")): _field(
-                pod, str((item.get("fieldRef") or {}).get("fieldPath", ""))
-            ).encode()
-            for item in items
-            if item.get("fieldRef")
-        }
 
     def _token(
         self,

@@ -157,7 +157,7 @@ class ProcessHost:
             image_env=self._image_env(run, files),
             pod=pod,
             container=container.spec,
-            resolved=container.env,
+            resolved=container.declared_env,
             services=self.ctx.store.list_objects("services", run.namespace),
             api=self.config.api,
             mapped=mapped,

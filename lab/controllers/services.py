@@ -12,6 +12,10 @@ from lab.controllers.context import ControllerContext, owner_reference
 from lab.controllers.workloads import pod_is_ready, template_hash
 
 _SERVICE_RANGE = ipaddress.ip_network("10.96.0.0/16")
+SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
+SLICE_CONTROLLER = "endpointslice-controller.k8s.io"
+HEADLESS_LABEL = "service.kubernetes.io/headless"
 
 
 def resolve_target_port(pod: dict[str, Any], target: Any) -> int | None:
@@ -182,16 +186,14 @@ class EndpointsController:
                     "targetRef": address.get("targetRef"),
                 }
             )
-        body = {
+        labels = slice_labels(service)
+        body: dict[str, Any] = {
             "apiVersion": "discovery.k8s.io/v1",
             "kind": "EndpointSlice",
             "metadata": {
                 "name": slice_name,
                 "namespace": namespace,
-                "labels": {
-                    "kubernetes.io/service-name": name,
-                    "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io",
-                },
+                "labels": labels,
                 "ownerReferences": [owner_reference(service)],
             },
             "addressType": "IPv4",
@@ -201,11 +203,35 @@ class EndpointsController:
         existing = self.ctx.store.get("endpointslices.discovery.k8s.io", namespace, slice_name)
         if existing is None:
             self.ctx.store.create("endpointslices.discovery.k8s.io", body)
-        elif (existing.get("endpoints"), existing.get("ports")) != (endpoints, ports):
+        elif (
+            existing.get("endpoints"),
+            existing.get("ports"),
+            existing["metadata"].get("labels"),
+        ) != (
+            endpoints,
+            ports,
+            labels,
+        ):
+            metadata = {**existing["metadata"], "labels": labels}
             self.ctx.store.replace(
                 "endpointslices.discovery.k8s.io",
-                {**existing, "endpoints": endpoints, "ports": ports},
+                {**existing, "metadata": metadata, "endpoints": endpoints, "ports": ports},
             )
+
+
+def slice_labels(service: dict[str, Any]) -> dict[str, str]:
+    """An EndpointSlice's labels as the EndpointSlice controller sets them: the Service's own
+    (kept in step with it), the headless mark, and the two it reserves for itself."""
+    labels = {
+        str(k): str(v)
+        for k, v in (service["metadata"].get("labels") or {}).items()
+        if k not in (SERVICE_NAME_LABEL, MANAGED_BY_LABEL)
+    }
+    if (service.get("spec") or {}).get("clusterIP") == "None":
+        labels[HEADLESS_LABEL] = ""
+    labels[SERVICE_NAME_LABEL] = str(service["metadata"]["name"])
+    labels[MANAGED_BY_LABEL] = SLICE_CONTROLLER
+    return labels
 
 
 def network_policy_allows(

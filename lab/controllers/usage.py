@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from lab.cluster import quantity
+from lab.controllers import script_memory
 from lab.controllers.containers import ContainerRun
 from lab.images import split_image
 
@@ -96,6 +97,16 @@ def working_set_bytes(container: ContainerRun, now: float) -> float:
     used += leak * max(elapsed - RAMP_SECONDS, 0.0)
     limit = memory_limit_bytes(container)
     return min(used, limit) if limit > 0 else used
+
+
+def script_exceeds_limit(container: ContainerRun, words: list[str]) -> bool:
+    """Whether the command the run started (``words``) holds more than its memory limit on
+    top of the image's footprint: the kernel OOM-kills the container's cgroup (the kubelet
+    enables ``memory.oom.group``, so the whole container goes, not just the greedy process)."""
+    limit = memory_limit_bytes(container)
+    if limit <= 0:
+        return False
+    return footprint_bytes(container) + script_memory.peak_bytes(words) > limit
 
 
 def cpu_demand_cores(container: ContainerRun) -> float:
