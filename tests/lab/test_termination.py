@@ -1,0 +1,94 @@
+"""Graceful pod deletion over the API, with the official Python client against the instant
+lab: the DELETE answers the stamped pod, the drain takes the preStop hook's time on the
+lab's clock (or the whole grace for a shell that ignores SIGTERM), the kubelet says
+``Stopping container``, and the ReplicaSet's replacement does not wait for the old pod."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import yaml
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+
+from lab.cluster.clock import Clock
+from tests.conftest import Lab
+
+DEPLOYMENT = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: drain, namespace: hotel}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: drain}}
+  template:
+    metadata: {labels: {app: drain}}
+    spec:
+      terminationGracePeriodSeconds: 30
+      containers:
+      - name: web
+        image: nginx:1.27
+        lifecycle: {preStop: {exec: {command: [sh, -c, "sleep 10"]}}}
+      - name: shell
+        image: busybox:1.36
+        command: [sleep, "3600"]
+"""
+
+
+@pytest.fixture
+def api(lab: Lab) -> Iterator[client.CoreV1Api]:
+    with config.new_client_from_config(str(lab.kubeconfig)) as api_client:
+        apps = client.AppsV1Api(api_client)
+        apps.create_namespaced_deployment("hotel", yaml.safe_load(DEPLOYMENT))
+        lab.settle()
+        yield client.CoreV1Api(api_client)
+
+
+def _pods(api: client.CoreV1Api) -> list[client.V1Pod]:
+    return list(api.list_namespaced_pod("hotel", label_selector="app=drain").items)
+
+
+def _now(lab: Lab) -> float:
+    return Clock.parse(lab.control.get("/lab/v1/info")["now"])
+
+
+def test_a_delete_stamps_the_pod_and_the_drain_takes_the_grace_period(
+    api: client.CoreV1Api, lab: Lab
+) -> None:
+    (pod,) = _pods(api)
+    name = pod.metadata.name
+    before = _now(lab)
+    answered = api.delete_namespaced_pod(name, "hotel")
+    assert answered.metadata.deletion_grace_period_seconds == 30
+    assert answered.metadata.deletion_timestamp is not None
+    lab.settle()
+    with pytest.raises(ApiException) as gone:
+        api.read_namespaced_pod(name, "hotel")
+    assert gone.value.status == 404
+    # nginx drains in its 10 s preStop; `sleep` as PID 1 ignores SIGTERM and is killed when
+    # the 30 s are over, so the pod goes after the whole grace period.
+    assert 29.0 <= _now(lab) - before < 60.0
+    stops = [
+        e.message
+        for e in api.list_namespaced_event("hotel").items
+        if e.involved_object.name == name and e.reason == "Killing"
+    ]
+    assert sorted(stops) == ["Stopping container shell", "Stopping container web"]
+    (replacement,) = _pods(api)
+    assert replacement.metadata.name != name
+
+
+def test_a_forced_delete_goes_at_once_and_a_shorter_second_delete_wins(
+    api: client.CoreV1Api, lab: Lab
+) -> None:
+    (pod,) = _pods(api)
+    before = _now(lab)
+    api.delete_namespaced_pod(pod.metadata.name, "hotel", grace_period_seconds=0)
+    lab.settle()
+    assert _now(lab) - before < 5.0
+    (second,) = _pods(api)
+    before = _now(lab)
+    api.delete_namespaced_pod(second.metadata.name, "hotel", grace_period_seconds=3)
+    lab.settle()
+    assert 2.5 <= _now(lab) - before < 10.0
