@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 import yaml
-from kubernetes import client, config
+from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
 from lab.cluster.clock import Clock
@@ -92,3 +92,64 @@ def test_a_forced_delete_goes_at_once_and_a_shorter_second_delete_wins(
     api.delete_namespaced_pod(second.metadata.name, "hotel", grace_period_seconds=3)
     lab.settle()
     assert 2.5 <= _now(lab) - before < 10.0
+
+
+def test_a_terminating_pod_leaves_the_endpoints_and_is_terminating_in_its_slice(
+    api: client.CoreV1Api, lab: Lab
+) -> None:
+    api.create_namespaced_service(
+        "hotel",
+        {
+            "metadata": {"name": "drain"},
+            "spec": {"selector": {"app": "drain"}, "ports": [{"port": 80}]},
+        },
+    )
+    lab.settle()
+    (pod,) = _pods(api)
+    name = pod.metadata.name
+    discovery = client.DiscoveryV1Api(api.api_client)
+    selector = "kubernetes.io/service-name=drain"
+    before = discovery.list_namespaced_endpoint_slice("hotel", label_selector=selector)
+    (serving,) = before.items[0].endpoints
+    assert (serving.conditions.ready, serving.conditions.terminating) == (True, False)
+    since = before.metadata.resource_version
+    endpoints_since = api.list_namespaced_endpoints("hotel").metadata.resource_version
+    api.delete_namespaced_pod(name, "hotel")
+    lab.settle()  # the drain, to the pod's deletion: what happened meanwhile is in the watch
+    conditions = [
+        (e.conditions.ready, e.conditions.serving, e.conditions.terminating)
+        for event in watch.Watch().stream(
+            discovery.list_namespaced_endpoint_slice,
+            "hotel",
+            label_selector=selector,
+            resource_version=since,
+            timeout_seconds=1,
+        )
+        for e in event["object"].endpoints or []
+        if e.target_ref.name == name
+    ]
+    # Not ready, still serving while it drains (serving follows readiness, and nginx has no
+    # probe), terminating; no longer serving once nginx has exited; then gone.
+    assert conditions[0] == (False, True, True)
+    assert conditions[-1] == (False, False, True)
+    assert all(terminating for _, _, terminating in conditions)
+    (endpoint_slice,) = discovery.list_namespaced_endpoint_slice(
+        "hotel", label_selector=selector
+    ).items
+    assert name not in [e.target_ref.name for e in endpoint_slice.endpoints or []]
+    listed = [
+        [
+            address.target_ref.name
+            for subset in event["object"].subsets or []
+            for address in (subset.addresses or []) + (subset.not_ready_addresses or [])
+        ]
+        for event in watch.Watch().stream(
+            api.list_namespaced_endpoints,
+            "hotel",
+            field_selector="metadata.name=drain",
+            resource_version=endpoints_since,
+            timeout_seconds=1,
+        )
+    ]
+    # The Endpoints drop it at the stamp, and it never comes back as not ready.
+    assert listed and all(name not in names for names in listed)
