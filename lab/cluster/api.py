@@ -16,7 +16,14 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
-from lab.cluster import admission, conversion, graceful_delete, managed_fields, patching
+from lab.cluster import (
+    admission,
+    conversion,
+    graceful_delete,
+    managed_fields,
+    namespace_deletion,
+    patching,
+)
 from lab.cluster.audit import AuditTrail
 from lab.cluster.clock import Clock
 from lab.cluster.errors import (
@@ -153,6 +160,10 @@ class ApiService:
             meta.pop("namespace", None)
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = f"{meta['generateName']}{random_suffix()}"
+        if rt.namespaced and namespace_deletion.is_terminating(
+            self.store.get("namespaces", "", namespace)
+        ):
+            raise namespace_deletion.refused_create(namespace, rt.plural, str(meta.get("name")))
         for server_set in ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp"):
             meta.pop(server_set, None)
         admission.apply_defaults(rt, obj)
@@ -386,6 +397,8 @@ class ApiService:
             return obj
         if rt.plural == "pods":
             return self._delete_pod(obj, options)
+        if rt.plural == "namespaces":
+            return self._delete_namespace(obj)
         propagation = options.get("propagationPolicy") or "Background"
         if options.get("orphanDependents") is True:
             propagation = "Orphan"
@@ -412,15 +425,49 @@ class ApiService:
         timestamp = self.clock.timestamp(decision.deletion_at)
         return self.store.replace("pods", graceful_delete.stamped(pod, decision, timestamp))
 
+    def _delete_namespace(self, namespace: dict[str, Any]) -> dict[str, Any]:
+        """Stamp the namespace Terminating and delete what it holds: pods gracefully, the rest
+        at once; it goes when its last pod has (``namespace_deletion``)."""
+        if namespace["metadata"].get("deletionTimestamp"):
+            return namespace
+        name = namespace["metadata"]["name"]
+        answer = self.store.replace(
+            "namespaces", namespace_deletion.stamped(namespace, self.clock.timestamp())
+        )
+        for rt in RESOURCE_TYPES:
+            if rt.namespaced and rt.plural != "pods":
+                for obj in self.store.list_objects(rt.key, name):
+                    self.store.delete(rt.key, name, obj["metadata"]["name"])
+        for pod in self.store.list_objects("pods", name):
+            self._delete_pod(pod, {})
+        self._namespace_drained(name)
+        # As a real server answers: the stamped namespace, even when it is already gone.
+        return self.store.get("namespaces", "", name) or answer
+
+    def _namespace_drained(self, name: str) -> None:
+        """A terminating namespace with no pods left goes; with pods left, its status says
+        how many."""
+        namespace = self.store.get("namespaces", "", name)
+        if namespace is None or not namespace_deletion.is_terminating(namespace):
+            return
+        pods = len(self.store.list_objects("pods", name))
+        if pods:
+            self.store.replace(
+                "namespaces",
+                namespace_deletion.with_remaining(namespace, pods, self.clock.timestamp()),
+            )
+            return
+        self.store.delete("namespaces", "", name)
+        self._delete_namespace_contents(name)  # events the drain wrote meanwhile
+
     def _delete_now(
         self, rt: ResourceType, obj: dict[str, Any], propagation: str
     ) -> dict[str, Any]:
         meta = obj["metadata"]
         final = self.store.delete(rt.key, meta.get("namespace", ""), meta["name"])
-        if rt.plural == "namespaces":
-            self._delete_namespace_contents(meta["name"])
-        else:
-            self._collect_dependents(meta.get("namespace", ""), meta["uid"], propagation)
+        self._collect_dependents(meta.get("namespace", ""), meta["uid"], propagation)
+        if rt.plural == "pods":
+            self._namespace_drained(meta.get("namespace", ""))
         return final
 
     def _collect_dependents(self, namespace: str, owner_uid: str, propagation: str) -> None:

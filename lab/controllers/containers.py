@@ -98,6 +98,8 @@ class PodRun:
     main: list[ContainerRun]
     restart_policy: str = "Always"
     terminating: bool = False  # stamped for deletion: stopping, nothing restarts
+    drain_deadline: float = 0.0  # when terminating: the end of the grace period
+    stopping: set[str] = field(default_factory=set)  # containers sent Killing in the drain
     deleted: bool = False  # every container stopped and the pod was deleted
 
     def all(self) -> list[ContainerRun]:

@@ -12,6 +12,11 @@ the kubelet stops every running container as a real one does:
    exit code 137. A container that runs a real process gets real signals;
 4. when no container runs any more, the pod is deleted for good (grace period 0).
 
+Native sidecars (init containers with ``restartPolicy: Always``) keep running until every
+other container has stopped, then stop one at a time in the reverse of their order in the
+spec, within what is left of the same grace period: a log shipper or proxy outlives the
+application it serves, as on a 1.29+ kubelet.
+
 Nothing restarts during this, whatever the restart policy; exec still reaches a container
 until it has stopped. The times come from the image model (``programs.plan``), so the
 instant clock jumps over them and the realtime clock waits them out.
@@ -122,6 +127,19 @@ def pre_stop(run: PodRun, container: ContainerRun) -> Hook:
     return Hook(0.0)
 
 
+def stop_order(run: PodRun) -> list[ContainerRun]:
+    """The running containers a drain stops now (pure): every one but the native sidecars;
+    once those have stopped, the last running sidecar in spec order."""
+    running = [c for c in run.all() if c.state == "running"]
+    others = [c for c in running if not c.sidecar]
+    if others:
+        return [c for c in others if c.name not in run.stopping]
+    sidecars = [c for c in running if c.sidecar]
+    if not sidecars or any(c.name in run.stopping for c in sidecars):
+        return []  # one sidecar at a time: the next when this one has stopped
+    return [sidecars[-1]]
+
+
 def on_sigterm(
     spec: ImageSpec | None, container: dict[str, Any], env: dict[str, str]
 ) -> int | None:
@@ -148,18 +166,19 @@ class PodTermination:
     def begin(self, run: PodRun, pod: dict[str, Any]) -> None:
         """The pod was stamped for deletion: stop what runs, then delete it."""
         run.terminating = True
-        deadline = self.ctx.clock.parse(pod["metadata"].get("deletionTimestamp"))
-        left = max(deadline - self.ctx.clock.now(), 0.0)
+        run.drain_deadline = self.ctx.clock.parse(pod["metadata"].get("deletionTimestamp"))
         for container in run.all():
             for timer in container.timers:
                 cancel(timer)
             container.timers = []
-            if container.state == "running":
-                self._stop(run, container, left)
+        for container in stop_order(run):
+            self._stop(run, container)
         # Deleting from a timer keeps the store unchanged while the kubelet walks it.
         self.kubelet._later(run, run.all()[0], 0.0, lambda: self.stopped(run))
 
-    def _stop(self, run: PodRun, container: ContainerRun, left: float) -> None:
+    def _stop(self, run: PodRun, container: ContainerRun) -> None:
+        run.stopping.add(container.name)
+        left = max(run.drain_deadline - self.ctx.clock.now(), 0.0)
         kubelet = self.kubelet
         kubelet._event(run, "Normal", "Killing", f"Stopping container {container.name}", container)
         hook = pre_stop(run, container)
@@ -214,8 +233,13 @@ class PodTermination:
             self.kubelet._terminate(run, container, reason, code)
 
     def stopped(self, run: PodRun) -> None:
-        """A container of a terminating pod stopped: when it was the last, delete the pod."""
-        if any(c.state == "running" for c in run.all()) or run.deleted:
+        """A container of a terminating pod stopped: stop the next (a sidecar once the others
+        are done); when it was the last, delete the pod."""
+        if run.deleted:
+            return
+        for container in stop_order(run):
+            self._stop(run, container)
+        if any(c.state == "running" for c in run.all()):
             return
         run.deleted = True
         self.kubelet._changed(run)  # the last status, with every container terminated

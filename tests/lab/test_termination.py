@@ -153,3 +153,101 @@ def test_a_terminating_pod_leaves_the_endpoints_and_is_terminating_in_its_slice(
     ]
     # The Endpoints drop it at the stamp, and it never comes back as not ready.
     assert listed and all(name not in names for names in listed)
+
+
+SIDECAR_POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: with-sidecar, namespace: hotel}
+spec:
+  terminationGracePeriodSeconds: 20
+  initContainers:
+  - {name: proxy, image: busybox:1.36, restartPolicy: Always, command: [sleep, "3600"]}
+  - {name: logs, image: busybox:1.36, restartPolicy: Always, command: [sleep, "3600"]}
+  containers:
+  - name: web
+    image: nginx:1.27
+    lifecycle: {preStop: {sleep: {seconds: 5}}}
+"""
+
+
+def test_native_sidecars_stop_after_the_application_in_reverse_order(
+    api: client.CoreV1Api, lab: Lab
+) -> None:
+    api.create_namespaced_pod("hotel", yaml.safe_load(SIDECAR_POD))
+    lab.settle()
+    assert api.read_namespaced_pod("with-sidecar", "hotel").status.phase == "Running"
+    since = api.list_namespaced_pod("hotel").metadata.resource_version
+    before = _now(lab)
+    api.delete_namespaced_pod("with-sidecar", "hotel")
+    lab.settle()
+    kills = sorted(
+        (e.last_timestamp.timestamp(), e.message)
+        for e in api.list_namespaced_event("hotel").items
+        if e.involved_object.name == "with-sidecar" and e.reason == "Killing"
+    )
+    assert [message for _, message in kills] == [
+        "Stopping container web",
+        "Stopping container logs",
+        "Stopping container proxy",
+    ]
+    # nginx drains in its 5 s preStop; only then is the last sidecar told to stop
+    assert kills[1][0] - kills[0][0] >= 5.0
+    last = None
+    for event in watch.Watch().stream(
+        api.list_namespaced_pod,
+        "hotel",
+        field_selector="metadata.name=with-sidecar",
+        resource_version=since,
+        timeout_seconds=1,
+    ):
+        last = event["object"].status
+    assert last is not None
+    ended = {
+        s.name: s.state.terminated
+        for s in (last.container_statuses or []) + (last.init_container_statuses or [])
+    }
+    assert ended["web"].exit_code == 0
+    # `sleep` ignores SIGTERM: the first sidecar to stop holds the drain to the grace's end,
+    # and the one after it is killed at once with what is left (nothing)
+    assert (ended["logs"].exit_code, ended["proxy"].exit_code) == (137, 137)
+    assert ended["web"].finished_at <= ended["logs"].finished_at <= ended["proxy"].finished_at
+    assert 19.0 <= _now(lab) - before < 40.0
+
+
+def test_a_namespace_goes_terminating_and_its_pods_drain_before_it_goes(
+    api: client.CoreV1Api, lab: Lab
+) -> None:
+    (pod,) = _pods(api)
+    name = pod.metadata.name
+    since = api.list_namespaced_pod("hotel").metadata.resource_version
+    namespaces_since = api.list_namespace().metadata.resource_version
+    before = _now(lab)
+    api.delete_namespace("hotel")
+    lab.settle()
+    with pytest.raises(ApiException) as gone:
+        api.read_namespace("hotel")
+    assert gone.value.status == 404
+    # The drain's pod took its grace period (a `sleep` PID 1 waits for SIGKILL at 30 s).
+    assert 29.0 <= _now(lab) - before < 60.0
+    stamped = [
+        event["object"]
+        for event in watch.Watch().stream(
+            api.list_namespaced_pod, "hotel", resource_version=since, timeout_seconds=1
+        )
+        if event["object"].metadata.name == name
+    ]
+    assert stamped and stamped[0].metadata.deletion_grace_period_seconds == 30
+    seen = [
+        (event["type"], event["object"].status.phase, event["object"].status.conditions or [])
+        for event in watch.Watch().stream(
+            api.list_namespace,
+            field_selector="metadata.name=hotel",
+            resource_version=namespaces_since,
+            timeout_seconds=1,
+        )
+    ]
+    assert (seen[0][0], seen[0][1]) == ("MODIFIED", "Terminating")
+    assert seen[-1][0] == "DELETED"
+    remaining = [c.message for _, _, conditions in seen for c in conditions]
+    assert "Some resources are remaining: pods. has 1 resource instances" in remaining

@@ -9,7 +9,7 @@ from typing import Any
 from lab.cluster import graceful_delete
 from lab.cluster_sim import default_catalog
 from lab.controllers.containers import ContainerRun, PodRun
-from lab.controllers.pod_termination import on_sigterm, pre_stop
+from lab.controllers.pod_termination import on_sigterm, pre_stop, stop_order
 
 
 def _pod(**spec: Any) -> dict[str, Any]:
@@ -90,3 +90,32 @@ def test_servers_exit_on_sigterm_and_a_shell_as_pid_1_does_not() -> None:
     assert on_sigterm(busybox, {"name": "c", "command": ["sleep", "3600"]}, {}) is None
     trapped = {"name": "c", "command": ["sh", "-c", "trap 'exit 0' TERM; sleep 3600"]}
     assert on_sigterm(busybox, trapped, {}) == 143
+
+
+def _running(name: str, *, sidecar: bool = False) -> ContainerRun:
+    spec: dict[str, Any] = {"name": name, "restartPolicy": "Always"} if sidecar else {"name": name}
+    container = ContainerRun(name, "busybox:1.36", spec, init=sidecar)
+    container.state = "running"
+    return container
+
+
+def test_sidecars_stop_after_the_others_last_first_one_at_a_time() -> None:
+    mesh, logs = _running("mesh", sidecar=True), _running("logs", sidecar=True)
+    app, worker = _running("app"), _running("worker")
+    run = PodRun(
+        "u1", "t", "web-1", "node-1", "10.244.0.5", "10.0.0.1", 0.0, [mesh, logs], [app, worker]
+    )
+    assert [c.name for c in stop_order(run)] == ["app", "worker"]
+    run.stopping.update({"app", "worker"})
+    assert stop_order(run) == []  # both still draining: the sidecars wait
+    app.state = "terminated"
+    assert stop_order(run) == []
+    worker.state = "terminated"
+    assert [c.name for c in stop_order(run)] == ["logs"]  # the reverse of the spec's order
+    run.stopping.add("logs")
+    assert stop_order(run) == []
+    logs.state = "terminated"
+    assert [c.name for c in stop_order(run)] == ["mesh"]
+    run.stopping.add("mesh")
+    mesh.state = "terminated"
+    assert stop_order(run) == []

@@ -1,0 +1,84 @@
+"""A namespace's deletion as the API server and the namespace controller carry it out (pure:
+no store, no clock).
+
+A DELETE of a namespace does not remove it: the server stamps ``deletionTimestamp`` and the
+namespace's ``status.phase`` becomes ``Terminating``. The namespace controller then deletes
+everything in it. Most objects go at once; pods get the same graceful termination as any
+other pod deletion (``graceful_delete``), so their ``preStop`` hooks run and their grace
+periods are honoured. While pods remain, the status carries a ``NamespaceContentRemaining``
+condition, and any create in the namespace is refused with 403 ``NamespaceTerminating``.
+When the last pod is gone, the ``kubernetes`` finalizer is released and the namespace goes.
+
+Sources: ``pkg/registry/core/namespace/storage/storage.go`` (``Delete``: stamp, phase),
+``pkg/controller/namespace/deletion/namespaced_resources_deleter.go`` (the conditions and
+their messages) and ``plugin/pkg/admission/namespace/lifecycle`` (the refused create).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from lab.cluster.errors import ApiError
+
+CONTENT_REMAINING = "NamespaceContentRemaining"
+
+
+def stamped(namespace: dict[str, Any], timestamp: str) -> dict[str, Any]:
+    """The namespace as a DELETE leaves it: stamped, Terminating, its finalizer held."""
+    result = copy.deepcopy(namespace)
+    meta = result.setdefault("metadata", {})
+    meta["deletionTimestamp"] = timestamp
+    meta.setdefault("deletionGracePeriodSeconds", 0)
+    spec = result.setdefault("spec", {})
+    spec["finalizers"] = spec.get("finalizers") or ["kubernetes"]
+    result.setdefault("status", {})["phase"] = "Terminating"
+    return result
+
+
+def with_remaining(namespace: dict[str, Any], pods: int, timestamp: str) -> dict[str, Any]:
+    """The status while ``pods`` pods are still draining, as the controller words it."""
+    result = copy.deepcopy(namespace)
+    status = result.setdefault("status", {})
+    others = [c for c in status.get("conditions") or [] if c.get("type") != CONTENT_REMAINING]
+    remaining = {
+        "type": CONTENT_REMAINING,
+        "status": "True",
+        "reason": "SomeResourcesRemain",
+        "message": f"Some resources are remaining: pods. has {pods} resource instances",
+        "lastTransitionTime": timestamp,
+    }
+    previous = next(
+        (c for c in status.get("conditions") or [] if c.get("type") == CONTENT_REMAINING), None
+    )
+    if previous is not None and previous.get("status") == "True":
+        remaining["lastTransitionTime"] = previous.get("lastTransitionTime", timestamp)
+    status["conditions"] = [*others, remaining]
+    return result
+
+
+def is_terminating(namespace: dict[str, Any] | None) -> bool:
+    if namespace is None:
+        return False
+    return bool((namespace.get("metadata") or {}).get("deletionTimestamp")) or (
+        (namespace.get("status") or {}).get("phase") == "Terminating"
+    )
+
+
+def refused_create(namespace: str, resource: str, name: str) -> ApiError:
+    """The 403 the NamespaceLifecycle admission plugin answers a create with."""
+    return ApiError(
+        403,
+        "Forbidden",
+        f'{resource} "{name}" is forbidden: unable to create new content in namespace '
+        f"{namespace} because it is being terminated",
+        kind=resource,
+        name=name,
+        causes=[
+            {
+                "reason": "NamespaceTerminating",
+                "message": f"namespace {namespace} is being terminated",
+                "field": "metadata.namespace",
+            }
+        ],
+    )

@@ -1,0 +1,68 @@
+"""A namespace's deletion on an in-process cluster, between two settles: Terminating, its
+objects gone but its pods draining, creates refused with the real server's 403; then gone."""
+
+from __future__ import annotations
+
+import pytest
+
+from lab.cluster.errors import ApiError
+from lab.cluster.resources import by_kind
+from lab.cluster_sim import Cluster
+
+POD = {
+    "metadata": {"name": "slow", "namespace": "hotel"},
+    "spec": {
+        "terminationGracePeriodSeconds": 20,
+        "containers": [{"name": "sh", "image": "busybox:1.36", "command": ["sleep", "3600"]}],
+    },
+}
+
+
+def test_a_namespace_terminates_while_its_pods_drain_and_refuses_new_content() -> None:
+    cluster = Cluster()
+    cluster.install_app("hotel")
+    cluster.api.create(by_kind("Pod"), "hotel", POD)
+    cluster.settle()
+    before = cluster.clock.now()
+    answered = cluster.api.delete(by_kind("Namespace"), "", "hotel")
+    assert answered["status"]["phase"] == "Terminating"
+    assert answered["metadata"]["deletionTimestamp"]
+    namespace = cluster.store.get("namespaces", "", "hotel")
+    assert namespace is not None and namespace["status"]["phase"] == "Terminating"
+    # everything but the pods goes at once; the pods are stamped, not removed
+    assert cluster.store.list_objects("deployments.apps", "hotel") == []
+    assert cluster.store.list_objects("configmaps", "hotel") == []
+    pods = cluster.store.list_objects("pods", "hotel")
+    assert pods and all(p["metadata"].get("deletionTimestamp") for p in pods)
+    (remaining,) = namespace["status"]["conditions"]
+    assert remaining["type"] == "NamespaceContentRemaining"
+    assert remaining["message"] == (
+        f"Some resources are remaining: pods. has {len(pods)} resource instances"
+    )
+    with pytest.raises(ApiError) as refused:
+        cluster.api.create(by_kind("ConfigMap"), "hotel", {"metadata": {"name": "late"}})
+    assert (refused.value.code, refused.value.reason) == (403, "Forbidden")
+    assert refused.value.message == (
+        'configmaps "late" is forbidden: unable to create new content in namespace hotel '
+        "because it is being terminated"
+    )
+    assert refused.value.causes[0]["reason"] == "NamespaceTerminating"
+    # a second DELETE changes nothing
+    again = cluster.api.delete(by_kind("Namespace"), "", "hotel")
+    assert again["metadata"]["resourceVersion"] == namespace["metadata"]["resourceVersion"]
+    cluster.settle()
+    assert cluster.store.get("namespaces", "", "hotel") is None
+    assert cluster.store.list_objects("pods", "hotel") == []
+    assert cluster.store.list_objects("events", "hotel") == []
+    assert cluster.clock.now() - before >= 20.0  # the sleeping pod waited for its SIGKILL
+
+
+def test_a_namespace_without_running_pods_goes_at_once() -> None:
+    cluster = Cluster()
+    cluster.api.create(by_kind("Namespace"), "", {"metadata": {"name": "empty"}})
+    cluster.api.create(by_kind("ConfigMap"), "empty", {"metadata": {"name": "c"}})
+    answered = cluster.api.delete(by_kind("Namespace"), "", "empty")
+    assert answered["status"]["phase"] == "Terminating"  # the answer a real server gives
+    assert cluster.store.get("namespaces", "", "empty") is None
+    assert cluster.store.list_objects("configmaps", "empty") == []
+    cluster.api.create(by_kind("Namespace"), "", {"metadata": {"name": "empty"}})  # reusable
