@@ -98,6 +98,32 @@ def test_each_image_has_its_dockerfiles_env(image: str, expected: dict[str, str]
     assert {key: env.get(key) for key in expected} == expected
 
 
+@pytest.mark.parametrize(
+    ("image", "variable"),
+    [
+        ("nginx", "NGINX_VERSION"),
+        ("redis", "REDIS_VERSION"),
+        ("httpd", "HTTPD_VERSION"),
+        ("python", "PYTHON_VERSION"),
+        ("node", "NODE_VERSION"),
+        ("golang", "GOLANG_VERSION"),
+        ("memcached", "MEMCACHED_VERSION"),
+    ],
+)
+def test_the_env_names_the_release_the_catalog_runs(image: str, variable: str) -> None:
+    # One source for a tag's release (ImageSpec.version_of, which `nginx -v` and the logs
+    # use too): the Dockerfile's variable never names another.
+    catalog = default_catalog()
+    spec, _ = catalog.lookup(image)
+    assert spec is not None and spec.version
+    for release in [spec.version, *spec.versions]:
+        line = ".".join(release.split(".")[:2])
+        for tag in (release, line, f"{line}-alpine"):
+            env = image_environment(catalog, f"{image}:{tag}")
+            assert env[variable] == spec.version_of(tag), (image, tag)
+    assert image_environment(catalog, image)[variable] == spec.version
+
+
 def test_an_image_without_env_lines_has_the_default_path_and_an_unknown_one_nothing() -> None:
     catalog = default_catalog()
     assert image_environment(catalog, "busybox:1.36") == {
