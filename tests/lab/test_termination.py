@@ -6,6 +6,7 @@ lab's clock (or the whole grace for a shell that ignores SIGTERM), the kubelet s
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import yaml
@@ -51,6 +52,15 @@ def _pods(api: client.CoreV1Api) -> list[client.V1Pod]:
 
 def _now(lab: Lab) -> float:
     return Clock.parse(lab.control.get("/lab/v1/info")["now"])
+
+
+def _since(list_call: Any, resource_version: str, *args: str, **selectors: str) -> list[Any]:
+    """The objects a watch from ``resource_version`` replays: what changed meanwhile, in
+    order (the instant lab settles a drain at once, so its middle is only seen here)."""
+    stream = watch.Watch().stream(
+        list_call, *args, resource_version=resource_version, timeout_seconds=1, **selectors
+    )
+    return [(event["type"], event["object"]) for event in stream]
 
 
 def test_a_delete_stamps_the_pod_and_the_drain_takes_the_grace_period(
@@ -118,14 +128,10 @@ def test_a_terminating_pod_leaves_the_endpoints_and_is_terminating_in_its_slice(
     lab.settle()  # the drain, to the pod's deletion: what happened meanwhile is in the watch
     conditions = [
         (e.conditions.ready, e.conditions.serving, e.conditions.terminating)
-        for event in watch.Watch().stream(
-            discovery.list_namespaced_endpoint_slice,
-            "hotel",
-            label_selector=selector,
-            resource_version=since,
-            timeout_seconds=1,
+        for _, changed in _since(
+            discovery.list_namespaced_endpoint_slice, since, "hotel", label_selector=selector
         )
-        for e in event["object"].endpoints or []
+        for e in changed.endpoints or []
         if e.target_ref.name == name
     ]
     # Not ready, still serving while it drains (serving follows readiness, and nginx has no
@@ -140,15 +146,14 @@ def test_a_terminating_pod_leaves_the_endpoints_and_is_terminating_in_its_slice(
     listed = [
         [
             address.target_ref.name
-            for subset in event["object"].subsets or []
+            for subset in changed.subsets or []
             for address in (subset.addresses or []) + (subset.not_ready_addresses or [])
         ]
-        for event in watch.Watch().stream(
+        for _, changed in _since(
             api.list_namespaced_endpoints,
+            endpoints_since,
             "hotel",
             field_selector="metadata.name=drain",
-            resource_version=endpoints_since,
-            timeout_seconds=1,
         )
     ]
     # The Endpoints drop it at the stamp, and it never comes back as not ready.
@@ -193,16 +198,10 @@ def test_native_sidecars_stop_after_the_application_in_reverse_order(
     ]
     # nginx drains in its 5 s preStop; only then is the last sidecar told to stop
     assert kills[1][0] - kills[0][0] >= 5.0
-    last = None
-    for event in watch.Watch().stream(
-        api.list_namespaced_pod,
-        "hotel",
-        field_selector="metadata.name=with-sidecar",
-        resource_version=since,
-        timeout_seconds=1,
-    ):
-        last = event["object"].status
-    assert last is not None
+    changes = _since(
+        api.list_namespaced_pod, since, "hotel", field_selector="metadata.name=with-sidecar"
+    )
+    last = changes[-1][1].status
     ended = {
         s.name: s.state.terminated
         for s in (last.container_statuses or []) + (last.init_container_statuses or [])
@@ -231,20 +230,15 @@ def test_a_namespace_goes_terminating_and_its_pods_drain_before_it_goes(
     # The drain's pod took its grace period (a `sleep` PID 1 waits for SIGKILL at 30 s).
     assert 29.0 <= _now(lab) - before < 60.0
     stamped = [
-        event["object"]
-        for event in watch.Watch().stream(
-            api.list_namespaced_pod, "hotel", resource_version=since, timeout_seconds=1
-        )
-        if event["object"].metadata.name == name
+        changed
+        for _, changed in _since(api.list_namespaced_pod, since, "hotel")
+        if changed.metadata.name == name
     ]
     assert stamped and stamped[0].metadata.deletion_grace_period_seconds == 30
     seen = [
-        (event["type"], event["object"].status.phase, event["object"].status.conditions or [])
-        for event in watch.Watch().stream(
-            api.list_namespace,
-            field_selector="metadata.name=hotel",
-            resource_version=namespaces_since,
-            timeout_seconds=1,
+        (kind, changed.status.phase, changed.status.conditions or [])
+        for kind, changed in _since(
+            api.list_namespace, namespaces_since, field_selector="metadata.name=hotel"
         )
     ]
     assert (seen[0][0], seen[0][1]) == ("MODIFIED", "Terminating")
