@@ -383,6 +383,8 @@ class ApiService:
         dry_run: bool = False,
     ) -> dict[str, Any]:
         obj = self.get(rt, namespace, name)
+        if rt.plural == "namespaces" and name in namespace_deletion.IMMORTAL:
+            raise namespace_deletion.refused_delete(name)
         options = options or {}
         preconditions = options.get("preconditions") or {}
         meta = obj["metadata"]

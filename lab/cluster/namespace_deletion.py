@@ -8,6 +8,7 @@ other pod deletion (``graceful_delete``), so their ``preStop`` hooks run and the
 periods are honoured. While pods remain, the status carries a ``NamespaceContentRemaining``
 condition, and any create in the namespace is refused with 403 ``NamespaceTerminating``.
 When the last pod is gone, the ``kubernetes`` finalizer is released and the namespace goes.
+``default``, ``kube-system`` and ``kube-public`` may not be deleted at all.
 
 Sources: ``pkg/registry/core/namespace/storage/storage.go`` (``Delete``: stamp, phase),
 ``pkg/controller/namespace/deletion/namespaced_resources_deleter.go`` (the conditions and
@@ -22,6 +23,8 @@ from typing import Any
 from lab.cluster.errors import ApiError
 
 CONTENT_REMAINING = "NamespaceContentRemaining"
+# The namespaces the NamespaceLifecycle admission plugin never lets go.
+IMMORTAL = frozenset({"default", "kube-system", "kube-public"})
 
 
 def stamped(namespace: dict[str, Any], timestamp: str) -> dict[str, Any]:
@@ -81,4 +84,15 @@ def refused_create(namespace: str, resource: str, name: str) -> ApiError:
                 "field": "metadata.namespace",
             }
         ],
+    )
+
+
+def refused_delete(namespace: str) -> ApiError:
+    """The 403 for deleting one of the ``IMMORTAL`` namespaces."""
+    return ApiError(
+        403,
+        "Forbidden",
+        f'namespaces "{namespace}" is forbidden: this namespace may not be deleted',
+        kind="namespaces",
+        name=namespace,
     )

@@ -66,3 +66,15 @@ def test_a_namespace_without_running_pods_goes_at_once() -> None:
     assert cluster.store.get("namespaces", "", "empty") is None
     assert cluster.store.list_objects("configmaps", "empty") == []
     cluster.api.create(by_kind("Namespace"), "", {"metadata": {"name": "empty"}})  # reusable
+
+
+@pytest.mark.parametrize("name", ["default", "kube-system", "kube-public"])
+def test_the_system_namespaces_may_not_be_deleted(name: str) -> None:
+    cluster = Cluster()
+    with pytest.raises(ApiError) as refused:
+        cluster.api.delete(by_kind("Namespace"), "", name)
+    assert (refused.value.code, refused.value.message) == (
+        403,
+        f'namespaces "{name}" is forbidden: this namespace may not be deleted',
+    )
+    assert cluster.store.get("namespaces", "", name) is not None
