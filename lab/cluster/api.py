@@ -325,6 +325,8 @@ class ApiService:
             ):
                 if keep in old_meta:
                     meta[keep] = old_meta[keep]
+                else:  # only the server sets these: a client's own is dropped
+                    meta.pop(keep, None)
             admission.apply_defaults(rt, result)
             admission.validate(rt, result, old)
             if self._spec_changed(old, result) and "generation" in old_meta:

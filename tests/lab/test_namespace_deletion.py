@@ -3,6 +3,8 @@ objects gone but its pods draining, creates refused with the real server's 403; 
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from lab.cluster.errors import ApiError
@@ -78,3 +80,27 @@ def test_the_system_namespaces_may_not_be_deleted(name: str) -> None:
         f'namespaces "{name}" is forbidden: this namespace may not be deleted',
     )
     assert cluster.store.get("namespaces", "", name) is not None
+
+
+def test_an_update_keeps_the_deletion_stamp_and_never_takes_a_clients() -> None:
+    cluster = Cluster()
+    cluster.install_app("hotel")
+    cluster.api.create(by_kind("Pod"), "hotel", POD)
+    cluster.settle()
+    pod_rt, namespace_rt = by_kind("Pod"), by_kind("Namespace")
+    forged = copy.deepcopy(cluster.api.get(pod_rt, "hotel", "slow"))  # as a client holds it
+    forged["metadata"]["deletionTimestamp"] = "2020-01-01T00:00:00Z"
+    forged["metadata"]["deletionGracePeriodSeconds"] = 1
+    kept = cluster.api.update(pod_rt, "hotel", "slow", forged)
+    assert "deletionTimestamp" not in kept["metadata"]  # only a DELETE stamps a pod
+    assert "deletionGracePeriodSeconds" not in kept["metadata"]
+    cluster.api.delete(namespace_rt, "", "hotel")
+    namespace = copy.deepcopy(cluster.api.get(namespace_rt, "", "hotel"))
+    changed = copy.deepcopy(namespace)
+    changed["metadata"]["labels"] = {"x": "y"}
+    del changed["metadata"]["deletionTimestamp"]
+    changed["status"] = {"phase": "Active"}
+    updated = cluster.api.update(namespace_rt, "", "hotel", changed)
+    assert updated["metadata"]["labels"]["x"] == "y"
+    assert updated["metadata"]["deletionTimestamp"] == namespace["metadata"]["deletionTimestamp"]
+    assert updated["status"]["phase"] == "Terminating"  # status is the server's
