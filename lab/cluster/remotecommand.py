@@ -26,6 +26,12 @@ PROTOCOLS = (
     "channel.k8s.io",
 )
 STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
+# How long the runtime takes to start an exec'd process after the upgrade (a real CRI exec
+# takes tens of milliseconds). It matters: client-go's websocket reader (kubectl 1.30+) runs
+# before its streams exist and drops a message for a stream it has not created yet ("Unknown
+# stream id"), so output sent the instant the socket opens can be lost while the exit code,
+# sent later, arrives: a busy machine once saw `pg_isready` exit 2 with nothing printed.
+START_SECONDS = 0.05
 
 
 class Outcome(Protocol):
@@ -94,9 +100,10 @@ async def serve_exec(
 
     if not stdin:
         session.stdin.close()
-    session.start(output, done)
     reader = asyncio.create_task(_read_input(socket, session, protocol))
     try:
+        await asyncio.sleep(START_SECONDS)
+        session.start(output, done)
         while True:
             event = await events.get()
             if isinstance(event, tuple):
