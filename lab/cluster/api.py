@@ -305,6 +305,8 @@ class ApiService:
             raise conflict(rt.plural, old_meta["name"], rt.group)
         if subresource == "status":
             result = {**copy.deepcopy(old), "status": new.get("status", {})}
+            if rt.plural == "namespaces":
+                namespace_deletion.check_phase(result)
         else:
             result = new
             stored = conversion.storage_type(rt)
@@ -397,10 +399,10 @@ class ApiService:
             and preconditions["resourceVersion"] != meta["resourceVersion"]
         ):
             raise conflict(rt.plural, name, rt.group)
+        if rt.plural == "pods":
+            return self._delete_pod(obj, options, dry_run=dry_run)
         if dry_run:
             return obj
-        if rt.plural == "pods":
-            return self._delete_pod(obj, options)
         if rt.plural == "namespaces":
             return self._delete_namespace(obj)
         propagation = options.get("propagationPolicy") or "Background"
@@ -408,7 +410,9 @@ class ApiService:
             propagation = "Orphan"
         return self._delete_now(rt, obj, propagation)
 
-    def _delete_pod(self, pod: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
+    def _delete_pod(
+        self, pod: dict[str, Any], options: dict[str, Any], *, dry_run: bool = False
+    ) -> dict[str, Any]:
         """A pod on a node is stamped Terminating; the kubelet deletes it when it has stopped
         (``graceful_delete``). One that is gone at once keeps the grace asked for, for the
         processes a real-process container still has to stop."""
@@ -419,6 +423,12 @@ class ApiService:
                 meta.get("deletionGracePeriodSeconds") or 0
             )
         decision = graceful_delete.decide(pod, options, now=self.clock.now(), deleting_since=since)
+        if dry_run:  # the answer the delete would give, stamp included; nothing changes
+            if decision.now or decision.unchanged:
+                return pod
+            return graceful_delete.stamped(
+                pod, decision, self.clock.timestamp(decision.deletion_at)
+            )
         if decision.now:
             grace = options.get("gracePeriodSeconds")
             if isinstance(grace, int) and grace >= 0:

@@ -39,7 +39,7 @@ def requested_grace(pod: dict[str, Any], options: dict[str, Any]) -> int:
     """The grace period a DELETE asks for: the request's, else the pod's own."""
     asked = options.get("gracePeriodSeconds")
     if isinstance(asked, int) and not isinstance(asked, bool):
-        return max(asked, 0)
+        return asked if asked >= 0 else 1  # a negative period is 1 s, as CheckGracefulDelete has it
     own = (pod.get("spec") or {}).get("terminationGracePeriodSeconds")
     if isinstance(own, int) and not isinstance(own, bool):
         return max(own, 0)
@@ -61,7 +61,7 @@ def decide(
         asked = options.get("gracePeriodSeconds")
         if grace == 0 and isinstance(asked, int):
             return Decision(now=True)
-        if not isinstance(asked, int) or not isinstance(current, int) or asked >= current:
+        if not isinstance(asked, int) or not isinstance(current, int) or grace >= current:
             return Decision(now=False, unchanged=True)
         return Decision(now=False, grace=grace, deletion_at=deleting_since + grace)
     if grace == 0:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from lab.cluster.errors import ApiError
+from lab.cluster.errors import ApiError, invalid
 
 CONTENT_REMAINING = "NamespaceContentRemaining"
 # The namespaces the NamespaceLifecycle admission plugin never lets go.
@@ -95,4 +95,21 @@ def refused_delete(namespace: str) -> ApiError:
         f'namespaces "{namespace}" is forbidden: this namespace may not be deleted',
         kind="namespaces",
         name=namespace,
+    )
+
+
+def check_phase(namespace: dict[str, Any]) -> None:
+    """A status write's phase must match the stamp (``ValidateNamespaceStatusUpdate``):
+    Active without a deletionTimestamp, Terminating with one."""
+    phase = (namespace.get("status") or {}).get("phase")
+    stamped_now = bool((namespace.get("metadata") or {}).get("deletionTimestamp"))
+    if stamped_now and phase != "Terminating":
+        problem = "may only be 'Terminating' if `deletionTimestamp` is not empty"
+    elif not stamped_now and phase not in (None, "Active"):
+        problem = "may only be 'Active' if `deletionTimestamp` is empty"
+    else:
+        return
+    name = str((namespace.get("metadata") or {}).get("name", ""))
+    raise invalid(
+        "Namespace", name, [("status.Phase", f'Invalid value: "{phase or ""}": {problem}')]
     )

@@ -15,7 +15,18 @@ MAX_BODY = 8 * 1024 * 1024
 
 
 def dry_run(request: web.Request) -> bool:
-    values = request.query.getall("dryRun", [])
+    return _dry_run_values(request.query.getall("dryRun", []))
+
+
+def options_dry_run(options: dict[str, object]) -> bool:
+    """A DeleteOptions body's own ``dryRun`` (where kubectl's ``--dry-run=server`` puts it)."""
+    values = options.get("dryRun") or []
+    if not isinstance(values, list):
+        raise bad_request("DeleteOptions.dryRun must be a list")
+    return _dry_run_values([str(v) for v in values])
+
+
+def _dry_run_values(values: list[str]) -> bool:
     for value in values:
         if value != "All":
             raise bad_request(f'Invalid dryRun value "{value}": only "All" is supported')

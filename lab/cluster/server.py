@@ -395,23 +395,13 @@ class ApiHttpServer:
             )
             return self._written(request, rt, obj, 200, dry_run)
         if method == "DELETE" and name:
-            raw = await request_options.read_body(request)
-            options = (
-                (
-                    protobuf.decode_object(raw)
-                    if protobuf.is_protobuf(request.headers.get("Content-Type", ""))
-                    else request_options.decode_json(raw)
-                )
-                if raw.strip()
-                else {}
-            )
-            if not isinstance(options, dict):
-                raise bad_request("DeleteOptions must be an object")
+            options = await _delete_options(request)
             if request.query.get("propagationPolicy"):
                 options["propagationPolicy"] = request.query["propagationPolicy"]
             grace = request_options.grace_period(request)
             if grace is not None:
                 options["gracePeriodSeconds"] = grace
+            dry_run = dry_run or request_options.options_dry_run(options)
             obj = self.api.delete(rt, ns, name, options=options, dry_run=dry_run)
             return self._written(request, rt, obj, 200, dry_run)
         if method == "DELETE":
@@ -419,6 +409,7 @@ class ApiHttpServer:
             fields = parse_field_selector(
                 request.query.get("fieldSelector"), rt.field_selectors, rt.kind
             )
+            dry_run = dry_run or request_options.options_dry_run(await _delete_options(request))
             gone = self.api.delete_collection(rt, ns, labels, fields, dry_run=dry_run)
             if not dry_run:
                 self.backend.after_write()
@@ -561,3 +552,18 @@ async def serve(
         if asyncio.iscoroutine(result):
             await result
     return runner
+
+
+async def _delete_options(request: web.Request) -> dict[str, Any]:
+    """A DELETE's body: DeleteOptions in JSON (or YAML) or protobuf; none is ``{}``."""
+    raw = await request_options.read_body(request)
+    if not raw.strip():
+        return {}
+    options = (
+        protobuf.decode_object(raw)
+        if protobuf.is_protobuf(request.headers.get("Content-Type", ""))
+        else request_options.decode_json(raw)
+    )
+    if not isinstance(options, dict):
+        raise bad_request("DeleteOptions must be an object")
+    return options

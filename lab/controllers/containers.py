@@ -99,7 +99,9 @@ class PodRun:
     restart_policy: str = "Always"
     terminating: bool = False  # stamped for deletion: stopping, nothing restarts
     drain_deadline: float = 0.0  # when terminating: the end of the grace period
-    stopping: set[str] = field(default_factory=set)  # containers sent Killing in the drain
+    # The drain's containers: when each one's preStop hook ends, and which were sent SIGTERM.
+    hooks_done: dict[str, float] = field(default_factory=dict)
+    stopping: set[str] = field(default_factory=set)
     deleted: bool = False  # every container stopped and the pod was deleted
 
     def all(self) -> list[ContainerRun]:

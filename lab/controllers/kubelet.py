@@ -70,8 +70,11 @@ class Kubelet:
             elif not self.runs[uid].terminating:
                 self._sync_images(self.runs[uid], pod)
             run = self.runs[uid]
-            if pod["metadata"].get("deletionTimestamp") and not run.terminating:
-                self.termination.begin(run, pod)
+            if pod["metadata"].get("deletionTimestamp"):
+                if not run.terminating:
+                    self.termination.begin(run, pod)
+                else:  # a second DELETE may have shortened the grace
+                    self.termination.shorten(run, pod)
         for uid in [u for u in self.runs if u not in live]:
             for container in self.runs.pop(uid).all():
                 container.generation += 1

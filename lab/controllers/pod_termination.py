@@ -3,19 +3,23 @@
 When a pod it runs is stamped with a ``deletionTimestamp`` (``lab.cluster.graceful_delete``),
 the kubelet stops every running container as a real one does:
 
-1. the event ``Killing`` / ``Stopping container <name>``;
-2. the container's ``lifecycle.preStop`` hook (``exec``, ``httpGet`` or ``sleep``), which the
-   grace period bounds; a failing hook is a ``FailedPreStopHook`` warning and the stop goes on;
-3. SIGTERM. An image's server (nginx, redis, the hotel's services) shuts down at once and
-   exits 0; a shell or ``sleep`` running as PID 1 has no handler, so the signal does nothing
-   (unless the script ``trap``s it) and the container is SIGKILLed when the grace period ends:
-   exit code 137. A container that runs a real process gets real signals;
-4. when no container runs any more, the pod is deleted for good (grace period 0).
+1. at once, for every running container: the event ``Killing`` / ``Stopping container
+   <name>`` and its ``lifecycle.preStop`` hook (``exec``, ``httpGet`` or ``sleep``), which the
+   grace period bounds; a failing hook is a ``FailedPreStopHook`` warning worded
+   ``PreStopHook failed`` (the kubelet keeps the hook's output out of events, so no secret
+   leaks) and the stop goes on;
+2. SIGTERM when the hook is done. An image's server (nginx, redis, the hotel's services)
+   shuts down at once and exits 0; a shell or ``sleep`` running as PID 1 has no handler, so
+   the signal does nothing (unless the script ``trap``s it) and the container is SIGKILLed
+   when the grace period ends, never less than 2 s after its SIGTERM: exit code 137. A
+   container that runs a real process gets real signals;
+3. when no container runs any more, the pod is deleted for good (grace period 0).
 
-Native sidecars (init containers with ``restartPolicy: Always``) keep running until every
-other container has stopped, then stop one at a time in the reverse of their order in the
-spec, within what is left of the same grace period: a log shipper or proxy outlives the
-application it serves, as on a 1.29+ kubelet.
+A second DELETE that shortens the grace moves the kills forward (``shorten``). Native sidecars
+(init containers with ``restartPolicy: Always``) hear ``Killing`` and run their hooks with the
+others, but get SIGTERM only once every other container has stopped, one at a time in the
+reverse of their order in the spec, within what is left of the same grace period: a log
+shipper or proxy outlives the application it serves, as on a 1.29+ kubelet.
 
 Nothing restarts during this, whatever the restart policy; exec still reaches a container
 until it has stopped. The times come from the image model (``programs.plan``), so the
@@ -39,6 +43,7 @@ from lab.images import ImageSpec
 
 SHUTDOWN_SECONDS = 0.1  # a server's own shutdown after SIGTERM
 SIGKILL_EXIT = 137
+MINIMUM_GRACE = 2.0  # the kubelet never gives a container less than this after its hook
 
 
 class KubeletOps(Protocol):
@@ -128,8 +133,8 @@ def pre_stop(run: PodRun, container: ContainerRun) -> Hook:
 
 
 def stop_order(run: PodRun) -> list[ContainerRun]:
-    """The running containers a drain stops now (pure): every one but the native sidecars;
-    once those have stopped, the last running sidecar in spec order."""
+    """The running containers a drain sends SIGTERM now (pure): every one but the native
+    sidecars; once those have stopped, the last running sidecar in spec order."""
     running = [c for c in run.all() if c.state == "running"]
     others = [c for c in running if not c.sidecar]
     if others:
@@ -171,30 +176,65 @@ class PodTermination:
             for timer in container.timers:
                 cancel(timer)
             container.timers = []
+        now = self.ctx.clock.now()
+        left = max(run.drain_deadline - now, 0.0)
+        for container in run.all():  # every container hears Killing and runs its hook at once
+            if container.state == "running":
+                self.kubelet._event(
+                    run, "Normal", "Killing", f"Stopping container {container.name}", container
+                )
+                hook = pre_stop(run, container)
+                if hook.failure:  # the details stay out of the event, so no secret leaks
+                    self.kubelet._event(
+                        run, "Warning", "FailedPreStopHook", "PreStopHook failed", container
+                    )
+                seconds = left if hook.seconds is None else min(hook.seconds, left)
+                run.hooks_done[container.name] = now + seconds
         for container in stop_order(run):
-            self._stop(run, container)
+            self._signal(run, container)
         # Deleting from a timer keeps the store unchanged while the kubelet walks it.
         self.kubelet._later(run, run.all()[0], 0.0, lambda: self.stopped(run))
 
-    def _stop(self, run: PodRun, container: ContainerRun) -> None:
+    def shorten(self, run: PodRun, pod: dict[str, Any]) -> None:
+        """A second DELETE shortened the grace period: what has been sent SIGTERM is killed
+        by the new deadline (at least ``MINIMUM_GRACE`` from now), what waits for its turn
+        gets the new deadline when its turn comes."""
+        deadline = self.ctx.clock.parse(pod["metadata"].get("deletionTimestamp"))
+        if deadline >= run.drain_deadline:
+            return
+        run.drain_deadline = deadline
+        now = self.ctx.clock.now()
+        for container in run.all():
+            if container.state != "running":
+                continue
+            if container.name in run.hooks_done:
+                run.hooks_done[container.name] = min(run.hooks_done[container.name], deadline)
+            if container.name in run.stopping:
+                for timer in container.timers:
+                    cancel(timer)
+                container.timers = []
+                run.stopping.discard(container.name)
+                run.hooks_done[container.name] = min(run.hooks_done.get(container.name, now), now)
+                self._signal(run, container)
+
+    def _signal(self, run: PodRun, container: ContainerRun) -> None:
+        """SIGTERM once the container's hook is done; SIGKILL when the grace that is left
+        then (never under ``MINIMUM_GRACE``, as the kubelet has it) runs out."""
         run.stopping.add(container.name)
-        left = max(run.drain_deadline - self.ctx.clock.now(), 0.0)
+        now = self.ctx.clock.now()
+        wait = max(run.hooks_done.get(container.name, now) - now, 0.0)
+        grace = max(run.drain_deadline - now - wait, MINIMUM_GRACE)
         kubelet = self.kubelet
-        kubelet._event(run, "Normal", "Killing", f"Stopping container {container.name}", container)
-        hook = pre_stop(run, container)
-        if hook.failure:
-            kubelet._event(run, "Warning", "FailedPreStopHook", hook.failure, container)
-        hook_seconds = left if hook.seconds is None else min(hook.seconds, left)
         spec = container.behaviour
         if spec is not None and kubelet.processes.runs_processes(spec):
-            # A real process: SIGTERM once the hook is done, SIGKILL at the end of the grace.
+            # A real process: real signals.
             def signal() -> None:
-                kubelet.processes.stop_container(run.uid, container.name, left - hook_seconds)
+                kubelet.processes.stop_container(run.uid, container.name, grace)
 
-            kubelet._later(run, container, hook_seconds, signal)
+            kubelet._later(run, container, wait, signal)
             return
         natural = self._natural_end(run, container)
-        if natural is not None and natural[0] < left:  # it ends by itself before the kill
+        if natural is not None and natural[0] < wait + grace:  # it ends before the kill
             when, own_code = natural
             own_reason = "Completed" if own_code == 0 else "Error"
             kubelet._later(
@@ -202,19 +242,19 @@ class PodTermination:
             )
             return
         code = on_sigterm(spec, container.spec, container.env)
-        if code is not None and hook_seconds + SHUTDOWN_SECONDS < left:
+        if code is not None and grace > SHUTDOWN_SECONDS:
             if spec is not None and not spec.raw_logs:
                 kubelet._log(container, "INFO", "received SIGTERM, shutting down")
             reason = "Completed" if code == 0 else "Error"
             kubelet._later(
                 run,
                 container,
-                hook_seconds + SHUTDOWN_SECONDS,
+                wait + SHUTDOWN_SECONDS,
                 lambda: self._end(run, container, reason, code),
             )
             return
         kubelet._later(
-            run, container, left, lambda: self._end(run, container, "Error", SIGKILL_EXIT)
+            run, container, wait + grace, lambda: self._end(run, container, "Error", SIGKILL_EXIT)
         )
 
     def _natural_end(self, run: PodRun, container: ContainerRun) -> tuple[float, int] | None:
@@ -238,7 +278,7 @@ class PodTermination:
         if run.deleted:
             return
         for container in stop_order(run):
-            self._stop(run, container)
+            self._signal(run, container)
         if any(c.state == "running" for c in run.all()):
             return
         run.deleted = True

@@ -104,3 +104,23 @@ def test_an_update_keeps_the_deletion_stamp_and_never_takes_a_clients() -> None:
     assert updated["metadata"]["labels"]["x"] == "y"
     assert updated["metadata"]["deletionTimestamp"] == namespace["metadata"]["deletionTimestamp"]
     assert updated["status"]["phase"] == "Terminating"  # status is the server's
+
+
+def test_a_status_write_cannot_make_a_terminating_namespace_active() -> None:
+    cluster = Cluster()
+    cluster.install_app("hotel")
+    cluster.api.create(by_kind("Pod"), "hotel", POD)
+    cluster.settle()
+    namespace_rt = by_kind("Namespace")
+    cluster.api.delete(namespace_rt, "", "hotel")
+    body = copy.deepcopy(cluster.api.get(namespace_rt, "", "hotel"))
+    body["status"] = {"phase": "Active"}
+    with pytest.raises(ApiError) as refused:
+        cluster.api.update(namespace_rt, "", "hotel", body, subresource="status")
+    assert refused.value.code == 422
+    assert refused.value.message == (
+        'Namespace "hotel" is invalid: status.Phase: Invalid value: "Active": '
+        "may only be 'Terminating' if `deletionTimestamp` is not empty"
+    )
+    namespace = cluster.store.get("namespaces", "", "hotel")
+    assert namespace is not None and namespace["status"]["phase"] == "Terminating"
