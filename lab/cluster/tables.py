@@ -23,10 +23,13 @@ def pod_status_reason(pod: dict[str, Any]) -> str:
         return "Terminating"
     reason = status.get("reason") or status.get("phase") or "Pending"
     init_statuses = status.get("initContainerStatuses") or []
+    sidecars = _sidecars(pod)
     for index, init in enumerate(init_statuses):
         state = init.get("state") or {}
         if "terminated" in state and state["terminated"].get("exitCode") == 0:
             continue
+        if init.get("name") in sidecars and init.get("started"):
+            continue  # a started native sidecar lets initialization go on
         if "terminated" in state:
             return f"Init:{state['terminated'].get('reason') or 'Error'}"
         waiting = (state.get("waiting") or {}).get("reason")
@@ -48,20 +51,37 @@ def pod_status_reason(pod: dict[str, Any]) -> str:
     return str(reason)
 
 
+def _sidecars(pod: dict[str, Any]) -> set[str]:
+    """The native sidecars: init containers with ``restartPolicy: Always``."""
+    inits = (pod.get("spec") or {}).get("initContainers") or []
+    return {str(c.get("name")) for c in inits if c.get("restartPolicy") == "Always"}
+
+
 def _pod_row(pod: dict[str, Any], now: float) -> list[Any]:
     status = pod.get("status") or {}
     statuses = status.get("containerStatuses") or []
     containers = (pod.get("spec") or {}).get("containers") or []
-    ready = sum(1 for c in statuses if c.get("ready"))
-    restarts = sum(int(c.get("restartCount", 0)) for c in statuses)
+    sidecars = _sidecars(pod)
+    # READY counts the native sidecars as the 1.28+ printer does.
+    ready = sum(1 for c in statuses if c.get("ready")) + sum(
+        1
+        for c in status.get("initContainerStatuses") or []
+        if c.get("name") in sidecars and c.get("ready")
+    )
     inits = status.get("initContainerStatuses") or []
+    # Once initialized, the app containers' restarts and the sidecars'.
+    restarts = sum(int(c.get("restartCount", 0)) for c in statuses) + sum(
+        int(c.get("restartCount", 0)) for c in inits if c.get("name") in sidecars
+    )
     if any(
-        ((c.get("state") or {}).get("terminated") or {}).get("exitCode", 1) != 0 for c in inits
+        ((c.get("state") or {}).get("terminated") or {}).get("exitCode", 1) != 0
+        for c in inits
+        if not (c.get("name") in sidecars and c.get("started"))
     ):  # still initializing: kubectl counts the init containers' restarts
         restarts = sum(int(c.get("restartCount", 0)) for c in inits)
     return [
         pod["metadata"]["name"],
-        f"{ready}/{len(containers)}",
+        f"{ready}/{len(containers) + len(sidecars)}",
         pod_status_reason(pod),
         restarts,
         age(pod["metadata"].get("creationTimestamp"), now),

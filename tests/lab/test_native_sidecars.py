@@ -61,6 +61,9 @@ def test_a_native_sidecar_runs_beside_the_app_containers(kubectl: Kubectl) -> No
     assert pod["status"]["phase"] == "Running"
     assert _condition(pod, "Initialized") == "True"
     assert _condition(pod, "Ready") == "True"
+    # kubectl's columns count the sidecar, as the 1.28+ printer does
+    row = kubectl.out("get", "pod", pod["metadata"]["name"], "--no-headers").split()
+    assert row[1:4] == ["2/2", "Running", "0"]
 
 
 def test_a_crashing_native_sidecar_keeps_the_pod_unready(kubectl: Kubectl) -> None:
