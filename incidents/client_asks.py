@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import contextlib
 
-from incidents import adoption, attempts, continuation
-from incidents.attempts import AGENT, Deps
+from incidents import adoption, continuation, moves
 from incidents.model import AGENT_SOURCE, Incident, IncidentState, new_incident_id
+from incidents.moves import AGENT, Deps
 from incidents.repository import IncidentClosed, IncidentEventType, StaleIncident
 from proposals.intake import Ask, Checked, Proposed, Quota, said
 from proposals.model import ProposalState
@@ -57,7 +57,7 @@ def propose(d: Deps, ask: Ask, *, requester: str, quota: Quota, turn: Lease) -> 
         # An ask that lost its turn meanwhile (``TurnLost``) may find that the client's
         # next ask joined this incident: that ask's proposal is not cancelled with it.
         if not d.service.by_incident(incident.id):
-            attempts.move(
+            moves.move(
                 d,
                 incident,
                 St.CANCELLED,
@@ -68,7 +68,7 @@ def propose(d: Deps, ask: Ask, *, requester: str, quota: Quota, turn: Lease) -> 
     if proposal.state == ProposalState.DENIED:
         # Nothing will be tried: the incident ends at once, before it has a thread (the
         # agent is told by its call; a flood of denied asks opens no flood of threads).
-        attempts.move(
+        moves.move(
             d,
             incident,
             St.CANCELLED,

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from incidents import attempts
-from incidents.attempts import AGENT, Deps
+from incidents import moves
 from incidents.model import Incident, IncidentState
+from incidents.moves import AGENT, Deps
 from incidents.repository import IncidentEventType, StaleIncident
 
 St = IncidentState
@@ -75,14 +75,14 @@ def end_parked(d: Deps, incident: Incident) -> Incident | None:
     """Escalate a parked incident, its open proposals withdrawn first; None when someone
     retried or moved it meanwhile."""
     minutes = max(1, round(d.config.park_seconds / 60))
-    attempts.withdraw_open(
+    moves.withdraw_open(
         d,
         incident,
         actor=AGENT,
         why=f"incident {incident.id} ended: its thread was never posted",
     )
     try:
-        return attempts.move(
+        return moves.move(
             d,
             incident,
             St.ESCALATED,

@@ -26,13 +26,13 @@ from functools import partial
 
 from agents.planner import Planner
 from agents.verify import Pause
-from incidents import attempts, cancelling, client_asks, parking, phases, reopening
-from incidents.attempts import WriteInFlight
+from incidents import attempts, cancelling, client_asks, moves, parking, phases, reopening
 from incidents.model import (
     Incident,
     IncidentState,
     new_incident_id,
 )
+from incidents.moves import WriteInFlight
 from incidents.repository import (
     IncidentClosed,
     IncidentEventType,
@@ -54,7 +54,7 @@ from tools.objects import ObjectRef
 from tools.prometheus import PrometheusClient
 
 St = IncidentState
-AGENT = attempts.AGENT  # who proposes the workflow's actions
+AGENT = moves.AGENT  # who proposes the workflow's actions
 RECHECKS = 3  # rounds of ``advance`` when the incident was changed while we held its lease
 
 
@@ -83,7 +83,7 @@ class IncidentWorkflow:
         self.clock = service.clock
         self.incidents = IncidentRepository(service.store)
         self.locks = LeaseLocks(service.store)
-        self.deps = attempts.Deps(
+        self.deps = moves.Deps(
             service=service,
             kube=kube,
             incidents=self.incidents,
@@ -220,7 +220,7 @@ class IncidentWorkflow:
             # changed it); a person's rejection, and what was tried and undone, still stand.
             denied = {a.candidate.key() for a in incident.attempts if a.result == "denied"}
             try:
-                return attempts.move(
+                return moves.move(
                     self.deps,
                     incident,
                     St.DIAGNOSING,
