@@ -26,45 +26,19 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from lab.cluster.clock import cancel
 from lab.cluster.errors import ApiError
 from lab.cluster.resources import by_kind
 from lab.controllers.containers import ContainerRun, PodRun
 from lab.controllers.context import ControllerContext
-from lab.controllers.processes import ProcessHost
+from lab.controllers.kubelet_ops import KubeletOps
 from lab.controllers.programs import command_line, plan
 from lab.images import ImageSpec
 
 SHUTDOWN_SECONDS = 0.1  # a server's own shutdown after SIGTERM
 SIGKILL_EXIT = 137
-
-
-class KubeletOps(Protocol):
-    """What termination needs of the kubelet (``kubelet.Kubelet``)."""
-
-    ctx: ControllerContext
-    processes: ProcessHost
-
-    def _event(
-        self,
-        run: PodRun,
-        event_type: str,
-        reason: str,
-        message: str,
-        container: ContainerRun | None = None,
-    ) -> None: ...
-
-    def _later(self, run: PodRun, container: ContainerRun, delay: float, action: Any) -> None: ...
-
-    def _log(
-        self, container: ContainerRun, level: str, text: str, *, raw: bool = False
-    ) -> None: ...
-
-    def _terminate(self, run: PodRun, container: ContainerRun, reason: str, code: int) -> None: ...
-
-    def _changed(self, run: PodRun) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -174,16 +148,16 @@ class PodTermination:
         for container in stop_order(run):
             self._stop(run, container)
         # Deleting from a timer keeps the store unchanged while the kubelet walks it.
-        self.kubelet._later(run, run.all()[0], 0.0, lambda: self.stopped(run))
+        self.kubelet.later(run, run.all()[0], 0.0, lambda: self.stopped(run))
 
     def _stop(self, run: PodRun, container: ContainerRun) -> None:
         run.stopping.add(container.name)
         left = max(run.drain_deadline - self.ctx.clock.now(), 0.0)
         kubelet = self.kubelet
-        kubelet._event(run, "Normal", "Killing", f"Stopping container {container.name}", container)
+        kubelet.event(run, "Normal", "Killing", f"Stopping container {container.name}", container)
         hook = pre_stop(run, container)
         if hook.failure:
-            kubelet._event(run, "Warning", "FailedPreStopHook", hook.failure, container)
+            kubelet.event(run, "Warning", "FailedPreStopHook", hook.failure, container)
         hook_seconds = left if hook.seconds is None else min(hook.seconds, left)
         spec = container.behaviour
         if spec is not None and kubelet.processes.runs_processes(spec):
@@ -191,29 +165,29 @@ class PodTermination:
             def signal() -> None:
                 kubelet.processes.stop_container(run.uid, container.name, left - hook_seconds)
 
-            kubelet._later(run, container, hook_seconds, signal)
+            kubelet.later(run, container, hook_seconds, signal)
             return
         natural = self._natural_end(run, container)
         if natural is not None and natural[0] < left:  # it ends by itself before the kill
             when, own_code = natural
             own_reason = "Completed" if own_code == 0 else "Error"
-            kubelet._later(
+            kubelet.later(
                 run, container, when, lambda: self._end(run, container, own_reason, own_code)
             )
             return
         code = on_sigterm(spec, container.spec, container.env)
         if code is not None and hook_seconds + SHUTDOWN_SECONDS < left:
             if spec is not None and not spec.raw_logs:
-                kubelet._log(container, "INFO", "received SIGTERM, shutting down")
+                kubelet.log(container, "INFO", "received SIGTERM, shutting down")
             reason = "Completed" if code == 0 else "Error"
-            kubelet._later(
+            kubelet.later(
                 run,
                 container,
                 hook_seconds + SHUTDOWN_SECONDS,
                 lambda: self._end(run, container, reason, code),
             )
             return
-        kubelet._later(
+        kubelet.later(
             run, container, left, lambda: self._end(run, container, "Error", SIGKILL_EXIT)
         )
 
@@ -230,7 +204,7 @@ class PodTermination:
 
     def _end(self, run: PodRun, container: ContainerRun, reason: str, code: int) -> None:
         if container.state == "running":
-            self.kubelet._terminate(run, container, reason, code)
+            self.kubelet.terminate(run, container, reason, code)
 
     def stopped(self, run: PodRun) -> None:
         """A container of a terminating pod stopped: stop the next (a sidecar once the others
@@ -242,7 +216,7 @@ class PodTermination:
         if any(c.state == "running" for c in run.all()):
             return
         run.deleted = True
-        self.kubelet._changed(run)  # the last status, with every container terminated
+        self.kubelet.changed(run)  # the last status, with every container terminated
         with contextlib.suppress(ApiError):  # already gone (its namespace went first)
             self.ctx.api.delete(
                 by_kind("Pod"),
@@ -250,4 +224,4 @@ class PodTermination:
                 run.name,
                 options={"gracePeriodSeconds": 0, "preconditions": {"uid": run.uid}},
             )
-        self.kubelet._changed(run)
+        self.kubelet.changed(run)
