@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from agents.model import Candidate, Step
 from incidents import attempts as a
-from incidents.attempts import Deps
+from incidents import moves
 from incidents.model import Attempt, Incident, new_transaction_id
+from incidents.moves import Deps
 from proposals.model import Proposal
 
 
@@ -31,7 +32,7 @@ def adopt(d: Deps, incident: Incident, proposal: Proposal) -> Incident:
         intent=proposal.intent,
         why=f"proposed by {proposal.requester}",
     )
-    before = a.health(d, incident).to_dict()
+    before = moves.health(d, incident).to_dict()
     attempt = Attempt(
         number=len(incident.attempts) + 1,
         candidate=candidate,
@@ -40,7 +41,7 @@ def adopt(d: Deps, incident: Incident, proposal: Proposal) -> Incident:
         health_before=before,
         started_at=d.clock.now(),
     )
-    incident = a.update(
+    incident = moves.update(
         d,
         incident,
         attempts=[*incident.attempts, attempt],

@@ -6,146 +6,45 @@ the incident. An attempt is a transaction: if it is judged worse (or changes not
 later step is refused or fails, or the incident is cancelled half-way, the steps it already
 executed are undone — each undo itself a proposal the policy decides.
 
-They are functions over explicit dependencies (``Deps``), not half of a class: the workflow
-builds ``Deps`` once and calls them; what an attempt waits on is asked of
-``incidents.continuation``. ``move`` and ``update`` are the one way an incident is changed.
+They are functions over explicit dependencies (``incidents.moves.Deps``), not half of a
+class: the workflow builds ``Deps`` once and calls them; what an attempt waits on is asked of
+``incidents.continuation``; an incident is changed only through ``incidents.moves``.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 
-from agents.health import HealthScore
 from agents.model import Candidate, Step
-from agents.verify import Pause, look, wait_until_settled
 from incidents import continuation, plans
 from incidents.model import (
-    TERMINAL,
     Attempt,
     Incident,
     IncidentState,
     new_transaction_id,
     stop_word,
 )
-from incidents.repository import (
-    IncidentError,
-    IncidentEventType,
-    IncidentRepository,
-    StaleIncident,
+from incidents.moves import (
+    AGENT,
+    Deps,
+    go,
+    health,
+    move,
+    say,
+    update,
+    wait_for_settle,
+    with_attempt,
 )
-from incidents.settings import WorkflowConfig
+from incidents.repository import IncidentEventType, StaleIncident
 from proposals.errors import NoChange, NotExecutable
 from proposals.model import Proposal, ProposalState
-from proposals.service import ProposalService, Superseded, UndoRequest
-from store.clock import Clock, stamp
-from store.errors import Remedy, StratusError
-from tools import errors, fleet
-from tools.k8s import KubeClient
-from tools.prometheus import PrometheusClient
+from proposals.service import Superseded, UndoRequest
+from store.errors import StratusError
+from tools import errors
 
 St = IncidentState
 P = ProposalState
 _REFUSED = {P.REJECTED: "rejected", P.EXPIRED: "expired", P.CANCELLED: "cancelled"}
-AGENT = "agent:stratus"  # who proposes and answers for the workflow
-
-
-class WriteInFlight(IncidentError):
-    """The incident cannot end now: a write of it is being carried out (approved from a
-    terminal, say). The cancel stays requested and is carried out once the write settled."""
-
-    code = "write_in_flight"
-    default_remedy = Remedy.RETRY
-
-
-@dataclass(frozen=True)
-class Deps:
-    """What an attempt works with, passed in explicitly (``IncidentWorkflow`` builds it once):
-    the proposal service every step goes through, the cluster and Prometheus it looks at, the
-    incidents' repository, the clock and how to wait."""
-
-    service: ProposalService
-    kube: KubeClient
-    incidents: IncidentRepository
-    clock: Clock
-    config: WorkflowConfig
-    pause: Pause
-    prometheus: PrometheusClient | None
-    # Every cluster of a fleet by name (docs/fleet.md); empty: ``kube`` is the only one.
-    kubes: Mapping[str, KubeClient] = field(default_factory=dict)
-
-    def on(self, cluster: str) -> Deps:
-        """The same dependencies looking at ``cluster`` (an incident's own); a cluster this
-        Stratus no longer serves is refused, never read through another one."""
-        if not cluster:
-            return self
-        kube = self.kubes.get(cluster)
-        if kube is None:
-            raise fleet.unknown(cluster, known=list(self.kubes))
-        return self if kube is self.kube else replace(self, kube=kube)
-
-
-def health(d: Deps, incident: Incident) -> HealthScore:
-    """The namespace's health score now (with Prometheus' parts when configured)."""
-    return look(
-        d.kube,
-        incident.namespace,
-        since=stamp(incident.created_at),
-        prometheus=d.prometheus,
-    )
-
-
-def wait_for_settle(d: Deps, incident: Incident) -> None:
-    """Wait (bounded) until no pod of the namespace is on its way anywhere."""
-    settled = wait_until_settled(
-        d.kube,
-        incident.namespace,
-        pause=d.pause,
-        timeout=d.config.settle_timeout,
-        interval=d.config.poll_interval,
-    )
-    if not settled:
-        say(d, incident, "the cluster was still moving at the settle timeout")
-
-
-def move(
-    d: Deps, incident: Incident, to: IncidentState, *, message: str = "", **updates: object
-) -> Incident:
-    if not incident.can_move(to):
-        raise RuntimeError(f"incident {incident.id}: {incident.state} → {to} is not a move")
-    changed = incident.model_copy(update={**updates, "state": to, "updated_at": d.clock.now()})
-    # A cancel is one transaction: the open proposals withdrawn, no write of the incident
-    # in flight, the incident stored. An approval or an execution of another process
-    # (their moves are transactions too) lands wholly before it — and is seen here — or
-    # after, on a withdrawn proposal, and is refused.
-    with d.service.store.immediate():
-        if to in TERMINAL and to != St.CANCELLED:  # a cancel withdraws every open one
-            withdraw_queued(d, incident, to=to)
-        if to == St.CANCELLED:
-            by = incident.cancel_requested or AGENT
-            withdraw_open(
-                d, incident, actor=by, why=f"incident {incident.id} was cancelled by {by}"
-            )
-            busy = in_flight(d, incident)
-            if busy is not None:
-                raise WriteInFlight(
-                    f"{busy.id} ({busy.intent}) is being carried out; the cancel of "
-                    f"incident {incident.id} waits for it",
-                    subject=incident.id,
-                )
-        return d.incidents.save(
-            changed,
-            expected_version=incident.version,
-            actor=AGENT,
-            message=message,
-            previous=incident.state,
-        )
-
-
-def update(d: Deps, incident: Incident, **updates: object) -> Incident:
-    changed = incident.model_copy(update={**updates, "updated_at": d.clock.now()})
-    return d.incidents.save(changed, expected_version=incident.version, actor=AGENT)
 
 
 # ------------------------------------------------------------------ begin and steps
@@ -182,27 +81,6 @@ def begin_attempt(d: Deps, incident: Incident, candidate: Candidate) -> Incident
     )
     note_attempt(d, incident, attempt)
     return next_step(d, incident)
-
-
-def withdraw_queued(d: Deps, incident: Incident, *, to: IncidentState) -> None:
-    """An incident that ends leaves no agent's change waiting for a turn that will not come:
-    each is withdrawn, saying why, before the incident is stored as ended (else an approval
-    would find it in a closed incident and nothing would verify it)."""
-    held = continuation.held_by_attempts(incident)
-    for proposal in d.service.by_incident(incident.id):
-        if (
-            continuation.queued_for_turn(proposal)
-            and proposal.id not in held
-            and proposal.state in (P.AWAITING_APPROVAL, P.APPROVED)
-        ):
-            with contextlib.suppress(StratusError):  # it moved on; judged by what it is
-                d.service.withdraw(
-                    proposal.id,
-                    incident_id=incident.id,
-                    actor=AGENT,
-                    reason=f"incident {incident.id} ended ({to.value}) before its turn as an "
-                    "attempt; propose it again if it is still needed",
-                )
 
 
 def note_attempt(d: Deps, incident: Incident, attempt: Attempt) -> None:
@@ -549,23 +427,6 @@ def end_attempt(d: Deps, incident: Incident, outcome: str) -> Incident:
 # ------------------------------------------------------------------ helpers
 
 
-def withdraw_open(d: Deps, incident: Incident, *, actor: str, why: str) -> None:
-    """Nothing of an ended incident stays open: every proposal of it still waiting or
-    approved (one an answer approved while the cancel ran, one proposed by a move the
-    cancel made stale, an undo a person asked for from a card) is withdrawn, whoever
-    requested it, before the incident is stored as ended — before, so that no surface
-    ever sees a cancelled incident with an approved proposal to run."""
-    for proposal in d.service.by_incident(incident.id):
-        if proposal.state in (P.AWAITING_APPROVAL, P.APPROVED):
-            with contextlib.suppress(StratusError):  # it moved on; judged by what it is
-                d.service.withdraw(proposal.id, incident_id=incident.id, actor=actor, reason=why)
-
-
-def in_flight(d: Deps, incident: Incident) -> Proposal | None:
-    """A proposal of the incident being executed right now, if there is one."""
-    return next((p for p in d.service.by_incident(incident.id) if p.state == P.EXECUTING), None)
-
-
 def waiting_proposal(d: Deps, attempt: Attempt) -> tuple[Proposal | None, bool]:
     """The proposal the attempt waits on (``continuation.waiting_on``), and whether it is
     an undo."""
@@ -573,20 +434,6 @@ def waiting_proposal(d: Deps, attempt: Attempt) -> tuple[Proposal | None, bool]:
     waiting = continuation.waiting_on(attempt, {i: d.service.get(i).state for i in last_undo})
     found = d.service.get(waiting.proposal_id) if waiting.proposal_id else None
     return found, waiting.undo
-
-
-def say(d: Deps, incident: Incident, message: str) -> None:
-    d.incidents.note(incident, IncidentEventType.NOTE, actor=AGENT, message=message)
-
-
-def go(d: Deps, incident: Incident, to: IncidentState, message: str) -> Incident:
-    if incident.state == to:
-        return incident
-    return move(d, incident, to, message=message)
-
-
-def with_attempt(d: Deps, incident: Incident, attempt: Attempt) -> Incident:
-    return update(d, incident, attempts=[*incident.attempts[:-1], attempt])
 
 
 def _executed_steps(d: Deps, attempt: Attempt) -> list[Proposal]:

@@ -12,8 +12,9 @@ import contextlib
 import time
 
 from incidents import attempts as a
-from incidents.attempts import Deps
+from incidents import moves
 from incidents.model import Attempt, Incident, IncidentState
+from incidents.moves import Deps
 from proposals.model import Proposal, ProposalState
 from store.errors import StratusError
 
@@ -24,7 +25,7 @@ P = ProposalState
 def cancel_now(d: Deps, incident: Incident) -> Incident | None:
     busy = wait_for_writes(d, incident)
     if busy is not None:
-        a.say(d, incident, f"the cancel waits for {busy.id} ({busy.intent}) to finish")
+        moves.say(d, incident, f"the cancel waits for {busy.id} ({busy.intent}) to finish")
         return None  # carried out by the next advance, once the write settled
     attempt = incident.current
     if incident.state == St.UNDOING:
@@ -43,7 +44,7 @@ def cancel_now(d: Deps, incident: Incident) -> Incident | None:
                 # It may move on meanwhile; it is judged below by what it became.
                 # Withdrawn as every open proposal of a cancelled incident is: by whoever
                 # cancelled it, saying so (docs/workflow.md), never by Stratus's agent.
-                by = incident.cancel_requested or a.AGENT
+                by = incident.cancel_requested or moves.AGENT
                 with contextlib.suppress(StratusError):
                     d.service.withdraw(
                         proposal.id,
@@ -55,11 +56,11 @@ def cancel_now(d: Deps, incident: Incident) -> Incident | None:
         if executed and a.complete(d, attempt):
             return _cancel_keeping(d, incident, attempt, executed)
         if executed:
-            incident = a.with_attempt(
+            incident = moves.with_attempt(
                 d, incident, attempt.model_copy(update={"outcome": "cancelled"})
             )
-            return a.go(d, incident, St.UNDOING, "cancelled half-way: undoing the steps made")
-    return a.move(
+            return moves.go(d, incident, St.UNDOING, "cancelled half-way: undoing the steps made")
+    return moves.move(
         d,
         incident,
         St.CANCELLED,
@@ -77,7 +78,7 @@ def _cancel_keeping(
     who = incident.cancel_requested
     undo = ", ".join(p.undo_id for p in executed if p.undo_id)
     steps = "; ".join(f"{p.intent} ({p.id})" for p in executed)
-    return a.move(
+    return moves.move(
         d,
         incident,
         St.CANCELLED,
@@ -100,7 +101,7 @@ def wait_for_writes(d: Deps, incident: Incident) -> Proposal | None:
     """Wait (up to ``config.cancel_wait``) until no write of the incident is in flight;
     the one still in flight after that, or None."""
     deadline = time.monotonic() + d.config.cancel_wait
-    while (busy := a.in_flight(d, incident)) is not None:
+    while (busy := moves.in_flight(d, incident)) is not None:
         if time.monotonic() >= deadline:
             return busy
         d.pause(d.config.poll_interval)

@@ -2,7 +2,7 @@
 fresh snapshot, the analyzers, the offline and model planners, what past incidents learned),
 and verify an attempt (the health after it settled, judged against before).
 
-Functions over the attempts' explicit dependencies (``attempts.Deps``) and the planners; the
+Functions over the attempts' explicit dependencies (``incidents.moves.Deps``) and the planners; the
 workflow calls them by the incident's state. Planners only supply a diagnosis and ranked
 candidates: every move is decided here, in plain Python.
 """
@@ -20,11 +20,11 @@ from agents.health import METRIC_PARTS, HealthScore, breakdown
 from agents.model import Candidate, PlanResult, Usage
 from agents.planner import Planner, PlanRequest
 from agents.verify import Judgement, judge
-from incidents import adoption, attempts, continuation, plans, unfolding
-from incidents.attempts import Deps
+from incidents import adoption, attempts, continuation, moves, plans, unfolding
 from incidents.continuation import AttemptEnd
 from incidents.memory import past_outcomes
 from incidents.model import Incident, IncidentState
+from incidents.moves import Deps
 from incidents.repository import IncidentEventType
 from store.clock import stamp
 from tools.reads import ClusterReader
@@ -41,17 +41,17 @@ class Planners:
 
 
 def detect(d: Deps, incident: Incident) -> Incident:
-    health = attempts.health(d, incident)
+    health = moves.health(d, incident)
     health_dict = health.to_dict()
     d.incidents.note(
         incident,
         IncidentEventType.NOTE,
-        actor=attempts.AGENT,
+        actor=moves.AGENT,
         message=_health_line("health at start", health),
         data={"health": health_dict},
     )
     detected = None if health.healthy else d.clock.now()
-    return attempts.move(
+    return moves.move(
         d,
         incident,
         St.DIAGNOSING,
@@ -66,9 +66,9 @@ def diagnose(d: Deps, planners: Planners, incident: Incident) -> Incident:
     snap = _look_again_while_moving(d, planners, incident)
     result = plan_for(d, planners, incident, snap)
     if result.diagnosis is None:
-        health = attempts.health(d, incident)
+        health = moves.health(d, incident)
         if health.healthy:
-            return attempts.move(
+            return moves.move(
                 d,
                 incident,
                 St.RESOLVED,
@@ -77,7 +77,7 @@ def diagnose(d: Deps, planners: Planners, incident: Incident) -> Incident:
                 health_now=health.to_dict(),
                 usage=usage_after(incident, result),
             )
-        return attempts.move(
+        return moves.move(
             d,
             incident,
             St.ESCALATED,
@@ -87,7 +87,7 @@ def diagnose(d: Deps, planners: Planners, incident: Incident) -> Incident:
             health_now=health.to_dict(),
             usage=usage_after(incident, result),
         )
-    return attempts.move(
+    return moves.move(
         d,
         incident,
         St.PLANNING,
@@ -109,7 +109,7 @@ def plan(d: Deps, planners: Planners, incident: Incident) -> Incident | None:
     if not continuation.plans_own_fixes(incident):
         last = incident.current
         judged = f" (attempt {last.number}: {last.result or last.verdict})" if last else ""
-        return attempts.move(
+        return moves.move(
             d,
             incident,
             St.ESCALATED,
@@ -119,7 +119,7 @@ def plan(d: Deps, planners: Planners, incident: Incident) -> Incident | None:
             reason="agent's attempt ended",
         )
     if len(incident.attempts) >= incident.max_attempts:
-        return attempts.move(
+        return moves.move(
             d,
             incident,
             St.ESCALATED,
@@ -129,11 +129,11 @@ def plan(d: Deps, planners: Planners, incident: Incident) -> Incident | None:
         )
     if incident.attempts:  # the cluster moved since the plan: look again
         result = plan_for(d, planners, incident)
-        health = attempts.health(d, incident)
+        health = moves.health(d, incident)
         if result.diagnosis is None and incident.attempts[-1].verdict == "better":
             health = _wait_for_lagging_signals(d, incident, health)
         if health.healthy and result.diagnosis is None:
-            return attempts.move(
+            return moves.move(
                 d,
                 incident,
                 St.RESOLVED,
@@ -150,7 +150,7 @@ def plan(d: Deps, planners: Planners, incident: Incident) -> Incident | None:
             if result.diagnosis is not None
             else [c for c in incident.candidates if c.key() not in incident.tried]
         )
-        incident = attempts.update(
+        incident = moves.update(
             d,
             incident,
             diagnosis=result.diagnosis or incident.diagnosis,
@@ -170,9 +170,7 @@ def plan(d: Deps, planners: Planners, incident: Incident) -> Incident | None:
             if found is not None and not incident.attempts
             else "no candidate action is left to try; a person should take over"
         )
-        return attempts.move(
-            d, incident, St.ESCALATED, message=message, reason="no candidates left"
-        )
+        return moves.move(d, incident, St.ESCALATED, message=message, reason="no candidates left")
     return attempts.begin_attempt(d, incident, remaining[0])
 
 
@@ -187,14 +185,14 @@ def _drop_unchanged(
             d.service,
             remaining[0],
             namespace=incident.namespace,
-            requester=attempts.AGENT,
+            requester=moves.AGENT,
             cluster=incident.cluster,
         )
         if why is None:
             break
         skipped = remaining.pop(0)
-        incident = attempts.update(d, incident, tried=[*incident.tried, skipped.key()])
-        attempts.say(
+        incident = moves.update(d, incident, tried=[*incident.tried, skipped.key()])
+        moves.say(
             d, incident, f"skipped {skipped.intent!r}: it changes nothing ({why}); not an attempt"
         )
     return incident, remaining
@@ -217,7 +215,7 @@ def _look_again_while_moving(d: Deps, planners: Planners, incident: Incident) ->
     d.incidents.note(
         incident,
         IncidentEventType.NOTE,
-        actor=attempts.AGENT,
+        actor=moves.AGENT,
         message=f"the namespace is still moving ({'; '.join(reasons)}); looking again for "
         f"up to {bound:g} s before concluding",
         data={"moving": reasons, "unfold_seconds": bound},
@@ -239,7 +237,7 @@ def _look_again_while_moving(d: Deps, planners: Planners, incident: Incident) ->
     d.incidents.note(
         incident,
         IncidentEventType.NOTE,
-        actor=attempts.AGENT,
+        actor=moves.AGENT,
         message=f"looked again for {waited:.0f} s: {still}",
         data={"moving": reasons, "waited_seconds": round(waited, 2)},
     )
@@ -256,7 +254,7 @@ def _wait_for_lagging_signals(d: Deps, incident: Incident, health: HealthScore) 
         if not _lagging_only(health):
             break
         d.pause(d.config.poll_interval)
-        health = attempts.health(d, incident)
+        health = moves.health(d, incident)
     return health
 
 
@@ -311,7 +309,7 @@ def verify(d: Deps, incident: Incident) -> Incident:
     d.incidents.note(
         incident,
         IncidentEventType.VERIFIED,
-        actor=attempts.AGENT,
+        actor=moves.AGENT,
         message=f"attempt {attempt.number}: {result.verdict} (score {before.total} → "
         f"{result.after.total}{_parts(attempt.health_before, after)}"
         f"{'' if result.settled else ', still moving at the timeout'}){caveats}"
@@ -347,7 +345,7 @@ def verify(d: Deps, incident: Incident) -> Incident:
         )
         queued = continuation.queued_turn(incident, d.service.by_incident(incident.id))
         if queued is not None:
-            return attempts.move(
+            return moves.move(
                 d,
                 incident,
                 St.PLANNING,
@@ -366,7 +364,7 @@ def verify(d: Deps, incident: Incident) -> Incident:
             else f"resolved by attempt {first.number}: {first.candidate.intent}; attempt "
             f"{attempt.number} ({attempt.candidate.intent}) kept it healthy"
         )
-        return attempts.move(
+        return moves.move(
             d,
             incident,
             St.RESOLVED,
@@ -393,13 +391,13 @@ def verify(d: Deps, incident: Incident) -> Incident:
             + ("what it did is kept; " if attempt.stopped else "")
             + "looking again"
         )
-        return attempts.move(
+        return moves.move(
             d, incident, St.PLANNING, message=helped, attempts=recorded, health_now=after
         )
     why = "made things worse" if result.verdict == "worse" else "changed nothing for the better"
     kept = attempts.cause_fixes(d, attempt)
     undoing = "undoing it" if not kept else "undoing what it did, except its fix of the cause"
-    return attempts.move(
+    return moves.move(
         d,
         incident,
         St.UNDOING,
@@ -457,7 +455,7 @@ def plan_for(
     d.incidents.note(
         incident,
         IncidentEventType.FINDINGS,
-        actor=attempts.AGENT,
+        actor=moves.AGENT,
         message=f"{len(findings)} finding(s)",
         data={"findings": [f.model_dump(mode="json") for f in findings[:20]]},
     )
@@ -465,7 +463,7 @@ def plan_for(
         d.incidents.note(
             incident,
             IncidentEventType.DIAGNOSED,
-            actor=attempts.AGENT,
+            actor=moves.AGENT,
             message=f"{result.diagnosis.resource} ({result.diagnosis.category}): "
             f"{result.diagnosis.summary}",
             data={"diagnosis": result.diagnosis.model_dump(mode="json")},
@@ -473,7 +471,7 @@ def plan_for(
     d.incidents.note(
         incident,
         IncidentEventType.PLANNED,
-        actor=attempts.AGENT,
+        actor=moves.AGENT,
         message=f"{len(result.candidates)} candidate(s) from the {result.planner} planner",
         data={
             "planner": result.planner,
@@ -482,7 +480,7 @@ def plan_for(
         },
     )
     for note in result.notes:
-        d.incidents.note(incident, IncidentEventType.NOTE, actor=attempts.AGENT, message=note)
+        d.incidents.note(incident, IncidentEventType.NOTE, actor=moves.AGENT, message=note)
     return result
 
 

@@ -17,24 +17,22 @@ an incident at a time (a lease); at most one incident per namespace is open.
 
 from __future__ import annotations
 
-import contextlib
 import sqlite3
 import time
 import unicodedata
 from collections.abc import Callable, Mapping
-from datetime import datetime, timedelta
+from datetime import timedelta
 from functools import partial
 
 from agents.planner import Planner
 from agents.verify import Pause
-from incidents import adoption, attempts, cancelling, continuation, phases, reopening
-from incidents.attempts import WriteInFlight
+from incidents import attempts, cancelling, client_asks, moves, parking, phases, reopening
 from incidents.model import (
-    AGENT_SOURCE,
     Incident,
     IncidentState,
     new_incident_id,
 )
+from incidents.moves import WriteInFlight
 from incidents.repository import (
     IncidentClosed,
     IncidentEventType,
@@ -45,11 +43,10 @@ from incidents.repository import (
 from incidents.settings import WorkflowConfig
 from policies import authority
 from policies.approvals import ApprovalRequest
-from proposals.intake import TURNS, Ask, Checked, Proposed, Quota, TurnConfig, said
+from proposals.intake import TURNS, Ask, Proposed, Quota, TurnConfig
 from proposals.model import ProposalState
 from proposals.service import ProposalService
 from store import logcontext
-from store.errors import StratusError
 from store.locks import Lease, LeaseLocks, holder_name
 from tools import errors, names
 from tools.k8s import KubeClient
@@ -57,7 +54,7 @@ from tools.objects import ObjectRef
 from tools.prometheus import PrometheusClient
 
 St = IncidentState
-AGENT = attempts.AGENT  # who proposes the workflow's actions
+AGENT = moves.AGENT  # who proposes the workflow's actions
 RECHECKS = 3  # rounds of ``advance`` when the incident was changed while we held its lease
 
 
@@ -86,7 +83,7 @@ class IncidentWorkflow:
         self.clock = service.clock
         self.incidents = IncidentRepository(service.store)
         self.locks = LeaseLocks(service.store)
-        self.deps = attempts.Deps(
+        self.deps = moves.Deps(
             service=service,
             kube=kube,
             incidents=self.incidents,
@@ -184,111 +181,7 @@ class IncidentWorkflow:
         schema, scope, limits, repeats — come first: a refused call opens nothing. All of it
         in the client's turn: two asks at once must not both see room under its limits."""
         with self.service.client_turn(requester, held=held, config=config) as turn:
-            return self._propose_for_client(ask, requester=requester, quota=quota, turn=turn)
-
-    def _propose_for_client(
-        self, ask: Ask, *, requester: str, quota: Quota, turn: Lease
-    ) -> Proposed:
-        joined = continuation.incident_to_join(
-            self.incidents, namespace=ask.namespace, asked=ask.incident_id
-        )
-        checked = self.service.check_for(ask, requester=requester, quota=quota)
-        if isinstance(checked, Proposed):
-            return checked  # a repeat: that proposal, wherever it is
-        if joined is not None:
-            return self._join(checked, joined, turn=turn)
-        now = self.clock.now()
-        incident = Incident(
-            id=new_incident_id(),
-            namespace=checked.ref.namespace or ask.namespace,
-            question=said(requester, checked.agent_intent) if checked.agent_intent else "",
-            requester=requester,
-            source=AGENT_SOURCE,
-            state=St.PLANNING,
-            created_at=now,
-            updated_at=now,
-            max_attempts=1,
-            planner=requester,
-            cluster=self.service.executor.cluster,
-        )
-        existing = self.incidents.insert(incident)
-        if existing is not None:  # opened meanwhile: join it
-            return self._join(checked, existing.id, turn=turn)
-        try:
-            proposal = self.service.propose_checked(checked, incident_id=incident.id, turn=turn)
-        except StratusError as error:
-            # An ask that lost its turn meanwhile (``TurnLost``) may find that the client's
-            # next ask joined this incident: that ask's proposal is not cancelled with it.
-            if not self.service.by_incident(incident.id):
-                attempts.move(
-                    self.deps,
-                    incident,
-                    St.CANCELLED,
-                    message=f"{requester}'s proposal could not be made: {error.message}",
-                    reason="proposal refused",
-                )
-            raise
-        if proposal.state == ProposalState.DENIED:
-            # Nothing will be tried: the incident ends at once, before it has a thread (the
-            # agent is told by its call; a flood of denied asks opens no flood of threads).
-            attempts.move(
-                self.deps,
-                incident,
-                St.CANCELLED,
-                message=f"{requester}'s proposal was denied by policy: {proposal.reason}",
-                reason="proposal denied",
-            )
-            return Proposed(proposal, repeated=False)
-        # Another client's change may have joined and become its first attempt meanwhile:
-        # then this one waits its turn like any joined change.
-        with contextlib.suppress(StaleIncident):
-            adoption.adopt(self.deps, incident, proposal)
-        return Proposed(self.service.get(proposal.id), repeated=False)
-
-    def _join(self, checked: Checked, incident_id: str, *, turn: Lease) -> Proposed:
-        """The agent's change in an incident already under way: proposed there (its card in
-        that thread), it waits for its turn as the incident's next attempt — an incident
-        verifies one change at a time (``continuation.queued_turn``)."""
-        made = self.service.propose_checked(checked, incident_id=incident_id, turn=turn)
-        incident = self.incidents.get(incident_id)
-        if not incident.is_open:
-            # It ended while the change was proposed: nothing would give it a turn.
-            with contextlib.suppress(StratusError):
-                self.service.withdraw(
-                    made.id,
-                    incident_id=incident_id,
-                    actor=AGENT,
-                    reason=f"incident {incident_id} ended while this was proposed",
-                )
-            raise IncidentClosed(
-                f"incident {incident_id} ended while this was proposed; propose it again",
-                subject=incident_id,
-            )
-        if made.state in (ProposalState.AWAITING_APPROVAL, ProposalState.APPROVED):
-            current = incident.current
-            ahead = (
-                f"attempt {current.number} ({current.candidate.intent})"
-                if current is not None and not current.finished_at
-                else "Stratus's look at the namespace"
-            )
-            self.incidents.note(
-                incident,
-                IncidentEventType.NOTE,
-                actor=AGENT,
-                message=f"{made.id} from {checked.requester} waits its turn: it runs as the "
-                f"next attempt once {ahead} has its verdict (one change is verified at a time)",
-            )
-        if (
-            incident.source == AGENT_SOURCE
-            and not incident.attempts
-            and incident.state == St.PLANNING
-        ):
-            # An agent's incident whose opening ask never became its attempt (it lost its
-            # turn, or it is being made right now): nothing else would start this one.
-            with contextlib.suppress(StaleIncident):
-                adoption.adopt(self.deps, incident, made)
-            made = self.service.get(made.id)
-        return Proposed(made, repeated=False)
+            return client_asks.propose(self.deps, ask, requester=requester, quota=quota, turn=turn)
 
     def recent_escalation(self, namespace: str, *, cluster: str = "") -> Incident | None:
         """The namespace's latest incident when it escalated within ``reopen_seconds`` and
@@ -327,7 +220,7 @@ class IncidentWorkflow:
             # changed it); a person's rejection, and what was tried and undone, still stand.
             denied = {a.candidate.key() for a in incident.attempts if a.result == "denied"}
             try:
-                return attempts.move(
+                return moves.move(
                     self.deps,
                     incident,
                     St.DIAGNOSING,
@@ -499,80 +392,21 @@ class IncidentWorkflow:
         """The incident could not reach the surface it was asked from (its Slack thread could
         not be posted): it stays where it is, visibly parked with ``reason``, until a retry
         succeeds (``unpark``) or ``config.park_seconds`` pass (``release_parked``)."""
-        return self._set_parked(incident_id, reason=reason, actor=actor)
+        return parking.set_parked(self.deps, incident_id, reason=reason, actor=actor)
 
     def unpark(self, incident_id: str, *, actor: str) -> Incident:
         """A retry reached the surface: the incident carries on (the caller advances it)."""
-        return self._set_parked(incident_id, reason="", actor=actor)
+        return parking.set_parked(self.deps, incident_id, reason="", actor=actor)
 
     def release_parked(self) -> list[Incident]:
-        """End every incident parked for longer than ``config.park_seconds``: escalated (a
-        person asked and was never answered), its namespace free for a new investigation."""
-        now = self.clock.now()
-        ended = []
-        for incident in self.incidents.recent(limit=500, open_only=True):
-            if _parked_too_long(incident, now, self.config.park_seconds):
-                released = self._end_parked(incident)
-                if released is not None:
-                    ended.append(released)
-        return ended
+        """End every incident parked for longer than ``config.park_seconds``
+        (``incidents.parking``)."""
+        return parking.release_parked(self.deps)
 
     def release_parked_in(self, namespace: str, *, cluster: str = "") -> None:
         """End the namespace's open incident if it was parked past the bound, so that a new
         investigation (a command's, an alert's) opens its own instead of joining it."""
-        existing = self.incidents.open_for(namespace, cluster=cluster)
-        if existing is not None and _parked_too_long(
-            existing, self.clock.now(), self.config.park_seconds
-        ):
-            self._end_parked(existing)
-
-    def _end_parked(self, incident: Incident) -> Incident | None:
-        minutes = max(1, round(self.config.park_seconds / 60))
-        attempts.withdraw_open(
-            self.deps,
-            incident,
-            actor=AGENT,
-            why=f"incident {incident.id} ended: its thread was never posted",
-        )
-        try:
-            return attempts.move(
-                self.deps,
-                incident,
-                St.ESCALATED,
-                message=f"parked for {minutes} min without reaching its thread "
-                f"({incident.parked}); ended so that the namespace can be investigated again",
-                reason="unreachable",
-            )
-        except StaleIncident:
-            return None  # someone retried or moved it meanwhile: judged next time
-
-    def _set_parked(self, incident_id: str, *, reason: str, actor: str) -> Incident:
-        for _ in range(8):
-            incident = self.incidents.get(incident_id)
-            if not incident.is_open or incident.parked == reason:
-                return incident
-            now = self.clock.now()
-            updates: dict[str, object] = {"parked": reason, "updated_at": now}
-            if not reason:
-                updates["parked_at"] = None
-            elif incident.parked_at is None:
-                updates["parked_at"] = now
-            try:
-                saved = self.incidents.save(
-                    incident.model_copy(update=updates),
-                    expected_version=incident.version,
-                    actor=actor,
-                )
-            except StaleIncident:
-                continue
-            self.incidents.note(
-                saved,
-                IncidentEventType.NOTE,
-                actor=actor,
-                message=f"parked: {reason}" if reason else "its thread was posted; carrying on",
-            )
-            return saved
-        return self.incidents.get(incident_id)
+        parking.release_parked_in(self.deps, namespace, cluster=cluster)
 
     # ------------------------------------------------------------------ moves
 
@@ -605,15 +439,6 @@ def closed(incident: Incident) -> IncidentClosed:
             "reopenable": incident.state == St.ESCALATED,
             "namespace": incident.namespace,
         },
-    )
-
-
-def _parked_too_long(incident: Incident, now: datetime, bound: float) -> bool:
-    return (
-        incident.is_open
-        and bool(incident.parked)
-        and incident.parked_at is not None
-        and now - incident.parked_at >= timedelta(seconds=bound)
     )
 
 

@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from incidents.attempts import AGENT
+from incidents.moves import AGENT
 from proposals.model import ProposalState
 from store.clock import parse_stamp
 from store.db import Store

@@ -16,9 +16,11 @@ from typing import Any, Protocol
 from aiohttp import web
 
 from lab.cluster import (
+    access_reviews,
     audit,
     conversion,
     discovery,
+    impersonation,
     logstream,
     patching,
     protobuf,
@@ -172,7 +174,7 @@ class ApiHttpServer:
         sender: rbac.UserInfo | None = None
         try:
             sender = self.api.access.authenticate(request.headers.get("Authorization"))
-            request[_USER] = rbac.impersonate(self.api.access, sender, request.headers)
+            request[_USER] = impersonation.impersonate(self.api.access, sender, request.headers)
             response = await self._route(request)
             self._audit(request, sender, response.status, response)
             return response
@@ -432,11 +434,11 @@ class ApiHttpServer:
         timestamp = self.api.clock.timestamp()
         if target.subresource == "token":
             account = self.api.get(target.rt, target.namespace, target.name)
-            answer = rbac.token_request(
+            answer = access_reviews.token_request(
                 self.api.access, account, body, timestamp, self.api.clock.timestamp
             )
         else:
-            answer = rbac.review(
+            answer = access_reviews.review(
                 self.api.access, user, target.rt.plural, target.namespace, body, timestamp
             )
             answer["kind"], answer["apiVersion"] = target.rt.kind, target.rt.api_version

@@ -6,6 +6,12 @@ with a realistic log line, memory above the limit is OOMKilled (at once, or when
 release's working set reaches it), and probes on ports the image
 does not listen on fail. Restarts back off exponentially (10 s doubling to 5 min) and every step
 emits the event a real kubelet emits.
+
+This module owns a run's lifecycle (admit, prepare, start, terminate, restart) and the
+timers, events and logs of its containers; its parts are beside it, each handed the kubelet
+as ``kubelet_ops.KubeletOps``: the image pulls (``image_pulls``), the probes
+(``kubelet_probes``), a graceful deletion (``pod_termination``). How a start fails and how
+long a crash loop waits are pure (``crash_loop``).
 """
 
 from __future__ import annotations
@@ -14,44 +20,37 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from lab.cluster import quantity
 from lab.cluster.clock import cancel
-from lab.controllers import container_env, pod_logs, usage
+from lab.controllers import container_env, crash_loop, pod_logs, usage
 from lab.controllers.containers import (
     ContainerRun,
     PodRun,
     missing_volume,
     new_container_id,
     pod_status,
-    probe_result,
     resolve_environment,
 )
 from lab.controllers.context import ControllerContext
+from lab.controllers.image_pulls import ImagePulls
+from lab.controllers.kubelet_probes import Probes
 from lab.controllers.pod_termination import PodTermination
 from lab.controllers.processes import ProcessHost
 from lab.controllers.programs import command_line, plan
 
 COMPONENT = "kubelet"
-MAX_BACKOFF = 300.0
-
-
-def crash_backoff(crashes: int) -> float:
-    """Seconds before the next restart: the first is quick, then 10 s doubling to 5 min."""
-    if crashes <= 1:
-        return 1.0
-    return min(10.0 * 2.0 ** (crashes - 2), MAX_BACKOFF)
 
 
 class Kubelet:
     def __init__(self, ctx: ControllerContext) -> None:
         self.ctx = ctx
         self.runs: dict[str, PodRun] = {}
-        self._pulled: set[tuple[str, str]] = set()
         self._ip_counter: dict[str, int] = {}
         # Containers of images that run for real (Stratus) are child processes of the lab.
         self.processes = ProcessHost(ctx, self)
         self.on_change: Callable[[], None] | None = None  # set by the cluster: reconcile soon
         self.termination = PodTermination(self)
+        self.probes = Probes(self)
+        self.pulls = ImagePulls(self)
         # Set by the cluster: what a container's server answers from its files (HTTP probes).
         self.pages: Callable[[PodRun, ContainerRun, int, str], int | None] | None = None
 
@@ -83,7 +82,7 @@ class Kubelet:
     def reset(self) -> None:
         self.runs.clear()
         self.processes.sync(self.runs)
-        self._pulled.clear()
+        self.pulls.reset()
         self._ip_counter.clear()
 
     def _admit(self, pod: dict[str, Any], node: str) -> None:
@@ -153,7 +152,7 @@ class Kubelet:
                 continue
             was_running = container.state == "running"
             if was_running:
-                self._event(
+                self.event(
                     run,
                     "Normal",
                     "Killing",
@@ -203,7 +202,9 @@ class Kubelet:
         if pod is not None:
             self.ctx.write_status("pods", pod, pod_status(run, pod, self.ctx.clock))
 
-    def _event(
+    # The parts call these back (``kubelet_ops.KubeletOps``): hence public names.
+
+    def event(
         self,
         run: PodRun,
         event_type: str,
@@ -222,7 +223,7 @@ class Kubelet:
             pod, event_type, reason, message, component=COMPONENT, host=run.node, field_path=path
         )
 
-    def _later(
+    def later(
         self,
         run: PodRun,
         container: ContainerRun,
@@ -244,7 +245,7 @@ class Kubelet:
             self.ctx.clock.call_later(delay, fire, steady=steady, wake=wake, urgent=urgent)
         )
 
-    def _log(self, container: ContainerRun, level: str, text: str, *, raw: bool = False) -> None:
+    def log(self, container: ContainerRun, level: str, text: str, *, raw: bool = False) -> None:
         line = text if raw else f"{self.ctx.clock.micro_timestamp()} {level} {text}"
         container.add_log(line, self.ctx.clock.now())
 
@@ -279,8 +280,8 @@ class Kubelet:
                 "ContainerCreating",
                 "",
             )
-            self._event(run, "Warning", "FailedMount", volume_problem)
-            self._later(
+            self.event(run, "Warning", "FailedMount", volume_problem)
+            self.later(
                 run,
                 container,
                 10.0,
@@ -296,8 +297,8 @@ class Kubelet:
         if problem:
             container.state, container.reason = "waiting", "CreateContainerConfigError"
             container.message = problem
-            self._event(run, "Warning", "Failed", f"Error: {problem}", container)
-            self._later(
+            self.event(run, "Warning", "Failed", f"Error: {problem}", container)
+            self.later(
                 run,
                 container,
                 10.0,
@@ -310,69 +311,16 @@ class Kubelet:
         container.env = container_env.build(
             self.ctx.store, self.ctx.images, pod, container.spec, env
         )
-        self._pull(run, container)
+        self.pulls.pull(run, container)
 
-    def _pull(self, run: PodRun, container: ContainerRun) -> None:
-        policy = container.spec.get("imagePullPolicy", "IfNotPresent")
-        if (run.node, container.image) in self._pulled and policy != "Always":
-            self._event(
-                run,
-                "Normal",
-                "Pulled",
-                f'Container image "{container.image}" already present on machine',
-                container,
-            )
-            self._start(run, container)
-            return
-        self._event(run, "Normal", "Pulling", f'Pulling image "{container.image}"', container)
-        self._later(run, container, 0.5, lambda: self._pulled_or_failed(run, container))
-
-    def _pulled_or_failed(self, run: PodRun, container: ContainerRun) -> None:
-        spec, _ = self.ctx.images.lookup(container.image)
-        if spec is not None:
-            self._pulled.add((run.node, container.image))
-            self._event(
-                run,
-                "Normal",
-                "Pulled",
-                f'Successfully pulled image "{container.image}" in 512ms (512ms '
-                "including waiting). Image size: 18874368 bytes.",
-                container,
-            )
-            self._start(run, container)
-            return
-        container.pull_failures += 1
-        error = self.ctx.images.pull_error(container.image)
-        container.state, container.reason, container.message = "waiting", "ErrImagePull", error
-        self._event(
-            run,
-            "Warning",
-            "Failed",
-            f'Failed to pull image "{container.image}": {error}',
-            container,
-        )
-        self._event(run, "Warning", "Failed", "Error: ErrImagePull", container)
-
-        def back_off() -> None:
-            container.reason = "ImagePullBackOff"
-            container.message = f'Back-off pulling image "{container.image}"'
-            self._event(
-                run, "Normal", "BackOff", f'Back-off pulling image "{container.image}"', container
-            )
-            self._event(run, "Warning", "Failed", "Error: ImagePullBackOff", container)
-            delay = min(10.0 * 2 ** (container.pull_failures - 1), MAX_BACKOFF)
-            self._later(run, container, delay, lambda: self._pull(run, container), steady=True)
-
-        self._later(run, container, 1.0, back_off)
-
-    def _start(self, run: PodRun, container: ContainerRun) -> None:
+    def start(self, run: PodRun, container: ContainerRun) -> None:
         container.generation += 1
         container.timers = []
         spec, crash = self.ctx.images.lookup(container.image)
         container.behaviour = spec
         container.container_id = new_container_id()
-        self._event(run, "Normal", "Created", f"Created container: {container.name}", container)
-        self._event(run, "Normal", "Started", f"Started container {container.name}", container)
+        self.event(run, "Normal", "Created", f"Created container: {container.name}", container)
+        self.event(run, "Normal", "Started", f"Started container {container.name}", container)
         container.state, container.reason, container.message = "running", "", ""
         container.started_at = self.ctx.clock.now()
         first_start = not container.ever_started
@@ -380,7 +328,7 @@ class Kubelet:
         container.ready = False
         if container.sidecar and first_start:
             # Started is enough for a native sidecar: the next container starts beside it.
-            self._later(run, container, 0.0, lambda: self._advance(run))
+            self.later(run, container, 0.0, lambda: self._advance(run))
         container.exiting = False
         container.listens, container.http = [], {}
         if spec is None:
@@ -394,7 +342,7 @@ class Kubelet:
         )
         program = plan(spec, container.spec, container.env, run.name, files)
         if program.missing:
-            self._log(container, "ERROR", f"exec {program.missing}: no such file or directory")
+            self.log(container, "ERROR", f"exec {program.missing}: no such file or directory")
             self._exit_later(run, container, 0.2, "Error", 127)
             return
         if not program.serve:  # a shell script or utility: its own output, its own end
@@ -411,35 +359,35 @@ class Kubelet:
                 # reported Ready: a crash loop does not flash Ready between its crashes.
                 if program.exit_code != 0 or program.after <= 1.0:
                     return
-            self._schedule_probes(run, container)
+            self.probes.schedule(run, container)
             return
         raw = spec.raw_logs
         for line in spec.start_log or ([] if raw else [f"starting {container.name}"]):
-            self._log(container, "INFO", line, raw=raw)
+            self.log(container, "INFO", line, raw=raw)
         if spec.hangs:
             return
         if spec.runs_to_completion:
             self._exit_later(run, container, 1.0, "Completed", 0)
             return
-        failure = self._startup_failure(run, container, crash)
+        failure = crash_loop.startup_failure(container, crash)
         if failure is not None:
             delay, reason, code, lines = failure
             for line in lines:
-                self._log(container, "FATAL" if code != 137 else "INFO", line, raw=raw)
+                self.log(container, "FATAL" if code != 137 else "INFO", line, raw=raw)
             self._exit_later(run, container, delay, reason, code)
             return
         container.listens, container.http = program.listens, program.http
         for port in [] if raw else container.listens:
-            self._log(container, "INFO", f"listening on :{port}")
-        self._schedule_probes(run, container)
+            self.log(container, "INFO", f"listening on :{port}")
+        self.probes.schedule(run, container)
         oom_after = usage.seconds_to_oom(container)
         if oom_after is not None:
             # A leak is a steady state: settling does not jump to its end, passing time does.
-            self._later(
+            self.later(
                 run,
                 container,
                 oom_after,
-                lambda: self._terminate(run, container, "OOMKilled", 137),
+                lambda: self.terminate(run, container, "OOMKilled", 137),
                 steady=True,
             )
 
@@ -454,8 +402,8 @@ class Kubelet:
         )
         if problem:
             container.message = problem
-            self._event(run, "Warning", "Failed", f"Error: {problem}", container)
-            self._terminate(run, container, "StartError", 128)
+            self.event(run, "Warning", "Failed", f"Error: {problem}", container)
+            self.terminate(run, container, "StartError", 128)
 
     # What the processes report (``processes.KubeletHooks``); a stale run's news is ignored.
 
@@ -467,23 +415,23 @@ class Kubelet:
     ) -> None:
         if not self._current(run, container, generation):
             return
-        self._terminate(run, container, "Completed" if code == 0 else "Error", code)
-        self._changed(run)
+        self.terminate(run, container, "Completed" if code == 0 else "Error", code)
+        self.changed(run)
 
     def process_ready(
         self, run: PodRun, container: ContainerRun, generation: int, ready: bool
     ) -> None:
         if self._current(run, container, generation) and container.ready != ready:
             container.ready = ready
-            self._changed(run)
+            self.changed(run)
 
     def process_event(
         self, run: PodRun, container: ContainerRun, event_type: str, reason: str, message: str
     ) -> None:
         if self.runs.get(run.uid) is run:
-            self._event(run, event_type, reason, message, container)
+            self.event(run, event_type, reason, message, container)
 
-    def _changed(self, run: PodRun) -> None:
+    def changed(self, run: PodRun) -> None:
         self._flush(run)
         if self.on_change is not None:
             self.on_change()
@@ -493,40 +441,9 @@ class Kubelet:
     ) -> None:
         """The run ends after ``delay``; until then it neither serves nor logs."""
         container.exiting = code != 0
-        self._later(run, container, delay, lambda: self._terminate(run, container, reason, code))
+        self.later(run, container, delay, lambda: self.terminate(run, container, reason, code))
 
-    def _startup_failure(
-        self, run: PodRun, container: ContainerRun, crash: str
-    ) -> tuple[float, str, int, list[str]] | None:
-        spec = container.behaviour
-        assert spec is not None
-        if crash:
-            return 2.0, "Error", 2, crash.splitlines()
-        if spec.requires_one_of and not any(container.env.get(n) for n in spec.requires_one_of):
-            return (
-                1.0,
-                "Error",
-                1,
-                spec.missing_env_log or [f"one of {', '.join(spec.requires_one_of)} must be set"],
-            )
-        for name in spec.requires_env:
-            if not container.env.get(name):
-                return 1.0, "Error", 1, [f"required environment variable {name} is not set"]
-        for name, choices in spec.env_choices.items():
-            value = container.env.get(name)
-            if value is not None and value not in choices:
-                return (
-                    1.0,
-                    "Error",
-                    1,
-                    [f'invalid value "{value}" for {name}: expected one of {", ".join(choices)}'],
-                )
-        limit = ((container.spec.get("resources") or {}).get("limits") or {}).get("memory")
-        if limit is not None and quantity.mebibytes(limit) < spec.memory_mi:
-            return 3.0, "OOMKilled", 137, []
-        return None
-
-    def _terminate(self, run: PodRun, container: ContainerRun, reason: str, code: int) -> None:
+    def terminate(self, run: PodRun, container: ContainerRun, reason: str, code: int) -> None:
         container.state, container.reason, container.exit_code = "terminated", reason, code
         container.finished_at = self.ctx.clock.now()
         container.ready = False
@@ -555,7 +472,7 @@ class Kubelet:
             "finishedAt": self.ctx.clock.timestamp(),
             "containerID": container.container_id,
         }
-        delay = crash_backoff(container.crashes)
+        delay = crash_loop.crash_backoff(container.crashes)
 
         def back_off() -> None:
             container.state, container.reason = "waiting", "CrashLoopBackOff"
@@ -563,7 +480,7 @@ class Kubelet:
                 f"back-off {int(max(delay, 10))}s restarting failed container="
                 f"{container.name} pod={run.name}_{run.namespace}({run.uid})"
             )
-            self._event(
+            self.event(
                 run,
                 "Warning",
                 "BackOff",
@@ -572,7 +489,7 @@ class Kubelet:
                 container,
             )
             # The first restart follows at once; later ones wait out a steady back-off.
-            self._later(
+            self.later(
                 run,
                 container,
                 delay,
@@ -582,95 +499,17 @@ class Kubelet:
                 wake=lambda: self._environment(run, container)[0] != container.declared_env,
             )
 
-        self._later(run, container, 0.1, back_off)
+        self.later(run, container, 0.1, back_off)
 
     def _restart(self, run: PodRun, container: ContainerRun) -> None:
         container.rotate_logs()
         container.restart_count += 1
         self._prepare(run, container)  # the environment is built again for every start
 
-    # ------------------------------------------------------------ probes
-
-    def _schedule_probes(self, run: PodRun, container: ContainerRun) -> None:
-        readiness = container.spec.get("readinessProbe")
-        if container.init and not container.sidecar:
-            return
-        startup = container.spec.get("startupProbe")
-        if startup is not None and not probe_result(container, startup)[0]:
-            # Readiness and liveness wait for the startup probe to pass; one that never
-            # passes kills the run after its failure threshold, as a liveness probe does.
-            self._later(
-                run,
-                container,
-                _probe_deadline(startup),
-                lambda: self._probe_kill(run, container, "startupProbe"),
-                urgent=True,
-            )
-            return
-        if readiness is None:
-            container.ready = True
-        else:
-            delay = float(readiness.get("initialDelaySeconds", 0)) + 1.0
-            self._later(run, container, delay, lambda: self._readiness(run, container))
-        liveness = container.spec.get("livenessProbe")
-        if liveness is not None:
-            ok, _ = probe_result(container, liveness)
-            if not ok:
-                # The run is doomed from its start: a settle never ends before the kill.
-                self._later(
-                    run,
-                    container,
-                    _probe_deadline(liveness),
-                    lambda: self._probe_kill(run, container, "livenessProbe"),
-                    urgent=True,
-                )
-
-    def _readiness(self, run: PodRun, container: ContainerRun) -> None:
-        probe = container.spec.get("readinessProbe") or {}
-        ok, message = probe_result(container, probe)
-        container.ready = ok
-        if not ok:
-            self._event(
-                run,
-                "Warning",
-                "Unhealthy",
-                f"Readiness probe failed: {message.replace('{ip}', run.ip)}",
-                container,
-            )
-            self._later(
-                run,
-                container,
-                float(probe.get("periodSeconds", 10)),
-                lambda: self._readiness(run, container),
-                steady=True,
-            )
-
-    def _probe_kill(self, run: PodRun, container: ContainerRun, field: str) -> None:
-        probe = container.spec.get(field) or {}
-        word = "Startup" if field == "startupProbe" else "Liveness"
-        _, message = probe_result(container, probe)
-        for _ in range(max(int(probe.get("failureThreshold", 3)), 1)):  # one per failed try
-            self._event(
-                run,
-                "Warning",
-                "Unhealthy",
-                f"{word} probe failed: {message.replace('{ip}', run.ip)}",
-                container,
-            )
-        self._event(
-            run,
-            "Normal",
-            "Killing",
-            f"Container {container.name} failed {word.lower()} probe, will be restarted",
-            container,
-        )
-        self._log(container, "INFO", "received SIGTERM, shutting down")
-        self._terminate(run, container, "Error", 137)
-
     # ------------------------------------------------------------ logs
 
     def append_log(self, run: PodRun, container: ContainerRun, level: str, text: str) -> None:
-        self._log(container, level, text)
+        self.log(container, level, text)
 
     def read_log(
         self,
@@ -694,10 +533,3 @@ class Kubelet:
         return pod_logs.log_source(
             self.ctx.store, self.runs, namespace, pod_name, container_name, previous=previous
         )
-
-
-def _probe_deadline(probe: dict[str, Any]) -> float:
-    """Seconds from a run's start until a probe that always fails has failed enough to kill."""
-    return float(probe.get("initialDelaySeconds", 0)) + float(probe.get("periodSeconds", 10)) * int(
-        probe.get("failureThreshold", 3)
-    )

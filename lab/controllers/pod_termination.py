@@ -30,46 +30,20 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from lab.cluster.clock import cancel
 from lab.cluster.errors import ApiError
 from lab.cluster.resources import by_kind
 from lab.controllers.containers import ContainerRun, PodRun
 from lab.controllers.context import ControllerContext
-from lab.controllers.processes import ProcessHost
+from lab.controllers.kubelet_ops import KubeletOps
 from lab.controllers.programs import command_line, plan
 from lab.images import ImageSpec
 
 SHUTDOWN_SECONDS = 0.1  # a server's own shutdown after SIGTERM
 SIGKILL_EXIT = 137
 MINIMUM_GRACE = 2.0  # the kubelet never gives a container less than this after its hook
-
-
-class KubeletOps(Protocol):
-    """What termination needs of the kubelet (``kubelet.Kubelet``)."""
-
-    ctx: ControllerContext
-    processes: ProcessHost
-
-    def _event(
-        self,
-        run: PodRun,
-        event_type: str,
-        reason: str,
-        message: str,
-        container: ContainerRun | None = None,
-    ) -> None: ...
-
-    def _later(self, run: PodRun, container: ContainerRun, delay: float, action: Any) -> None: ...
-
-    def _log(
-        self, container: ContainerRun, level: str, text: str, *, raw: bool = False
-    ) -> None: ...
-
-    def _terminate(self, run: PodRun, container: ContainerRun, reason: str, code: int) -> None: ...
-
-    def _changed(self, run: PodRun) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -180,12 +154,12 @@ class PodTermination:
         left = max(run.drain_deadline - now, 0.0)
         for container in run.all():  # every container hears Killing and runs its hook at once
             if container.state == "running":
-                self.kubelet._event(
+                self.kubelet.event(
                     run, "Normal", "Killing", f"Stopping container {container.name}", container
                 )
                 hook = pre_stop(run, container)
                 if hook.failure:  # the details stay out of the event, so no secret leaks
-                    self.kubelet._event(
+                    self.kubelet.event(
                         run, "Warning", "FailedPreStopHook", "PreStopHook failed", container
                     )
                 seconds = left if hook.seconds is None else min(hook.seconds, left)
@@ -193,7 +167,7 @@ class PodTermination:
         for container in stop_order(run):
             self._signal(run, container)
         # Deleting from a timer keeps the store unchanged while the kubelet walks it.
-        self.kubelet._later(run, run.all()[0], 0.0, lambda: self.stopped(run))
+        self.kubelet.later(run, run.all()[0], 0.0, lambda: self.stopped(run))
 
     def shorten(self, run: PodRun, pod: dict[str, Any]) -> None:
         """A second DELETE shortened the grace period: what has been sent SIGTERM is killed
@@ -231,29 +205,29 @@ class PodTermination:
             def signal() -> None:
                 kubelet.processes.stop_container(run.uid, container.name, grace)
 
-            kubelet._later(run, container, wait, signal)
+            kubelet.later(run, container, wait, signal)
             return
         natural = self._natural_end(run, container)
         if natural is not None and natural[0] < wait + grace:  # it ends before the kill
             when, own_code = natural
             own_reason = "Completed" if own_code == 0 else "Error"
-            kubelet._later(
+            kubelet.later(
                 run, container, when, lambda: self._end(run, container, own_reason, own_code)
             )
             return
         code = on_sigterm(spec, container.spec, container.env)
         if code is not None and grace > SHUTDOWN_SECONDS:
             if spec is not None and not spec.raw_logs:
-                kubelet._log(container, "INFO", "received SIGTERM, shutting down")
+                kubelet.log(container, "INFO", "received SIGTERM, shutting down")
             reason = "Completed" if code == 0 else "Error"
-            kubelet._later(
+            kubelet.later(
                 run,
                 container,
                 wait + SHUTDOWN_SECONDS,
                 lambda: self._end(run, container, reason, code),
             )
             return
-        kubelet._later(
+        kubelet.later(
             run, container, wait + grace, lambda: self._end(run, container, "Error", SIGKILL_EXIT)
         )
 
@@ -270,7 +244,7 @@ class PodTermination:
 
     def _end(self, run: PodRun, container: ContainerRun, reason: str, code: int) -> None:
         if container.state == "running":
-            self.kubelet._terminate(run, container, reason, code)
+            self.kubelet.terminate(run, container, reason, code)
 
     def stopped(self, run: PodRun) -> None:
         """A container of a terminating pod stopped: stop the next (a sidecar once the others
@@ -282,7 +256,7 @@ class PodTermination:
         if any(c.state == "running" for c in run.all()):
             return
         run.deleted = True
-        self.kubelet._changed(run)  # the last status, with every container terminated
+        self.kubelet.changed(run)  # the last status, with every container terminated
         with contextlib.suppress(ApiError):  # already gone (its namespace went first)
             self.ctx.api.delete(
                 by_kind("Pod"),
@@ -290,4 +264,4 @@ class PodTermination:
                 run.name,
                 options={"gracePeriodSeconds": 0, "preconditions": {"uid": run.uid}},
             )
-        self.kubelet._changed(run)
+        self.kubelet.changed(run)

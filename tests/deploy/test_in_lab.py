@@ -36,7 +36,7 @@ from lab.slack.server import PlaygroundServer
 from lab.slack.workspace import PlaygroundConfig
 from tests.bot.conftest import blocks_text
 from tests.conftest import REPO, Kubectl, Lab, kubectl_for
-from tests.lab.test_stratus_pod import alive, children, environ, serving, wait_until
+from tests.lab.stratus_pods import alive, children, environ, serving, wait_until
 
 # A lab, a playground and up to three pod starts on a shared machine.
 pytestmark = pytest.mark.timeout(600)

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from incidents import attempts
+from incidents import moves
 from incidents.model import IncidentState
 from lab.slack.client import AsyncPlaygroundClient, PlaygroundRequestFailed
 from proposals.model import ProposalState
@@ -132,7 +132,7 @@ async def test_an_incident_that_ends_withdraws_the_changes_waiting_their_turn(
 
         def escalate() -> None:
             incident = rt.incidents.get(incident_id)
-            attempts.move(
+            moves.move(
                 rt.workflow.deps,
                 incident,
                 IncidentState.ESCALATED,

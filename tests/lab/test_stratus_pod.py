@@ -4,38 +4,42 @@ a child process of the lab's kubelet (issue 19, §3).
 Driven from outside as an SRE would: ``kubectl apply`` of a Namespace, a ServiceAccount, a
 ConfigMap of policy files, Secrets, a PersistentVolumeClaim and a Deployment into a realtime lab
 with RBAC on; then ``kubectl logs``, ``kubectl wait``, ``kubectl delete``; the playground talks
-to the pod at its own address; the processes are observed in ``/proc``.
+to the pod at its own address; the processes are observed in ``/proc``. That a lab's end
+ends its pods' processes is ``test_stratus_pod_shutdown.py``; what both use is ``stratus_pods``.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from lab.client import LabClient
-from lab.cluster.clock import INSTANT, REALTIME
+from lab.cluster.clock import REALTIME
 from lab.images import ImageSpec
 from lab.runner import LabServer
 from lab.slack.client import PlaygroundClient
 from lab.slack.server import PlaygroundServer
 from lab.slack.workspace import PlaygroundConfig
-from tests.conftest import REPO
+from tests.lab.stratus_pods import (
+    IMAGE,
+    NS,
+    Kubectl,
+    alive,
+    children,
+    environ,
+    help_pod,
+    hostname,
+    serving,
+    wait_until,
+)
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="no kubectl on PATH")
 
-IMAGE = "ghcr.io/stratus-ops/stratus:0.19.0-test"
-NS = "stratus"
 POLICY = """\
 apiVersion: stratus/v1
 kind: ApprovalPolicy
@@ -49,109 +53,6 @@ rules:
       namespaces: ["kube-*"]
     decision: deny
 """
-
-
-def wait_until(check: Callable[[], Any], timeout: float, what: str) -> Any:
-    """Poll ``check`` until it answers something truthy (the machine is shared: generous)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.25)
-
-
-def children() -> dict[int, list[str]]:
-    """This test process's live child processes and their command lines, from /proc."""
-    found: dict[int, list[str]] = {}
-    me = os.getpid()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            fields = stat.rsplit(")", 1)[1].split()
-            if int(fields[1]) != me or fields[0] == "Z":
-                continue
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except (OSError, IndexError, ValueError):
-            continue
-        found[int(entry.name)] = [a.decode() for a in argv if a]
-    return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (ProcessLookupError, FileNotFoundError):
-        return False
-    return state != "Z"
-
-
-def environ(pid: int) -> dict[str, str]:
-    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    return dict(item.decode().split("=", 1) for item in raw if b"=" in item)
-
-
-def _hostname(pid: int) -> str:
-    try:
-        return environ(pid).get("HOSTNAME", "")
-    except OSError:
-        return ""
-
-
-def serving(pod_name: str) -> int | None:
-    """The pid of the ``stratus serve`` process of the pod named (its HOSTNAME)."""
-    for pid, argv in children().items():
-        if "serve" in argv and "cli" in argv:
-            try:
-                if environ(pid).get("HOSTNAME") == pod_name:
-                    return pid
-            except OSError:
-                continue
-    return None
-
-
-class Kubectl:
-    def __init__(self, config: Path, home: Path) -> None:
-        self.env = {
-            "PATH": os.environ.get("PATH", ""),
-            "HOME": str(home),
-            "KUBECONFIG": str(config),
-            "KUBECACHEDIR": str(home / "cache"),
-        }
-
-    def run(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            ["kubectl", *args],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            env=self.env,
-            timeout=90,
-            check=False,
-        )
-
-    def __call__(self, *args: str, stdin: str | None = None) -> str:
-        result = self.run(*args, stdin=stdin)
-        assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stderr}"
-        return result.stdout
-
-    def apply(self, *documents: dict[str, Any]) -> None:
-        self("apply", "-f", "-", stdin=yaml.safe_dump_all(documents))
-
-    def pod(self, name: str) -> dict[str, Any]:
-        result = self.run("-n", NS, "get", "pod", name, "-o", "json")
-        return json.loads(result.stdout) if result.returncode == 0 else {}
-
-    def pods(self, selector: str) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = json.loads(
-            self("-n", NS, "get", "pods", "-l", selector, "-o", "json")
-        )["items"]
-        return items
 
 
 @pytest.fixture(scope="module")
@@ -368,18 +269,6 @@ def serve_deployment(playground: PlaygroundServer) -> dict[str, Any]:
     }
 
 
-def help_pod(name: str, restart: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": NS},
-        "spec": {
-            "restartPolicy": restart,
-            "containers": [{"name": "stratus", "image": IMAGE, "args": ["--help"]}],
-        },
-    }
-
-
 @pytest.fixture(scope="module")
 def deployed(lab: LabServer, kubectl: Kubectl, playground: PlaygroundServer) -> Kubectl:
     kubectl.apply(*namespace_objects(playground))
@@ -501,49 +390,6 @@ def test_stratus_serve_runs_in_a_pod_with_its_files_and_environment(
     assert Path(environ(new_pid)["STRATUS_DB"]) == database
 
 
-def test_stopping_the_lab_leaves_no_process_behind(tmp_path: Path) -> None:
-    # The instant clock this time: real processes run the same under either clock.
-    server = LabServer(mode=INSTANT, rbac=True, state_dir=tmp_path / "state").start()
-    stopped = False
-    try:
-        home = tmp_path / "kubectl"
-        home.mkdir()
-        kubectl = Kubectl(server.write_kubeconfig(home / "config"), home)
-        # A long-running real process that needs nothing else: a lab of its own.
-        pod = help_pod("lingering", "Always")
-        pod["spec"]["containers"][0]["args"] = ["lab", "up", "--port", "0", "--app", "none",
-                                                "--kubeconfig", "/tmp/lab/config"]  # fmt: skip
-        pod["spec"]["containers"][0]["volumeMounts"] = [{"name": "tmp", "mountPath": "/tmp"}]
-        pod["spec"]["volumes"] = [{"name": "tmp", "emptyDir": {}}]
-        # A reset of the lab (what the test suite's shared lab does between tests) ends it.
-        kubectl("create", "namespace", NS)
-        kubectl.apply(pod)
-        first = wait_until(
-            lambda: next((p for p in children() if _hostname(p) == "lingering"), None),
-            60,
-            "the pod's process",
-        )
-        LabClient(server.url).post("/lab/v1/reset")
-        wait_until(lambda: not alive(first), 40, "the reset to end the process")
-        kubectl("create", "namespace", NS)
-        kubectl.apply(pod)
-        pid = wait_until(
-            lambda: next((p for p in children() if _hostname(p) == "lingering"), None),
-            60,
-            "the pod's process",
-        )
-        wait_until(
-            lambda: "lab ready" in kubectl.run("-n", NS, "logs", "lingering").stdout, 60, "its log"
-        )
-        server.stop()
-        stopped = True
-        assert not alive(pid)
-        assert not [p for p in children() if _hostname(p) == "lingering"]
-    finally:
-        if not stopped:
-            server.stop()
-
-
 def test_a_failing_http_liveness_probe_restarts_the_real_process(
     deployed: Kubectl, playground: PlaygroundServer
 ) -> None:
@@ -618,7 +464,7 @@ def test_a_process_that_ignores_sigterm_is_killed_after_the_grace_period(
         "its log",
     )
     pid = wait_until(
-        lambda: next((p for p in children() if _hostname(p) == "stubborn"), None), 10, "pid"
+        lambda: next((p for p in children() if hostname(p) == "stubborn"), None), 10, "pid"
     )
     deleted = time.monotonic()
     deployed("-n", NS, "delete", "pod", "stubborn", "--wait=false")
@@ -632,49 +478,7 @@ def test_a_process_that_ignores_sigterm_is_killed_after_the_grace_period(
     forced["spec"]["containers"][0].update(image="lab-test/stubborn:latest", args=[])
     deployed.apply(forced)
     pid = wait_until(
-        lambda: next((p for p in children() if _hostname(p) == "stubborn-forced"), None), 60, "pid"
+        lambda: next((p for p in children() if hostname(p) == "stubborn-forced"), None), 60, "pid"
     )
     deployed("-n", NS, "delete", "pod", "stubborn-forced", "--grace-period=0", "--force")
     wait_until(lambda: not alive(pid), 10, "the forced kill")
-
-
-def children_of(parent: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except (OSError, IndexError):
-                continue
-            if int(fields[1]) == parent and fields[0] != "Z":
-                found.append(int(entry.name))
-    return found
-
-
-def test_sigterm_to_stratus_lab_up_stops_its_pods_processes(tmp_path: Path) -> None:
-    config = tmp_path / "kubeconfig"
-    env = {**os.environ, "STRATUS_HOME": str(tmp_path), "HOME": str(tmp_path)}
-    lab = subprocess.Popen(
-        [sys.executable, "-m", "cli", "lab", "up", "--clock", "instant", "--app", "none",
-         "--kubeconfig", str(config)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
-    )  # fmt: skip
-    try:
-        assert lab.stdout is not None
-        assert "lab ready: " in lab.stdout.readline()
-        kubectl = Kubectl(config, tmp_path)
-        kubectl("create", "namespace", NS)
-        pod = help_pod("lingering", "Always")
-        pod["spec"]["containers"][0]["args"] = ["lab", "up", "--app", "none",
-                                                "--kubeconfig", "/tmp/lab/config"]  # fmt: skip
-        pod["spec"]["containers"][0]["volumeMounts"] = [{"name": "tmp", "mountPath": "/tmp"}]
-        pod["spec"]["volumes"] = [{"name": "tmp", "emptyDir": {}}]
-        kubectl.apply(pod)
-        (grandchild,) = wait_until(lambda: children_of(lab.pid), 60, "the pod's process")
-        lab.send_signal(signal.SIGTERM)
-        lab.communicate(timeout=60)
-        assert not alive(grandchild)
-    finally:
-        if lab.poll() is None:
-            lab.kill()
-            lab.communicate(timeout=30)
