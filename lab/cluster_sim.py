@@ -56,6 +56,7 @@ from lab.controllers.services import (
     QuotaAdmission,
     QuotaController,
 )
+from lab.controllers.system_namespaces import SystemNamespaces
 from lab.controllers.taint_manager import TaintManager
 from lab.controllers.traffic import TrafficSimulator
 from lab.controllers.volume_expansion import VolumeExpander
@@ -156,6 +157,7 @@ class Cluster:
         self.traffic = TrafficSimulator(self.ctx, self.kubelet)
         self.apiserver_endpoints = ApiServerEndpoints(self.ctx)
         self.controllers: list[Controller] = [
+            SystemNamespaces(self.ctx),
             ClusterRoleAggregator(self.ctx),
             self.apiserver_endpoints,
             ServiceAccountController(self.ctx),

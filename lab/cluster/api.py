@@ -501,7 +501,11 @@ class ApiService:
                 dep_rt = by_kind(dep["kind"])
                 if propagation == "Orphan":
                     kept = [r for r in refs if r.get("uid") != owner_uid]
-                    orphan = {**dep, "metadata": {**dep["metadata"], "ownerReferences": kept}}
+                    meta = {k: v for k, v in dep["metadata"].items() if k != "ownerReferences"}
+                    orphan = {
+                        **dep,
+                        "metadata": {**meta, **({"ownerReferences": kept} if kept else {})},
+                    }
                     self.store.replace(key, orphan)
                 elif dep_rt.plural == "pods":  # the garbage collector's DELETE is graceful
                     self._delete_pod(dep, {})

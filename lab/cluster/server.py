@@ -327,16 +327,20 @@ class ApiHttpServer:
         if sub == "scale":
             return await self._scale(request, target)
         if sub == "eviction" and method == "POST":
-            await request_options.read_body(request)
+            eviction = await _delete_options(request)
+            options = eviction.get("deleteOptions") or {}
+            dry_run = request_options.dry_run(request) or (
+                isinstance(options, dict) and request_options.options_dry_run(options)
+            )
             evict = getattr(self.backend, "evict", None)  # a cluster that honours budgets
             if evict is not None:
-                evict(ns, name, dry_run=request_options.dry_run(request))
-            else:
+                evict(ns, name, dry_run=dry_run)
+            elif not dry_run:
                 self.api.delete(rt, ns, name)
-            self.backend.after_write()
-            return _json_response(
-                {"kind": "Status", "apiVersion": "v1", "status": "Success", "metadata": {}}, 201
-            )
+            if not dry_run:
+                self.backend.after_write()
+            done = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+            return _json_response({**done, "code": 201}, 201)
         if method == "GET":
             if name:
                 return self._object_response(request, rt, self.api.get(rt, ns, name))

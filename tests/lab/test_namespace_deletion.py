@@ -124,3 +124,13 @@ def test_a_status_write_cannot_make_a_terminating_namespace_active() -> None:
     )
     namespace = cluster.store.get("namespaces", "", "hotel")
     assert namespace is not None and namespace["status"]["phase"] == "Terminating"
+
+
+def test_kube_node_lease_may_be_deleted_and_comes_back() -> None:
+    cluster = Cluster()
+    first = cluster.store.get("namespaces", "", "kube-node-lease")
+    assert first is not None
+    cluster.api.delete(by_kind("Namespace"), "", "kube-node-lease")
+    cluster.settle()
+    again = cluster.store.get("namespaces", "", "kube-node-lease")
+    assert again is not None and again["metadata"]["uid"] != first["metadata"]["uid"]
