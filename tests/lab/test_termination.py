@@ -275,3 +275,21 @@ def test_a_dry_run_in_the_delete_options_body_deletes_nothing(
             "kept", "hotel", body=client.V1DeleteOptions(dry_run=["Some"])
         )
     assert bad.value.status == 400
+
+
+def test_a_dry_run_eviction_evicts_nothing(api: client.CoreV1Api, lab: Lab) -> None:
+    (pod,) = _pods(api)
+    name = pod.metadata.name
+    eviction = client.V1Eviction(
+        metadata=client.V1ObjectMeta(name=name, namespace="hotel"),
+        delete_options=client.V1DeleteOptions(dry_run=["All"]),
+    )
+    api.create_namespaced_pod_eviction(name, "hotel", eviction)
+    lab.settle()
+    (still,) = _pods(api)
+    assert (still.metadata.name, still.metadata.deletion_timestamp) == (name, None)
+    eviction.delete_options = None
+    api.create_namespaced_pod_eviction(name, "hotel", eviction)
+    lab.settle()
+    (replacement,) = _pods(api)  # evicted for real this time, and replaced
+    assert replacement.metadata.name != name
