@@ -19,13 +19,14 @@ from typing import Any
 from lab.cluster import (
     admission,
     conversion,
-    graceful_delete,
+    finalizers,
     managed_fields,
     namespace_deletion,
     patching,
 )
 from lab.cluster.audit import AuditTrail
 from lab.cluster.clock import Clock
+from lab.cluster.deletion import Deletion
 from lab.cluster.errors import (
     ApiError,
     already_exists,
@@ -36,7 +37,7 @@ from lab.cluster.errors import (
     not_found,
 )
 from lab.cluster.rbac import AccessControl, Attributes, UserInfo
-from lab.cluster.resources import RESOURCE_TYPES, ResourceType, by_kind
+from lab.cluster.resources import ResourceType
 from lab.cluster.selectors import FieldSelector, LabelSelector, object_filter
 from lab.cluster.store import ObjectStore
 
@@ -73,9 +74,10 @@ class ApiService:
         self.denials: list[Denial] = []
         self.access = AccessControl(store)
         self.audit = AuditTrail()  # writes, and who sent them as whom
+        self.deletion = Deletion(store, clock)
         # Pods deleted with DeleteOptions.gracePeriodSeconds (uid -> seconds): the kubelet's
         # grace for a pod running a real process (``--grace-period=0 --force`` kills at once).
-        self.pod_grace: dict[str, float] = {}
+        self.pod_grace = self.deletion.pod_grace
 
     # ------------------------------------------------------------ authorization
 
@@ -338,11 +340,17 @@ class ApiService:
             elif "managedFields" in old_meta and "managedFields" not in meta:
                 meta["managedFields"] = old_meta["managedFields"]
         result["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
+        held = rt.plural != "namespaces"  # a namespace's own finalizers are in its spec
+        if held:
+            finalizers.check_update(rt.kind, old, result)
         for hook in self.admission_hooks:
             hook("update", rt, result, old)
         if dry_run:
             return result
-        return self.store.replace(rt.key, result)
+        written = self.store.replace(rt.key, result)
+        if held and finalizers.released(old, written):  # the last finalizer is off: it goes
+            return self.deletion.now(rt, written, "Background")
+        return written
 
     @staticmethod
     def _spec_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
@@ -400,123 +408,15 @@ class ApiService:
         ):
             raise conflict(rt.plural, name, rt.group)
         if rt.plural == "pods":
-            return self._delete_pod(obj, options, dry_run=dry_run)
+            return self.deletion.pod(obj, options, dry_run=dry_run)
         if dry_run:
             return obj
         if rt.plural == "namespaces":
-            return self._delete_namespace(obj)
+            return self.deletion.namespace(obj)
         propagation = options.get("propagationPolicy") or "Background"
         if options.get("orphanDependents") is True:
             propagation = "Orphan"
-        return self._delete_now(rt, obj, propagation)
-
-    def _delete_pod(
-        self, pod: dict[str, Any], options: dict[str, Any], *, dry_run: bool = False
-    ) -> dict[str, Any]:
-        """A pod on a node is stamped Terminating; the kubelet deletes it when it has stopped
-        (``graceful_delete``). One that is gone at once keeps the grace asked for, for the
-        processes a real-process container still has to stop."""
-        meta = pod["metadata"]
-        since = None
-        if meta.get("deletionTimestamp"):
-            since = self.clock.parse(meta["deletionTimestamp"]) - float(
-                meta.get("deletionGracePeriodSeconds") or 0
-            )
-        decision = graceful_delete.decide(pod, options, now=self.clock.now(), deleting_since=since)
-        if dry_run:  # the answer the delete would give, stamp included; nothing changes
-            if decision.now or decision.unchanged:
-                return pod
-            return graceful_delete.stamped(
-                pod, decision, self.clock.timestamp(decision.deletion_at)
-            )
-        if decision.now:
-            grace = options.get("gracePeriodSeconds")
-            if isinstance(grace, int) and grace >= 0:
-                self.pod_grace[meta["uid"]] = float(grace)
-            return self._delete_now(by_kind("Pod"), pod, "Background")
-        if decision.unchanged:
-            return pod
-        timestamp = self.clock.timestamp(decision.deletion_at)
-        return self.store.replace("pods", graceful_delete.stamped(pod, decision, timestamp))
-
-    def _delete_namespace(self, namespace: dict[str, Any]) -> dict[str, Any]:
-        """Stamp the namespace Terminating and delete what it holds: pods gracefully, the rest
-        at once; it goes when its last pod has (``namespace_deletion``)."""
-        if namespace["metadata"].get("deletionTimestamp"):
-            return namespace
-        name = namespace["metadata"]["name"]
-        answer = self.store.replace(
-            "namespaces", namespace_deletion.stamped(namespace, self.clock.timestamp())
-        )
-        for rt in RESOURCE_TYPES:
-            if rt.namespaced and rt.plural != "pods":
-                for obj in self.store.list_objects(rt.key, name):
-                    self.store.delete(rt.key, name, obj["metadata"]["name"])
-        for pod in self.store.list_objects("pods", name):
-            self._delete_pod(pod, {})
-        self._namespace_drained(name)
-        # As a real server answers: the stamped namespace, even when it is already gone.
-        return self.store.get("namespaces", "", name) or answer
-
-    def _namespace_drained(self, name: str) -> None:
-        """A terminating namespace with no pods left goes; with pods left, its status says
-        how many."""
-        namespace = self.store.get("namespaces", "", name)
-        if namespace is None or not namespace_deletion.is_terminating(namespace):
-            return
-        pods = len(self.store.list_objects("pods", name))
-        if pods:
-            self.store.replace(
-                "namespaces",
-                namespace_deletion.with_remaining(namespace, pods, self.clock.timestamp()),
-            )
-            return
-        self.store.delete("namespaces", "", name)
-        self._delete_namespace_contents(name)  # events the drain wrote meanwhile
-
-    def _delete_now(
-        self, rt: ResourceType, obj: dict[str, Any], propagation: str
-    ) -> dict[str, Any]:
-        meta = obj["metadata"]
-        final = self.store.delete(rt.key, meta.get("namespace", ""), meta["name"])
-        self._collect_dependents(meta.get("namespace", ""), meta["uid"], propagation)
-        if rt.plural == "pods":
-            self._namespace_drained(meta.get("namespace", ""))
-        return final
-
-    def _collect_dependents(self, namespace: str, owner_uid: str, propagation: str) -> None:
-        """Garbage collection: dependents of a deleted owner go too (or are orphaned)."""
-        for key in (
-            "replicasets.apps",
-            "controllerrevisions.apps",
-            "jobs.batch",
-            "pods",
-            "endpointslices.discovery.k8s.io",
-            "persistentvolumeclaims",
-        ):
-            for dep in self.store.list_objects(key, namespace or None):
-                refs = dep["metadata"].get("ownerReferences") or []
-                if not any(r.get("uid") == owner_uid for r in refs):
-                    continue
-                dep_rt = by_kind(dep["kind"])
-                if propagation == "Orphan":
-                    kept = [r for r in refs if r.get("uid") != owner_uid]
-                    meta = {k: v for k, v in dep["metadata"].items() if k != "ownerReferences"}
-                    orphan = {
-                        **dep,
-                        "metadata": {**meta, **({"ownerReferences": kept} if kept else {})},
-                    }
-                    self.store.replace(key, orphan)
-                elif dep_rt.plural == "pods":  # the garbage collector's DELETE is graceful
-                    self._delete_pod(dep, {})
-                else:
-                    self._delete_now(dep_rt, dep, propagation)
-
-    def _delete_namespace_contents(self, namespace: str) -> None:
-        for rt in RESOURCE_TYPES:
-            if rt.namespaced:
-                for obj in self.store.list_objects(rt.key, namespace):
-                    self.store.delete(rt.key, namespace, obj["metadata"]["name"])
+        return self.deletion.now(rt, obj, propagation)
 
     def delete_collection(
         self,
@@ -531,8 +431,8 @@ class ApiService:
         if dry_run:
             return victims
         if rt.plural == "pods":
-            return [self._delete_pod(v, {}) for v in victims]
-        return [self._delete_now(rt, v, "Background") for v in victims]
+            return [self.deletion.pod(v, {}) for v in victims]
+        return [self.deletion.now(rt, v, "Background") for v in victims]
 
     # ------------------------------------------------------------ scale subresource
 

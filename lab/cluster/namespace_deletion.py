@@ -5,9 +5,11 @@ A DELETE of a namespace does not remove it: the server stamps ``deletionTimestam
 namespace's ``status.phase`` becomes ``Terminating``. The namespace controller then deletes
 everything in it. Most objects go at once; pods get the same graceful termination as any
 other pod deletion (``graceful_delete``), so their ``preStop`` hooks run and their grace
-periods are honoured. While pods remain, the status carries a ``NamespaceContentRemaining``
-condition, and any create in the namespace is refused with 403 ``NamespaceTerminating``.
-When the last pod is gone, the ``kubernetes`` finalizer is released and the namespace goes.
+periods are honoured; objects with finalizers stay until those are removed
+(``finalizers``). While pods remain, the status carries a ``NamespaceContentRemaining``
+condition, while finalizers hold objects a ``NamespaceFinalizersRemaining`` one, and any
+create in the namespace is refused with 403 ``NamespaceTerminating``. When nothing is left,
+the ``kubernetes`` finalizer is released and the namespace goes.
 ``default``, ``kube-system`` and ``kube-public`` may not be deleted at all.
 
 Sources: ``pkg/registry/core/namespace/storage/storage.go`` (``Delete``: stamp, phase),
@@ -23,6 +25,8 @@ from typing import Any
 from lab.cluster.errors import ApiError, invalid
 
 CONTENT_REMAINING = "NamespaceContentRemaining"
+FINALIZERS_REMAINING = "NamespaceFinalizersRemaining"
+_OURS = (CONTENT_REMAINING, FINALIZERS_REMAINING)
 # The namespaces the NamespaceLifecycle admission plugin never lets go.
 IMMORTAL = frozenset({"default", "kube-system", "kube-public"})
 
@@ -39,25 +43,55 @@ def stamped(namespace: dict[str, Any], timestamp: str) -> dict[str, Any]:
     return result
 
 
-def with_remaining(namespace: dict[str, Any], pods: int, timestamp: str) -> dict[str, Any]:
-    """The status while ``pods`` pods are still draining, as the controller words it."""
+def with_remaining(
+    namespace: dict[str, Any], pods: int, finalizers: dict[str, int], timestamp: str
+) -> dict[str, Any]:
+    """The status while ``pods`` pods still drain and objects are held by ``finalizers``
+    (finalizer -> how many objects it holds), as the namespace controller words it."""
     result = copy.deepcopy(namespace)
     status = result.setdefault("status", {})
-    others = [c for c in status.get("conditions") or [] if c.get("type") != CONTENT_REMAINING]
-    remaining = {
-        "type": CONTENT_REMAINING,
-        "status": "True",
-        "reason": "SomeResourcesRemain",
-        "message": f"Some resources are remaining: pods. has {pods} resource instances",
-        "lastTransitionTime": timestamp,
-    }
-    previous = next(
-        (c for c in status.get("conditions") or [] if c.get("type") == CONTENT_REMAINING), None
-    )
-    if previous is not None and previous.get("status") == "True":
-        remaining["lastTransitionTime"] = previous.get("lastTransitionTime", timestamp)
-    status["conditions"] = [*others, remaining]
+    before = {c.get("type"): c for c in status.get("conditions") or []}
+    kept = [c for c in status.get("conditions") or [] if c.get("type") not in _OURS]
+    ours = []
+    if pods:
+        ours.append(
+            _condition(
+                before,
+                CONTENT_REMAINING,
+                "SomeResourcesRemain",
+                f"Some resources are remaining: pods. has {pods} resource instances",
+                timestamp,
+            )
+        )
+    if finalizers:
+        held = ", ".join(
+            f"{name} in {count} resource instances" for name, count in finalizers.items()
+        )
+        ours.append(
+            _condition(
+                before,
+                FINALIZERS_REMAINING,
+                "SomeFinalizersRemain",
+                f"Some content in the namespace has finalizers remaining: {held}",
+                timestamp,
+            )
+        )
+    status["conditions"] = [*kept, *ours]
     return result
+
+
+def _condition(
+    before: dict[Any, dict[str, Any]], kind: str, reason: str, message: str, timestamp: str
+) -> dict[str, Any]:
+    previous = before.get(kind) or {}
+    since = previous.get("lastTransitionTime", timestamp) if previous else timestamp
+    return {
+        "type": kind,
+        "status": "True",
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": since,
+    }
 
 
 def is_terminating(namespace: dict[str, Any] | None) -> bool:
