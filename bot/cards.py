@@ -161,6 +161,43 @@ def diagnosis(data: dict[str, Any]) -> list[Block]:
     return parts
 
 
+def attempt(data: dict[str, Any], message: str, source: str) -> list[Block]:
+    """An attempt starting, in whose words (``source``: the model's or the rules'); a plan of
+    several steps is shown whole, once, here."""
+    number = data.get("attempt", "?")
+    intent = (data.get("candidate") or {}).get("intent", message)
+    body: list[Block] = [b.section(thread_words.attempt_started(int(number), str(intent), source))]
+    steps = data.get("plan") or []
+    if len(steps) > 1:
+        body.append(
+            b.section(
+                card_words.plan_lines(
+                    [
+                        (int(s.get("number", 0)), str(s.get("intent", "")), str(s.get("note", "")))
+                        for s in steps
+                    ]
+                )
+            )
+        )
+    return body
+
+
+def verified(data: dict[str, Any]) -> list[Block]:
+    """An attempt verified: its verdict, the health before and after, and what it revealed or
+    caused."""
+    return [
+        b.section(
+            thread_words.verified_health(
+                int(data.get("attempt", 0)),
+                str(data.get("verdict", "")),
+                health_line(data.get("before"), data.get("after")),
+                [str(r) for r in data.get("revealed") or []],
+                [str(c) for c in data.get("caused") or []],
+            )
+        )
+    ]
+
+
 # ---------------------------------------------------------------------- proposal cards
 
 
