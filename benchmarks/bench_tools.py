@@ -19,9 +19,10 @@ from store.audit import AuditLog
 from store.db import Store
 from tools import actions
 from tools.actions import WritePlan
-from tools.executor import Executor, WriteRecord
+from tools.executor import Executor
 from tools.k8s import KubeClient
 from tools.objects import ObjectRef
+from tools.write_steps import WriteRecord
 from undo.entries import UndoEntries
 from undo.stack import UndoStack, check_record, plan_inverse
 

@@ -15,7 +15,7 @@ from typing import Any
 import aiohttp
 
 from agents import telemetry
-from bot import cards, home
+from bot import buttons, home, modals
 from bot.links import MessageRef
 from bot.listener import Listener
 from bot.text import card_words, command_words, error_words, thread_words
@@ -152,7 +152,7 @@ class Clicks(Listener):
         proposal: Proposal = context["proposal"]
         channel = str((body.get("channel") or {}).get("id", ""))
         await self.client.views_open(
-            trigger_id=body["trigger_id"], view=cards.reject_view(proposal, channel)
+            trigger_id=body["trigger_id"], view=modals.reject_view(proposal, channel)
         )
 
     async def reject_reason(
@@ -163,7 +163,7 @@ class Clicks(Listener):
         if len(reason) < MIN_REASON:
             await ack(response_action="errors", errors={"reason": card_words.REJECT_TOO_SHORT})
             return
-        if len(reason) > cards.REASON_MAX:  # the modal says so too; a forged submission may not
+        if len(reason) > modals.REASON_MAX:  # the modal says so too; a forged submission may not
             await ack(response_action="errors", errors={"reason": card_words.REJECT_TOO_LONG})
             return
         await ack()
@@ -194,7 +194,7 @@ class Clicks(Listener):
             await self.ephemeral(body, error_words.OPTION_GONE)
             return
         incident = await self.rt.call(self.rt.incidents.get, incident_id)
-        options = {cards.option_id(c): c for c in cards.untried(incident, proposal)}
+        options = {buttons.option_id(c): c for c in buttons.untried(incident, proposal)}
         candidate = options.get(chosen)
         if candidate is None:
             await self.ephemeral(body, error_words.OPTION_GONE)
@@ -292,7 +292,7 @@ class Clicks(Listener):
         if proposal is None:
             await self.ephemeral(body, error_words.UNKNOWN_ACTION)
             return
-        await self.client.views_open(trigger_id=body["trigger_id"], view=cards.diff_view(proposal))
+        await self.client.views_open(trigger_id=body["trigger_id"], view=modals.diff_view(proposal))
 
     async def error_lines(self, ack: Ack, body: dict[str, Any], action: dict[str, Any]) -> None:
         await ack()
@@ -303,7 +303,7 @@ class Clicks(Listener):
         reader = self.rt.reader_for(proposal.cluster)
         lines = await self.rt.work(telemetry.error_lines, reader, proposal)
         await self.client.views_open(
-            trigger_id=body["trigger_id"], view=cards.error_lines_view(proposal, lines)
+            trigger_id=body["trigger_id"], view=modals.error_lines_view(proposal, lines)
         )
 
     async def revoke(self, ack: Ack, body: dict[str, Any], action: dict[str, Any]) -> None:

@@ -23,7 +23,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import alerts, cards, handover, home, http, parking, questions, replay
+from bot import alerts, buttons, handover, home, http, modals, parking, questions, replay
 from bot.actions import Clicks
 from bot.authz import Gate, Groups, middleware
 from bot.commands import Commands
@@ -127,19 +127,19 @@ class StratusBot:
         app.middleware(handover.middleware(self.rt))  # first: a deposed leader takes nothing
         app.middleware(middleware(self.gate))
         app.command("/stratus")(self._command)
-        app.action(cards.APPROVE)(self.clicks.approve)
-        app.action(cards.ALWAYS)(self.clicks.always)
-        app.action(cards.PLAN)(self.clicks.plan)
-        app.action(cards.REJECT)(self.clicks.reject)
-        app.action(cards.OTHER)(self.clicks.other)
-        app.action(cards.UNDO)(self.clicks.undo)
-        app.action(cards.FORCE_UNDO)(self.clicks.force_undo)
-        app.action(cards.DIFF)(self.clicks.diff)
-        app.action(cards.LOGS)(self.clicks.error_lines)
-        app.action(cards.REVOKE)(self.clicks.revoke)
-        app.action(cards.LOOK_AGAIN)(self.clicks.look_again)
+        app.action(buttons.APPROVE)(self.clicks.approve)
+        app.action(buttons.ALWAYS)(self.clicks.always)
+        app.action(buttons.PLAN)(self.clicks.plan)
+        app.action(buttons.REJECT)(self.clicks.reject)
+        app.action(buttons.OTHER)(self.clicks.other)
+        app.action(buttons.UNDO)(self.clicks.undo)
+        app.action(buttons.FORCE_UNDO)(self.clicks.force_undo)
+        app.action(buttons.DIFF)(self.clicks.diff)
+        app.action(buttons.LOGS)(self.clicks.error_lines)
+        app.action(buttons.REVOKE)(self.clicks.revoke)
+        app.action(buttons.LOOK_AGAIN)(self.clicks.look_again)
         app.action(parking.RETRY)(self.threads.retry_click)
-        app.view(cards.REJECT_VIEW)(self.clicks.reject_reason)
+        app.view(modals.REJECT_VIEW)(self.clicks.reject_reason)
         app.event("app_home_opened")(self._home)
         app.event("app_mention")(self._mention)
         app.event("message")(self._message)

@@ -24,7 +24,7 @@ from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import cards, text
+from bot import buttons, modals, text
 from bot.names import Names
 from bot.runtime import Runtime
 from bot.text import command_words, error_words, undo_words
@@ -384,7 +384,7 @@ def middleware(gate: Gate) -> Callable[..., Awaitable[BoltResponse | None]]:
             return await _click(gate, body, context, client, next, ack)
         if (
             kind == "view_submission"
-            and (body.get("view") or {}).get("callback_id") == cards.REJECT_VIEW
+            and (body.get("view") or {}).get("callback_id") == modals.REJECT_VIEW
         ):
             user = str(body["user"]["id"])
             proposal_id = str(body["view"].get("private_metadata", "")).split("|")[0]
@@ -417,7 +417,7 @@ async def _click(
     refuse = _refusal_sender(client, body)
     if gate.duplicate(user, action_id, str(action.get("action_ts", ""))):
         return await ack()
-    if action_id == cards.FORCE_UNDO:
+    if action_id == buttons.FORCE_UNDO:
         why, entry = await gate.force(user, body, str(action.get("value") or ""))
         if why:
             gate.rt.spawn(refuse(why), name="refuse")
@@ -425,7 +425,7 @@ async def _click(
         context["entry"] = entry
         await next()
         return None
-    if action_id not in (*cards.DECISIONS, cards.UNDO):
+    if action_id not in (*buttons.DECISIONS, buttons.UNDO):
         await next()
         return None
     value = str(action.get("value") or (action.get("selected_option") or {}).get("value") or "")
@@ -437,11 +437,11 @@ async def _click(
         log.warning("a click on %s that does not come from its card; refused", proposal.id)
         gate.rt.spawn(refuse(error_words.NOT_ITS_CARD), name="refuse")
         return await ack()
-    if action_id == cards.UNDO:
+    if action_id == buttons.UNDO:
         why = await gate.undo(user, proposal)
         groups: tuple[str, ...] = ()
     else:
-        choice = "reject" if action_id == cards.REJECT else "approve"
+        choice = "reject" if action_id == buttons.REJECT else "approve"
         why, groups = await gate.answer(user, proposal, choice)
     if why and proposal.state in (P.APPROVED, P.EXECUTING):
         gate.rt.spawn(_refuse_settled(gate, refuse, proposal.id), name="refuse")

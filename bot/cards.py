@@ -8,18 +8,16 @@ the same whether the change came from a click, the CLI or an automatic undo.
 
 from __future__ import annotations
 
-import hashlib
 from datetime import datetime
 from typing import Any
 
 from slack_sdk.models.blocks import Block
 
 from agents.health import breakdown
-from agents.model import Candidate
 from agents.telemetry import Telemetry
 from agents.telemetry_links import FigureLinks
 from bot import blocks as b
-from bot import text
+from bot import buttons, text
 
 # Re-exported: ``cards.title`` and ``cards.undo_effect`` are what the surfaces call.
 from bot.effects import title as title  # noqa: PLC0414
@@ -34,27 +32,6 @@ from undo.conflicts import UndoConflict
 P = ProposalState
 DIFF_LINES = 30
 DIFF_CHARS = 1800
-
-APPROVE = "stratus.approve"
-ALWAYS = "stratus.always"
-REJECT = "stratus.reject"
-OTHER = "stratus.other"
-UNDO = "stratus.undo"
-FORCE_UNDO = "stratus.force_undo"
-DIFF = "stratus.diff"
-LOGS = "stratus.logs"
-REASON_MAX = 500  # the Reject modal's limit, enforced again when the submission arrives
-REVOKE = "stratus.revoke"
-REJECT_VIEW = "stratus.reject_reason"
-PLAN = "stratus.plan"
-LOOK_AGAIN = "stratus.look_again"  # an escalated incident: diagnose it again, same thread
-# The clicks that answer a proposal (checked by the authorization middleware).
-DECISIONS = frozenset({APPROVE, ALWAYS, REJECT, OTHER, PLAN})
-
-
-def option_id(candidate: Candidate) -> str:
-    """A short, stable id for a candidate (its key can be longer than an option value)."""
-    return hashlib.sha256(candidate.key().encode()).hexdigest()[:16]
 
 
 # ---------------------------------------------------------------------- the parent message
@@ -147,7 +124,9 @@ def look_again(incident: Incident) -> list[Block]:
     return [
         b.section(
             thread_words.escalated_why(incident.reason),
-            accessory=b.button(thread_words.LOOK_AGAIN, LOOK_AGAIN, incident.id, style="primary"),
+            accessory=b.button(
+                thread_words.LOOK_AGAIN, buttons.LOOK_AGAIN, incident.id, style="primary"
+            ),
         )
     ]
 
@@ -180,6 +159,43 @@ def diagnosis(data: dict[str, Any]) -> list[Block]:
     if diag.get("history"):
         parts += b.sections(thread_words.history([str(h) for h in diag["history"][:5]]))
     return parts
+
+
+def attempt(data: dict[str, Any], message: str, source: str) -> list[Block]:
+    """An attempt starting, in whose words (``source``: the model's or the rules'); a plan of
+    several steps is shown whole, once, here."""
+    number = data.get("attempt", "?")
+    intent = (data.get("candidate") or {}).get("intent", message)
+    body: list[Block] = [b.section(thread_words.attempt_started(int(number), str(intent), source))]
+    steps = data.get("plan") or []
+    if len(steps) > 1:
+        body.append(
+            b.section(
+                card_words.plan_lines(
+                    [
+                        (int(s.get("number", 0)), str(s.get("intent", "")), str(s.get("note", "")))
+                        for s in steps
+                    ]
+                )
+            )
+        )
+    return body
+
+
+def verified(data: dict[str, Any]) -> list[Block]:
+    """An attempt verified: its verdict, the health before and after, and what it revealed or
+    caused."""
+    return [
+        b.section(
+            thread_words.verified_health(
+                int(data.get("attempt", 0)),
+                str(data.get("verdict", "")),
+                health_line(data.get("before"), data.get("after")),
+                [str(r) for r in data.get("revealed") or []],
+                [str(c) for c in data.get("caused") or []],
+            )
+        )
+    ]
 
 
 # ---------------------------------------------------------------------- proposal cards
@@ -281,7 +297,7 @@ def proposal_card(
     parts.append(
         b.section(
             f"{card_words.DIFF_TITLE}\n{preview}",
-            accessory=b.button(card_words.SEE_DIFF, DIFF, proposal.id) if cut else None,
+            accessory=b.button(card_words.SEE_DIFF, buttons.DIFF, proposal.id) if cut else None,
         )
     )
     if telemetry is not None:
@@ -307,7 +323,7 @@ def proposal_card(
     else:
         parts.append(b.section(card_words.why_allowed(decision.reason)))
     parts += _outcome(proposal, incident, undo, ran_at)
-    parts += _buttons(proposal, incident)
+    parts += buttons.card_buttons(proposal, incident)
     parts.append(
         b.context(card_words.card_context(proposal.id, proposal.requester, proposal.expires_at))
     )
@@ -432,105 +448,6 @@ def _ran_at(proposal: Proposal) -> datetime | None:
     return proposal.updated_at if proposal.state == P.EXECUTED else None
 
 
-def untried(incident: Incident | None, proposal: Proposal) -> list[Candidate]:
-    """The planner's alternatives not tried yet (Other options)."""
-    if incident is None or not incident.is_open or proposal.undo_entry is not None:
-        return []
-    current = incident.current
-    if current is None or proposal.id not in current.proposals:
-        return []
-    done = set(incident.tried) | {key for key, _ in incident.rejected}
-    return [c for c in incident.candidates if c.key() not in done]
-
-
-def answer_row(proposal: Proposal) -> list[Block]:
-    """The answer buttons of a proposal that has no card (one made at a terminal), for the
-    App Home and ``/stratus status``, which list it: the same buttons a card has."""
-    return _buttons(proposal, None) if proposal.state == P.AWAITING_APPROVAL else []
-
-
-def _buttons(proposal: Proposal, incident: Incident | None) -> list[Block]:
-    if proposal.state == P.AWAITING_APPROVAL:
-        decision = proposal.decision
-        high = proposal.risk == "high"
-        ask = (
-            b.confirm(
-                card_words.CONFIRM_TITLE,
-                card_words.high_risk_confirm(
-                    title(proposal), str(proposal.target), puts_back=proposal.puts_back
-                ),
-                card_words.CONFIRM_YES,
-                card_words.CONFIRM_NO,
-            )
-            if high
-            else None
-        )
-        elements: list[Any] = [
-            b.button(card_words.APPROVE, APPROVE, proposal.id, style="primary", ask=ask)
-        ]
-        if plans.plan_offered(incident, proposal):
-            total = len(incident.current.candidate.steps) if incident and incident.current else 0
-            elements.append(
-                b.button(
-                    card_words.APPROVE_PLAN,
-                    PLAN,
-                    proposal.id,
-                    ask=b.confirm(
-                        card_words.PLAN_CONFIRM_TITLE,
-                        card_words.plan_confirm(total),
-                        card_words.PLAN_CONFIRM_YES,
-                        card_words.CONFIRM_NO,
-                    ),
-                )
-            )
-        if decision.remember and decision.min_approvals <= 1:
-            elements.append(
-                b.button(
-                    card_words.always(
-                        proposal.facts.action,
-                        f"{proposal.target.kind}/{proposal.target.name}",
-                        proposal.target.namespace or "the cluster",
-                        text.duration(decision.max_grant_seconds),
-                    ),
-                    ALWAYS,
-                    proposal.id,
-                    ask=ask,
-                )
-            )
-        elements.append(b.button(card_words.REJECT, REJECT, proposal.id, style="danger"))
-        options = untried(incident, proposal)
-        if options:
-            elements.append(
-                b.select(
-                    card_words.OTHER,
-                    OTHER,
-                    [
-                        (card_words.option_label(c.intent), f"{proposal.id}:{option_id(c)}")
-                        for c in options
-                    ],
-                )
-            )
-        return [b.actions(*elements, block_id=f"decide:{proposal.id}")]
-    if proposal.state == P.EXECUTED and proposal.undo_id:
-        return [
-            b.actions(
-                b.button(
-                    card_words.UNDO,
-                    UNDO,
-                    proposal.id,
-                    ask=b.confirm(
-                        card_words.UNDO_CONFIRM_TITLE,
-                        card_words.undo_confirm(undo_effect(proposal)),
-                        card_words.UNDO_CONFIRM_YES,
-                        card_words.CONFIRM_NO,
-                    ),
-                ),
-                block_id=f"undo:{proposal.id}",
-            )
-        ]
-    return []
-
-
 def telemetry_blocks(telemetry: Telemetry, proposal_id: str) -> list[Block]:
     """The card's telemetry section, with a button that shows the error lines whole when the
     card shows them cut or not all of them."""
@@ -538,21 +455,11 @@ def telemetry_blocks(telemetry: Telemetry, proposal_id: str) -> list[Block]:
     return [
         b.section(
             telemetry_text(telemetry),
-            accessory=b.button(card_words.SEE_ERROR_LINES, LOGS, proposal_id) if more else None,
+            accessory=b.button(card_words.SEE_ERROR_LINES, buttons.LOGS, proposal_id)
+            if more
+            else None,
         )
     ]
-
-
-def error_lines_view(proposal: Proposal, lines: list[str]) -> dict[str, Any]:
-    """A modal with the target's error lines whole, as read when the button was clicked."""
-    intro = b.section(card_words.error_lines_intro(str(proposal.target), len(lines)))
-    body = [b.section(b.code(piece)) for piece in b.chunks("\n".join(lines), b.SECTION_TEXT - 10)]
-    return {
-        "type": "modal",
-        "title": {"type": "plain_text", "text": b.cut(card_words.ERROR_LINES_TITLE, 24)},
-        "close": {"type": "plain_text", "text": card_words.CLOSE},
-        "blocks": b.render([intro, *body][: b.VIEW_BLOCKS], limit=b.VIEW_BLOCKS),
-    }
 
 
 def force_offer(entry_id: str, conflict: UndoConflict) -> list[Block]:
@@ -565,7 +472,7 @@ def force_offer(entry_id: str, conflict: UndoConflict) -> list[Block]:
         b.actions(
             b.button(
                 undo_words.FORCE,
-                FORCE_UNDO,
+                buttons.FORCE_UNDO,
                 f"{entry_id}:{conflict.digest}",
                 style="danger",
                 ask=b.confirm(
@@ -578,44 +485,3 @@ def force_offer(entry_id: str, conflict: UndoConflict) -> list[Block]:
             block_id=f"force:{entry_id}",
         ),
     ]
-
-
-def diff_view(proposal: Proposal) -> dict[str, Any]:
-    """A modal with the whole diff, split into sections (a modal holds 100 blocks)."""
-    pieces = b.chunks(proposal.plan.diff or "", b.SECTION_TEXT - 10)
-    body = [b.section(b.code(piece)) for piece in pieces][: b.VIEW_BLOCKS]
-    return {
-        "type": "modal",
-        "title": {"type": "plain_text", "text": b.cut(card_words.DIFF_MODAL_TITLE, 24)},
-        "close": {"type": "plain_text", "text": card_words.CLOSE},
-        "blocks": b.render(body, limit=b.VIEW_BLOCKS),
-    }
-
-
-def reject_view(proposal: Proposal, channel: str) -> dict[str, Any]:
-    return {
-        "type": "modal",
-        "callback_id": REJECT_VIEW,
-        "private_metadata": f"{proposal.id}|{channel}",
-        "title": {"type": "plain_text", "text": b.cut(card_words.REJECT_TITLE, 24)},
-        "submit": {"type": "plain_text", "text": card_words.REJECT_SUBMIT},
-        "close": {"type": "plain_text", "text": card_words.CLOSE},
-        "blocks": [
-            {
-                "type": "section",
-                "text": {"type": "mrkdwn", "text": card_words.reject_intro(proposal.intent)},
-            },
-            {
-                "type": "input",
-                "block_id": "reason",
-                "label": {"type": "plain_text", "text": card_words.REJECT_LABEL},
-                "element": {
-                    "type": "plain_text_input",
-                    "action_id": "text",
-                    "multiline": True,
-                    "max_length": REASON_MAX,
-                    "placeholder": {"type": "plain_text", "text": card_words.REJECT_PLACEHOLDER},
-                },
-            },
-        ],
-    }

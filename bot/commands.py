@@ -15,7 +15,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.models.blocks import Block
 
 from bot import blocks as b
-from bot import cards, text
+from bot import buttons, cards, text
 from bot.links import MessageRef
 from bot.listener import Listener, Parts
 from bot.parking import Threads
@@ -277,7 +277,7 @@ class Commands(Listener):
                         proposal.id, cards.title(proposal), proposal.requester
                     )
                 ),
-                *cards.answer_row(proposal),
+                *buttons.answer_row(proposal),
             ]
         await ack(text=reply, blocks=b.render(rows))
 

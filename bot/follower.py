@@ -14,32 +14,30 @@ import contextlib
 import json
 import logging
 import time
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
-import aiohttp
-from slack_sdk.errors import SlackApiError
 from slack_sdk.models.blocks import Block
 from slack_sdk.web.async_client import AsyncWebClient
 
 from agents.llm.postmortem import PostmortemWriter
-from agents.telemetry import Telemetry, settled_at, summarize
+from agents.telemetry import Telemetry
 from agents.telemetry_links import FigureLinks, LinkConfig
-from bot import alert_blocks, cards, text
+from bot import alert_blocks, cards, chat, text, thread_reads
 from bot import blocks as b
+from bot.card_figures import CardFigures
+from bot.chat import GONE
 from bot.links import MessageRef
 from bot.names import Names
 from bot.runtime import Runtime
 from bot.summary import summary_blocks
 from bot.telemetry import CardChart
 from bot.text import card_words, command_words, thread_words
+from bot.thread_reads import CardData
 from bot.uploads import Uploads, in_thread
 from incidents import postmortem, postmortem_text
 from incidents.model import AGENT_SOURCE, Incident
 from incidents.repository import STREAM as INCIDENTS
-from incidents.repository import IncidentEnvelope, IncidentEvent, IncidentEventType
-from proposals import intake
+from incidents.repository import IncidentEvent, IncidentEventType
 from proposals.events import STREAM as PROPOSALS
 from proposals.events import EventType, ProposalEvent
 from proposals.model import Proposal, ProposalState
@@ -52,22 +50,10 @@ TERMINAL = {"resolved", "escalated", "cancelled"}
 ALERT_EVENTS = (IncidentEventType.ALERT_FIRED, IncidentEventType.ALERT_RESOLVED)
 PARENT_REFRESH_SECONDS = 20.0
 CHART_RETRY_SECONDS = 3.0  # how long Slack is given to process a chart before it is shown again
-# What Slack answers for a message or thread that is no longer there (its parent deleted, a
-# playground restarted empty, the channel deleted): the link is forgotten and the thing posted
-# again, never edited into nothing.
-GONE = frozenset({"thread_not_found", "message_not_found", "channel_not_found"})
 
 
 class AlertThreadOpener(Protocol):
     async def ensure(self, incident_id: str) -> MessageRef | None: ...
-
-
-@dataclass
-class CardData:
-    proposal: Proposal
-    incident: Incident | None
-    undo: Proposal | None
-    ran_at: datetime | None = None  # when its write was applied (its undo entry's time)
 
 
 class Follower:
@@ -84,14 +70,7 @@ class Follower:
         self.uploads = Uploads(runtime, client, links)
         self.interval = interval
         self.rows = EventStore(runtime.store)
-        # Per proposal: the moment the summary was read for (its state, whether it was
-        # verified, whether its write has settled) and the summary; read again when that moves
-        # (before → after execution → after a rate window, once the figures show the write).
-        self.telemetry: dict[str, tuple[str, Telemetry]] = {}
-        # Executed proposals whose card shows "after" figures read too soon: when (Unix
-        # seconds) to read them again. Written through to the store (``Links.refresh_card_at``)
-        # and loaded at start, so a restarted bot reads them again too.
-        self.settling: dict[str, float] = {}
+        self.figures = CardFigures(runtime)  # each card's telemetry, read again as it settles
         self._posting: dict[str, asyncio.Lock] = {}
         # One pass over the stream at a time: the loop's and one asked for (a stop, a caller
         # waiting for the work to show) would both read from the same cursor and post the same
@@ -115,7 +94,7 @@ class Follower:
         cursor = await self.rt.call(self.rt.links.cursor)
         if cursor is None:  # first start: the past is not news
             await self.rt.call(self.rt.links.set_cursor, self.rows.last_seq())
-        self.settling.update(await self.rt.call(self.rt.links.refreshes))
+        await self.figures.load()
         self._task = asyncio.get_running_loop().create_task(self._run(), name="stratus-follower")
         # The threads of open incidents may be gone (a restart against an emptied Slack): the
         # parents are drawn again now, and a lost thread is posted anew with its cards, so a
@@ -201,40 +180,11 @@ class Follower:
         elif event.type == IncidentEventType.DIAGNOSED:
             body = cards.diagnosis(event.data)
         elif event.type == IncidentEventType.ATTEMPT:
-            number = event.data.get("attempt", "?")
-            intent = (event.data.get("candidate") or {}).get("intent", event.message)
             # Whose words the attempt's description is: the model's, or the rules'.
             incident = await self.rt.call(self.rt.incidents.get, event.incident_id)
-            source = text.planner_source(incident.planner)
-            body = [b.section(thread_words.attempt_started(int(number), str(intent), source))]
-            steps = event.data.get("plan") or []
-            if len(steps) > 1:  # a plan of several steps is shown whole, once
-                body.append(
-                    b.section(
-                        card_words.plan_lines(
-                            [
-                                (
-                                    int(s.get("number", 0)),
-                                    str(s.get("intent", "")),
-                                    str(s.get("note", "")),
-                                )
-                                for s in steps
-                            ]
-                        )
-                    )
-                )
+            body = cards.attempt(event.data, event.message, text.planner_source(incident.planner))
         elif event.type == IncidentEventType.VERIFIED:
-            body = [
-                b.section(
-                    thread_words.verified_health(
-                        int(event.data.get("attempt", 0)),
-                        str(event.data.get("verdict", "")),
-                        cards.health_line(event.data.get("before"), event.data.get("after")),
-                        [str(r) for r in event.data.get("revealed") or []],
-                        [str(c) for c in event.data.get("caused") or []],
-                    )
-                )
-            ]
+            body = cards.verified(event.data)
             incident = await self.rt.call(self.rt.incidents.get, event.incident_id)
             for attempt in incident.attempts:
                 dirty.update(attempt.proposals)
@@ -286,7 +236,7 @@ class Follower:
             body = await self._summary_body(incident_id)
             shown = await self.rt.call(self.rt.links.summary, incident_id)
             if shown is not None:
-                why = await self._update(shown, body, thread_words.SUMMARY_TITLE)
+                why = await chat.update(self.client, shown, body, thread_words.SUMMARY_TITLE)
                 if why not in GONE:
                     return
                 await self.rt.call(self.rt.links.forget_summary, incident_id)
@@ -335,27 +285,22 @@ class Follower:
         """The summary with the ids its words name ("requires 1 approval from S0SRE", "fix
         undone by U0BOB") as handles: drawn once to find them, looked up (cached by
         ``bot.names``; a failed lookup leaves the id), drawn again when one is known."""
-        incident, proposals, events = await self.rt.call(self._summary_parts, incident_id)
+        incident, proposals, events = await self.rt.call(
+            thread_reads.summary_parts, self.rt, incident_id
+        )
         body = summary_blocks(incident, proposals, events)
         ids = text.slack_ids(json.dumps(b.render(body)))
         known = await self.names.warm(ids) if ids else {}
         handles = {i: known[i] for i in ids if i in known}
         return summary_blocks(incident, proposals, events, handles) if handles else body
 
-    def _summary_parts(
-        self, incident_id: str
-    ) -> tuple[Incident, list[Proposal], list[IncidentEnvelope]]:
-        incident = self.rt.incidents.get(incident_id)
-        proposals = self.rt.service.by_incident(incident_id)
-        events = self.rt.incidents.events(incident_id=incident_id, limit=2000)
-        return incident, sorted(proposals, key=lambda p: p.created_at), events
-
     async def refresh_parent(self, incident_id: str) -> None:
         thread = await self.rt.call(self.rt.links.thread, incident_id)
         if thread is None:
             return
         incident = await self.rt.call(self.rt.incidents.get, incident_id)
-        why = await self._update(
+        why = await chat.update(
+            self.client,
             thread,
             await self._parent_blocks(incident),
             thread_words.incident_fallback(incident.namespace, incident.state.value),
@@ -382,7 +327,8 @@ class Follower:
             if current != gone:
                 return current  # moved already (another post found it gone first), or unlinked
             incident = await self.rt.call(self.rt.incidents.get, incident_id)
-            posted, why = await self._post(
+            posted, why = await chat.post(
+                self.client,
                 MessageRef(gone.channel, ""),
                 await self._parent_blocks(incident, continued=True),
                 thread_words.incident_fallback(incident.namespace, incident.state.value),
@@ -454,12 +400,12 @@ class Follower:
             existing = await self.rt.call(self.rt.links.card, proposal_id)
             if existing is not None:
                 return existing
-            data = await self.rt.call(self._card_data, proposal_id)
-            where = await self.rt.call(self._card_place, data.proposal)
+            data = await self.rt.call(thread_reads.card_data, self.rt, proposal_id)
+            where = await self.rt.call(thread_reads.card_place, self.rt, data.proposal)
             where = where or fallback
             if where is None:
                 return None
-            joined = await self.rt.call(self._batch_card, data.proposal)
+            joined = await self.rt.call(thread_reads.batch_card, self.rt, data.proposal)
             if joined is not None:
                 # Approval fatigue: the same people are not pinged again; the card they were
                 # asked on gathers it, with its own buttons (``proposals.intake.batch_head``).
@@ -472,7 +418,7 @@ class Follower:
                 )
                 await self.refresh_card(proposal_id)
                 return joined
-            telemetry = await self._summary(proposal_id, data)
+            telemetry = await self.figures.read(proposal_id, data)
             # The card goes first, the chart a moment later: drawing and uploading it must
             # not delay the question people are asked (a second or more under load).
             chart = self.uploads.pending_chart(telemetry)
@@ -512,8 +458,8 @@ class Follower:
         rendered: list[tuple[CardData, Telemetry, CardChart, FigureLinks | None, dict[str, str]]]
         rendered = []
         for member in members:
-            data = await self.rt.call(self._card_data, member)
-            telemetry = await self._summary(member, data)
+            data = await self.rt.call(thread_reads.card_data, self.rt, member)
+            telemetry = await self.figures.read(member, data)
             thread = await self.rt.call(self.rt.links.card_thread, member)
             rendered.append(
                 (
@@ -524,7 +470,7 @@ class Follower:
                     await self._handles(data.proposal),
                 )
             )
-        first = await self.rt.call(self._card_data, members[0])
+        first = await self.rt.call(thread_reads.card_data, self.rt, members[0])
         fallback_text = card_words.card_fallback(
             cards.title(first.proposal), first.proposal.state.value
         )
@@ -545,11 +491,11 @@ class Follower:
             ]
             return parts[0] if len(parts) == 1 else cards.batch_card(first.proposal, parts)
 
-        why = await self._update(card, whole(True), fallback_text)
+        why = await chat.update(self.client, card, whole(True), fallback_text)
         if why == "invalid_blocks" and any(chart.file_id for _, _, chart, _, _ in rendered):
             # Slack may not have processed a file uploaded a moment ago: the card without it
             # now (the chart is in the thread), with it shortly.
-            why = await self._update(card, whole(False), fallback_text)
+            why = await chat.update(self.client, card, whole(False), fallback_text)
             if not why and not later:
                 self.rt.spawn(self._show_chart_later(proposal_id), name="show the chart")
         if why in GONE:  # its message is gone: posted again where it belongs
@@ -580,77 +526,11 @@ class Follower:
     async def _refresh_settled(self) -> None:
         """Render once more the cards whose "after" figures were read before the write could
         show in them, now that it can."""
-        now = time.time()
-        for proposal_id in [p for p, due in self.settling.items() if due <= now]:
-            self.settling.pop(proposal_id, None)
-            self.telemetry.pop(proposal_id, None)  # read again, whatever was cached
+        for proposal_id in self.figures.due(time.time()):
+            self.figures.forget(proposal_id)
             await self.refresh_card(proposal_id)
-            if proposal_id not in self.settling:
+            if proposal_id not in self.figures.settling:
                 await self.rt.call(self.rt.links.refreshed, proposal_id)
-
-    def _card_data(self, proposal_id: str) -> CardData:
-        proposal = self.rt.service.get(proposal_id)
-        incident = self.rt.incidents.get(proposal.incident_id) if proposal.incident_id else None
-        undo = self.rt.service.get(proposal.undone_by) if proposal.undone_by else None
-        entry = self.rt.service.stack.entries.get(proposal.undo_id) if proposal.undo_id else None
-        ran_at = datetime.fromisoformat(entry.created_at) if entry else None
-        return CardData(proposal, incident, undo, ran_at)
-
-    def _batch_card(self, proposal: Proposal) -> MessageRef | None:
-        """The card of an earlier proposal this one joins (``proposals.intake.batch_head``)."""
-        if not proposal.requester.startswith("mcp:"):
-            return None
-        others = self.rt.service.repo.find(
-            requester=proposal.requester, states=intake.WAITING, limit=50
-        )
-        on_cards: dict[str, int] = {}
-        for other in others:
-            card = self.rt.links.card(other.id)
-            if card is not None:
-                on_cards[other.id] = len(self.rt.links.proposals_at(card))
-        head = intake.batch_head(proposal, others, on_cards)
-        return self.rt.links.card(head) if head is not None else None
-
-    def _card_place(self, proposal: Proposal) -> MessageRef | None:
-        if proposal.undo_entry is not None:
-            entry = self.rt.service.stack.entries.get(proposal.undo_entry)
-            original = entry.execution.proposal_id if entry else None
-            if original:
-                place = self.rt.links.card_thread(original)
-                if place is not None:
-                    return place
-        if proposal.incident_id:
-            return self.rt.links.thread(proposal.incident_id)
-        return None
-
-    async def _summary(self, proposal_id: str, data: CardData) -> Telemetry:
-        found = cards.verdict_for(data.proposal, data.incident)
-        verified = cards.verified_at(data.proposal, data.incident)
-        settles = (
-            settled_at(data.proposal, verified_at=verified) if self.rt.workflow.prometheus else None
-        )
-        settled = settles is not None and time.time() >= settles
-        moment = f"{data.proposal.state.value}:{bool(found and found[0])}:{settled}"
-        cached = self.telemetry.get(proposal_id)
-        if cached is not None and cached[0] == moment:
-            return cached[1]
-        telemetry = await self.rt.work(self._telemetry, data, verified)
-        self.telemetry[proposal_id] = (moment, telemetry)
-        metrics = telemetry.metrics
-        if settles is not None and metrics is not None and metrics.pending:
-            self.settling[proposal_id] = settles
-            await self.rt.call(self.rt.links.refresh_card_at, proposal_id, settles)
-        elif self.settling.pop(proposal_id, None) is not None:
-            await self.rt.call(self.rt.links.refreshed, proposal_id)
-        return telemetry
-
-    def _telemetry(self, data: CardData, verified: datetime | None) -> Telemetry:
-        return summarize(
-            self.rt.reader_for(data.proposal.cluster),
-            data.proposal,
-            prometheus=self.rt.workflow.prometheus,
-            verified_at=verified,
-        )
 
     # ------------------------------------------------------------------ Web API
 
@@ -665,11 +545,11 @@ class Follower:
         """``post``, and Slack's error when it failed (``not_in_channel``, ``ratelimited`` once
         the retries are spent, or the network's). A post into an incident's thread that Slack
         says is gone goes to the incident's new thread (``relink``)."""
-        posted, why = await self._post(where, body, fallback)
+        posted, why = await chat.post(self.client, where, body, fallback)
         if posted is None and where.ts and why in GONE:
             moved = await self._moved(where)
             if moved is not None:
-                posted, why = await self._post(moved, body, fallback)
+                posted, why = await chat.post(self.client, moved, body, fallback)
         return posted, why
 
     async def _moved(self, gone: MessageRef) -> MessageRef | None:
@@ -680,33 +560,3 @@ class Follower:
         if incident_id is None:
             return None  # not an incident's thread (a reply where someone asked)
         return await self.relink(incident_id, gone)
-
-    async def _post(
-        self, where: MessageRef, body: list[Block], fallback: str
-    ) -> tuple[MessageRef | None, str]:
-        kwargs: dict[str, Any] = {"thread_ts": where.ts} if where.ts else {}
-        try:
-            response = await self.client.chat_postMessage(
-                channel=where.channel, text=b.fallback(fallback), blocks=b.render(body), **kwargs
-            )
-        except SlackApiError as error:
-            why = str(error.response.get("error") or "error")
-            log.error("chat.postMessage failed: %s", why)
-            return None, why
-        except (aiohttp.ClientError, TimeoutError) as error:
-            why = f"Slack could not be reached ({type(error).__name__})"
-            log.error("chat.postMessage failed: %s", why)
-            return None, why
-        return MessageRef(str(response["channel"]), str(response["ts"])), ""
-
-    async def _update(self, where: MessageRef, body: list[Block], fallback: str) -> str:
-        """Edit a message in place; Slack's error when it failed ("" when it did not)."""
-        try:
-            await self.client.chat_update(
-                channel=where.channel, ts=where.ts, text=b.fallback(fallback), blocks=b.render(body)
-            )
-        except SlackApiError as error:
-            why = str(error.response.get("error") or "error")
-            log.error("chat.update failed: %s", why)
-            return why
-        return ""

@@ -9,7 +9,7 @@ from slack_sdk.models.blocks import Block
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import blocks as b
-from bot import cards, parking
+from bot import buttons, cards, parking
 from bot.authz import Gate
 from bot.policy_view import grant_blocks, listed_grants
 from bot.runtime import Runtime
@@ -43,7 +43,7 @@ async def publish(runtime: Runtime, gate: Gate, client: AsyncWebClient, user: st
                         proposal.id, cards.title(proposal), proposal.requester
                     )
                 ),
-                *cards.answer_row(proposal),
+                *buttons.answer_row(proposal),
             ]
         else:
             lines.append(command_words.home_pending(proposal.id, cards.title(proposal), link))

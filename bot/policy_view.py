@@ -10,7 +10,7 @@ from datetime import datetime
 from slack_sdk.models.blocks import Block
 
 from bot import blocks as b
-from bot import cards, text
+from bot import buttons, text
 from bot.runtime import Runtime
 from bot.text import card_words, command_words
 from policies.evaluate import Grant, listed_standing
@@ -95,7 +95,7 @@ def grant_blocks(grants: list[ListedGrant]) -> list[Block]:
             if g.standing == "tampered"
             else b.button(
                 command_words.REVOKE,
-                cards.REVOKE,
+                buttons.REVOKE,
                 g.grant.id,
                 ask=b.confirm(
                     command_words.REVOKE,

@@ -34,9 +34,9 @@ from store.errors import Remedy, StratusError
 from store.locks import holder_name
 from tools import actions, crashpoints, errors, secrets
 from tools.actions import UNDO, WritePlan
-from tools.executor import Replan, WriteRecord
 from tools.identity import KubeIdentity
 from tools.objects import ObjectRef
+from tools.write_steps import Replan, WriteRecord
 from undo.conflicts import UndoConflict
 from undo.entries import UNDONE
 from undo.stack import check_record, plan_inverse

@@ -27,6 +27,10 @@ recovery *fences* the object (``tools.fences``) — a write under the same preco
 only marks it, or for a create the approved create itself — so that exactly one of the two can
 land, and judges again from what the object shows. While a write to an object is unknown, no
 other write to that object starts.
+
+The values a write passes through (``WriteRecord``, ``Sent``, ``AppliedWrite``) and the
+errors that stop it on the way are in ``tools.write_steps``; reading the object right after a
+lost answer is ``LostWrites.answer_lost`` (``tools.lost_writes``), beside recovery's judging.
 """
 
 from __future__ import annotations
@@ -36,7 +40,6 @@ import logging
 import socket
 import sqlite3
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -44,107 +47,16 @@ from store.audit import AuditLog
 from store.db import Store, StoreError
 from store.locks import LeaseLocks, holder_alive, holder_name
 from store.records import ABORTED, FAILED, PENDING, Execution, ExecutionLog
-from tools import crashpoints, errors, secrets
+from tools import crashpoints, errors, secrets, write_steps
 from tools.actions import Action, WritePlan
 from tools.identity import KubeIdentity
 from tools.k8s import KubeClient
-from tools.landing import was_applied
 from tools.lost_writes import Judged, LostWrites, Resolution
-from tools.objects import ObjectRef, same_object
+from tools.objects import ObjectRef
 from tools.scope import WriteScope
+from tools.write_steps import AppliedWrite, Replan, Sent, WriteRecord
 
 log = logging.getLogger("stratus.executor")
-
-
-@dataclass(frozen=True)
-class WriteRecord:
-    """What the write-ahead record says about a write besides its plan."""
-
-    action: str
-    intent: str
-    proposal_id: str | None = None
-    incident_id: str | None = None
-    inverse_of: str | None = None  # the execution this write undoes
-    needs_inverse: bool = True  # False for an irreversible action: no Secret keeper to keep
-    # Whom the dry-run and the write are sent as (impersonation); None: Stratus itself.
-    writer: KubeIdentity | None = None
-
-
-@dataclass(frozen=True)
-class Sent:
-    """A write that reached the object (read back when its answer was lost), not yet recorded
-    as applied: ``held.recording(sent)`` does that."""
-
-    ref: ObjectRef
-    execution_id: str
-    plan: WritePlan
-    written: dict[str, Any] | None
-    record: WriteRecord
-
-
-class Replan(errors.Conflict):
-    """The object moved between the read and the write (the dry-run or the write met 409):
-    nothing was written; read and plan again. Raised once per held object; the second time
-    the executor raises the "keeps changing" conflict instead."""
-
-
-class AppliedWrite:
-    """A write just marked applied, inside the transaction that records it
-    (``HeldObject.recording``, ``Executor.settling``). The caller pushes its undo entry
-    (``undo.entries``), then ``audit(undo_entry=…)`` writes the write's audit row naming that
-    entry, then the caller writes its own rows; all commit together. Leaving the block
-    without the audit row rolls the transaction back: an applied write is never unaudited."""
-
-    def __init__(
-        self,
-        executor: Executor,
-        *,
-        execution: Execution,
-        ref: ObjectRef,
-        plan: WritePlan,
-        record: WriteRecord,
-        actor: str,
-        verdict: str,
-    ) -> None:
-        self._executor = executor
-        self.execution = execution  # as recorded now: applied, with the resourceVersion written
-        self.ref = ref
-        self.plan = plan
-        self.record = record
-        self.actor = actor
-        self.verdict = verdict  # applied, or possibly applied (recovery)
-        self.audited = False
-
-    def audit(self, *, undo_entry: str | None) -> None:
-        """The write's audit row, naming its undo entry (None: an undo, which pushes none)."""
-        record, plan = self.record, self.plan
-        self._executor.audit.append(
-            actor=self.actor,
-            event="undo" if record.inverse_of else "write",
-            subject=str(self.ref),
-            payload={
-                "execution": self.execution.id,
-                "action": record.action,
-                "intent": record.intent,
-                "operation": plan.operation,
-                "undo_entry": undo_entry,
-                "inverse_of": record.inverse_of,
-                "incident": record.incident_id,
-                "diff": plan.diff,
-                "verdict": self.verdict,
-                "record_digest": self.execution.before_digest,
-                **({"sent_as": str(record.writer)} if record.writer else {}),
-                **({"cluster": self.execution.cluster} if self.execution.cluster else {}),
-            },
-        )
-        self.audited = True
-
-    def check_audited(self) -> None:
-        if not self.audited:
-            raise RuntimeError(
-                f"execution {self.execution.id} was marked applied without its audit row; "
-                "the transaction is rolled back"
-            )
 
 
 class Executor:
@@ -301,7 +213,7 @@ class Executor:
                 execution_id, written_rv if verdict == "applied" else None
             )
             applied = AppliedWrite(
-                self,
+                self.audit,
                 execution=execution,
                 ref=ref,
                 plan=plan,
@@ -311,34 +223,6 @@ class Executor:
             )
             yield applied
             applied.check_audited()
-
-    def _settle_lost_write(
-        self, execution_id: str, ref: ObjectRef, plan: WritePlan, lost: errors.Unavailable
-    ) -> dict[str, Any] | None:
-        """The write was sent and its answer lost. Read the object to tell whether it landed;
-        if that cannot be told, leave the record pending for recovery and say so."""
-        try:
-            current = self.kube.find(ref)
-        except errors.ToolError:
-            current = None
-            verdict = "cannot tell"
-        else:
-            verdict = was_applied(plan.operation, current, plan.before, plan.after)
-        if verdict == "yes":
-            return current
-        # Unchanged is not proof: a gateway may answer 504 while the write is still on its
-        # way. The record stays pending, owned by nobody; recovery decides after a grace
-        # period (``settle_after``) — applied if it landed, not applied if it never did.
-        with contextlib.suppress(sqlite3.Error, StoreError):
-            # A database that fails now leaves the record owned by this process: recovery
-            # takes it over when the process has ended, which is as good.
-            self.executions.orphan(execution_id, f"outcome unknown: {lost.message}")
-        raise errors.OutcomeUnknown(
-            f"{ref}: the API server did not confirm the write ({lost.message}); the record "
-            f"{execution_id} stays pending until recovery reads the object and decides",
-            subject=str(ref),
-            details={"execution": execution_id},
-        ) from lost
 
     def _keep_secret(self, execution_id: str, plan: WritePlan) -> bool:
         """Before a Secret is overwritten, its values go to a keeper in the cluster (never to
@@ -529,7 +413,7 @@ class HeldObject:
     def check(self, plan: WritePlan) -> None:
         """The write goes only to the object that was checked: a plan (or a stored
         before-image) that names another object is refused before anything is sent."""
-        _check_identity(plan, self.ref)
+        write_steps.check_identity(plan, self.ref)
 
     def apply(self, plan: WritePlan, *, record: WriteRecord) -> Sent:
         """Server dry-run → write-ahead record → the write. ``Replan`` when the object moved
@@ -586,7 +470,7 @@ class HeldObject:
                 executor.forget_secret(execution_id, ref.namespace)
             raise self._moved() from conflict
         except errors.Unavailable as lost:
-            written = executor._settle_lost_write(execution_id, ref, plan, lost)
+            written = executor.lost.answer_lost(execution_id, ref, plan, lost)
         except errors.ToolError as error:
             executor.executions.finish(execution_id, FAILED, error.message)
             if keeps:
@@ -614,49 +498,13 @@ class HeldObject:
             ) as applied:
                 yield applied
         except (sqlite3.Error, StoreError) as failure:
-            raise _not_recorded(sent.ref, sent.record.intent, sent.execution_id, failure) from (
-                failure
-            )
+            raise write_steps.not_recorded(
+                sent.ref, sent.record.intent, sent.execution_id, failure
+            ) from failure
         crashpoints.reached("recorded")
 
     def _moved(self) -> errors.Conflict:
         self.conflicts += 1
         if self.conflicts >= 2:
-            return _keeps_changing(self.ref)
+            return write_steps.keeps_changing(self.ref)
         return Replan(f"{self.ref} changed since it was read; read it again", subject=str(self.ref))
-
-
-def _check_identity(plan: WritePlan, ref: ObjectRef) -> None:
-    """The write goes only to the object that was checked: a plan (or a stored before-image)
-    that names another object is refused before anything is sent."""
-    for body in (plan.before, plan.after):
-        if not same_object(body, ref):
-            meta = (body or {}).get("metadata") or {}
-            raise errors.Tampered(
-                f"refusing to write: the planned object "
-                f"{(body or {}).get('kind')}/{meta.get('namespace')}/{meta.get('name')} is not "
-                f"{ref}",
-                subject=str(ref),
-            )
-
-
-def _not_recorded(
-    ref: ObjectRef, intent: str, execution_id: str, failure: Exception
-) -> errors.NotRecorded:
-    why = failure.message if isinstance(failure, StoreError) else str(failure)
-    return errors.NotRecorded(
-        f"the change is in the cluster ({intent}), but the database could not record it "
-        f"({why}); its record {execution_id} stays pending, and recovery records it as "
-        "applied, with its undo entry, the next time Stratus runs once the database takes "
-        "writes again",
-        subject=str(ref),
-        details={"execution": execution_id},
-    )
-
-
-def _keeps_changing(ref: ObjectRef) -> errors.Conflict:
-    return errors.Conflict(
-        f"{ref} keeps changing under Stratus: it changed again after a fresh read; nothing "
-        "was written",
-        subject=str(ref),
-    )

@@ -2,19 +2,24 @@
 docstring tells the whole rule). ``judge`` reads the object; while it cannot tell and the
 grace period (``settle_after`` from the moment the write was sent) has not passed, it says
 "cannot tell yet"; past it, it *fences* the object (``tools.fences``) so that exactly one of
-the write and the fence can land, and judges again from what the object then shows."""
+the write and the fence can land, and judges again from what the object then shows.
+``answer_lost`` is the same question asked at once, by the write that lost its answer: the
+object read right away, and the record left pending for recovery when it does not say."""
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from store.audit import AuditLog
 from store.clock import parse_stamp
-from store.db import Store
-from store.records import Execution
+from store.db import Store, StoreError
+from store.records import Execution, ExecutionLog
 from tools import errors, fences, secrets
+from tools.actions import WritePlan
 from tools.k8s import KubeClient
 from tools.landing import moved_past, planned_rv, was_applied
 from tools.objects import FENCE_ANNOTATION, ObjectRef, same_object
@@ -50,7 +55,8 @@ class Judged:
 
 
 class LostWrites:
-    """Judges the writes recovery found unsettled, and fences the ones still unknown."""
+    """Judges the writes recovery found unsettled, and fences the ones still unknown; reads the
+    object right after a write whose answer was lost."""
 
     def __init__(
         self,
@@ -201,6 +207,35 @@ class LostWrites:
             raise errors.NotFound("the values of the Secret it creates are not kept anywhere")
         kept = self.kube.find(secrets.keeper_ref(execution.inverse_of, execution.namespace))
         return secrets.restored(body, kept, execution_id=execution.inverse_of)
+
+    def answer_lost(
+        self, execution_id: str, ref: ObjectRef, plan: WritePlan, lost: errors.Unavailable
+    ) -> dict[str, Any] | None:
+        """A write just sent whose answer was lost (the executor's path, not recovery): read
+        the object to tell whether it landed; if that cannot be told, leave the record pending
+        for recovery and say so."""
+        try:
+            current = self.kube.find(ref)
+        except errors.ToolError:
+            current = None
+            verdict = "cannot tell"
+        else:
+            verdict = was_applied(plan.operation, current, plan.before, plan.after)
+        if verdict == "yes":
+            return current
+        # Unchanged is not proof: a gateway may answer 504 while the write is still on its
+        # way. The record stays pending, owned by nobody; recovery decides after a grace
+        # period (``settle_after``) — applied if it landed, not applied if it never did.
+        with contextlib.suppress(sqlite3.Error, StoreError):
+            # A database that fails now leaves the record owned by this process: recovery
+            # takes it over when the process has ended, which is as good.
+            ExecutionLog(self.store).orphan(execution_id, f"outcome unknown: {lost.message}")
+        raise errors.OutcomeUnknown(
+            f"{ref}: the API server did not confirm the write ({lost.message}); the record "
+            f"{execution_id} stays pending until recovery reads the object and decides",
+            subject=str(ref),
+            details={"execution": execution_id},
+        ) from lost
 
     def settles_by(self, execution: Execution) -> datetime:
         """When a sent write that the object does not show is declared "not applied": a write

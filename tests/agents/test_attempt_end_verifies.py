@@ -20,7 +20,7 @@ import pytest
 from agents.model import Candidate, Step
 from agents.planner import Planner
 from agents.planner.offline import OfflinePlanner
-from bot import cards
+from bot import buttons, cards
 from incidents.memory import past_outcomes
 from incidents.model import IncidentState
 from incidents.settings import WorkflowConfig
@@ -291,10 +291,10 @@ def test_no_grant_lets_an_undo_put_the_cause_back_and_its_card_offers_none(
     assert undo.state == P.AWAITING_APPROVAL, undo.decision.reason  # not under the grant
     assert undo.decision.grant is None and not undo.decision.remember
     card = cards.proposal_card(undo, incident=None, telemetry=None)
-    buttons = [
+    action_ids = [
         getattr(e, "action_id", "") for block in card for e in getattr(block, "elements", []) or []
     ]
-    assert cards.APPROVE in buttons and cards.ALWAYS not in buttons, buttons
+    assert buttons.APPROVE in action_ids and buttons.ALWAYS not in action_ids, action_ids
     with pytest.raises(StratusError):
         service.answer(undo.id, user="U0CAROL", choice="always")
     assert provider(kube) == "mock"

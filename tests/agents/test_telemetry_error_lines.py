@@ -7,7 +7,7 @@ from __future__ import annotations
 from agents.health import HealthScore
 from agents.telemetry import error_lines, summarize
 from agents.verify import look
-from bot import cards
+from bot import buttons, cards
 from bot.telemetry import telemetry_text
 from proposals.model import Proposal
 from proposals.service import ProposalService
@@ -80,6 +80,6 @@ def test_long_lines_are_cut_at_a_word_with_a_way_to_see_them_whole() -> None:
     assert len(cut) <= 120
     assert "ERROR oldest" not in line and "ERROR second" in line
     assert "1 more" in shown and "See the error lines" in shown
-    assert cards.LOGS in str(cards.telemetry_blocks(summary, "prop-1"))
+    assert buttons.LOGS in str(cards.telemetry_blocks(summary, "prop-1"))
     whole = Telemetry(pods="1/1", errors=["ERROR one short line"])
-    assert cards.LOGS not in str(cards.telemetry_blocks(whole, "prop-1"))
+    assert buttons.LOGS not in str(cards.telemetry_blocks(whole, "prop-1"))

@@ -158,7 +158,7 @@ async def test_the_card_shows_its_chart_and_links_and_redraws_it_after_the_chang
     assert share["file"]["alt_txt"] == image["alt_text"]
 
     # The chart's data: the series Prometheus answers for the card's own PromQL.
-    telemetry = handle.bot.follower.telemetry[pid][1] if handle.bot else None
+    telemetry = handle.bot.follower.figures.telemetry[pid][1] if handle.bot else None
     assert telemetry is not None and telemetry.metrics is not None
     metrics = telemetry.metrics
     chart = chart_for(metrics)
@@ -217,7 +217,9 @@ async def test_the_card_shows_its_chart_and_links_and_redraws_it_after_the_chang
     assert uploaded(messages, new_id) is not None
     assert uploaded(messages, file_id) is None, "the old chart is still in the thread"
     proposal = await handle.runtime.call(handle.runtime.service.get, pid)
-    redrawn = chart_for(handle.bot.follower.telemetry[pid][1].metrics) if handle.bot else None
+    redrawn = (
+        chart_for(handle.bot.follower.figures.telemetry[pid][1].metrics) if handle.bot else None
+    )
     assert redrawn is not None and redrawn.changed_at is not None
     assert abs(redrawn.changed_at - proposal.updated_at.timestamp()) < 1.0
     assert redrawn.after == (redrawn.changed_at, redrawn.end)

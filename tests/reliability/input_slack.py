@@ -29,7 +29,7 @@ from aiohttp import web
 from aiohttp.streams import StreamReader
 from aiohttp.test_utils import make_mocked_request
 
-from bot import cards, http, parking, replay
+from bot import buttons, http, parking, replay
 from bot.app import StratusBot
 from store.db import Store
 from tests.bot.test_malformed import CLICK, EVENT, HOME, MENTION, SUBMIT, paths
@@ -182,7 +182,9 @@ class LogErrors(logging.Handler):
                 self.found.append(f"{record.name}: {record.getMessage()[:300]}")
 
 
-def home_click(user: str, proposal: str, choice: str = cards.APPROVE, *, stamp: str = "9.1") -> str:
+def home_click(
+    user: str, proposal: str, choice: str = buttons.APPROVE, *, stamp: str = "9.1"
+) -> str:
     """A click on a proposal's button in the clicker's App Home, as Slack sends it (JSON)."""
     button = {"type": "button", "action_id": choice, "value": proposal}
     payload = {
@@ -204,17 +206,17 @@ def home_click(user: str, proposal: str, choice: str = cards.APPROVE, *, stamp: 
 # ------------------------------------------------------------------ the generator
 
 ACTION_IDS = (
-    cards.APPROVE,
-    cards.ALWAYS,
-    cards.PLAN,
-    cards.REJECT,
-    cards.OTHER,
-    cards.UNDO,
-    cards.FORCE_UNDO,
-    cards.DIFF,
-    cards.LOGS,
-    cards.REVOKE,
-    cards.LOOK_AGAIN,
+    buttons.APPROVE,
+    buttons.ALWAYS,
+    buttons.PLAN,
+    buttons.REJECT,
+    buttons.OTHER,
+    buttons.UNDO,
+    buttons.FORCE_UNDO,
+    buttons.DIFF,
+    buttons.LOGS,
+    buttons.REVOKE,
+    buttons.LOOK_AGAIN,
     parking.RETRY,
     "stratus.not-ours",
 )
@@ -306,7 +308,7 @@ class Generator:
                     {
                         "type": "actions",
                         "elements": [
-                            {"type": "button", "action_id": cards.APPROVE, "value": value}
+                            {"type": "button", "action_id": buttons.APPROVE, "value": value}
                         ],
                     }
                 ],
@@ -323,7 +325,7 @@ class Generator:
             "value": value,
             "action_ts": f"{self.rng.randrange(10**9)}.{self.rng.randrange(10**6)}",
         }
-        if action["action_id"] == cards.OTHER:
+        if action["action_id"] == buttons.OTHER:
             action.pop("value")
             action["type"] = "static_select"
             action["selected_option"] = {"value": value}

@@ -26,7 +26,7 @@ from urllib.parse import urlencode
 import pytest
 
 from agents.planner.offline import OfflinePlanner
-from bot import cards, http, replay
+from bot import buttons, http, replay
 from bot.app import StratusBot
 from bot.config import BotConfig
 from bot.runtime import Runtime
@@ -218,8 +218,8 @@ async def _run(w: World, errors: LogErrors) -> None:
     # 2. Forged: what a real approver would send, and generated requests, signed wrongly.
     genuine = [
         _command("pause", ADMIN),
-        _approve_from_home(w, ADMIN, w.targets.waiting[0], cards.APPROVE),
-        _approve_from_home(w, ADMIN, w.targets.waiting[1], cards.ALWAYS),
+        _approve_from_home(w, ADMIN, w.targets.waiting[0], buttons.APPROVE),
+        _approve_from_home(w, ADMIN, w.targets.waiting[1], buttons.ALWAYS),
     ]
     forgeries = 0
     for case in range(FORGED):
@@ -268,7 +268,7 @@ async def _run(w: World, errors: LogErrors) -> None:
     replays += 1
 
     # 4. The measure sees a vote: the approver's click in their App Home counts.
-    vote = _approve_from_home(w, ADMIN, w.targets.waiting[0], cards.APPROVE)
+    vote = _approve_from_home(w, ADMIN, w.targets.waiting[0], buttons.APPROVE)
     assert (await w.send(vote, signed_headers(vote, FORM))).status == 200
     for _ in range(100):
         if w.recorded().audit > resumed[0].audit:

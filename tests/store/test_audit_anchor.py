@@ -1,9 +1,10 @@
 """The audit log's anchor: keyed rows and checkpoints outside the database.
 
-Each attack is done the way someone holding the database file would do it: a raw sqlite3
-connection that drops the append-only triggers, and plain SHA-256 to recompute a chain. The
-matrix says, for each attack, whether verify detects it with ``STRATUS_AUDIT_KEY`` set and
-without it; both columns are asserted exactly.
+How rows are keyed and checked with ``STRATUS_AUDIT_KEY`` (a wrong, missing or empty key is
+named), when checkpoints are written (one per committed transaction, none for a rolled-back
+one, every commit of threads appending at once), and how verify reads the anchor file: where
+it is, a missing, unwritable, torn or unreadable one, and rows a crash left unanchored. The
+attacks on the two files are in test_audit_attacks.py.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,233 +21,30 @@ import pytest
 from store import anchor
 from store.audit import AuditAnchorError, AuditLog
 from store.audit import _row_hash as row_hash
-from store.clock import ManualClock
 from store.db import Store
 from store.integrity import KEY_ENV, AuditKeyError
 from tests.conftest import stratus
-
-KEY = "correct horse battery staple"
-
-
-@pytest.fixture(autouse=True)
-def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(KEY_ENV, raising=False)
-    monkeypatch.delenv(anchor.ENV, raising=False)
-
-
-@pytest.fixture(params=[True, False], ids=["keyed", "unkeyed"])
-def keyed(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
-    if request.param:
-        monkeypatch.setenv(KEY_ENV, KEY)
-    return bool(request.param)
-
-
-def _log_with_rows(path: Path, rows: int = 5) -> None:
-    """``rows`` rows, one commit (and one checkpoint) each."""
-    store = Store(path, clock=ManualClock())
-    log = AuditLog(store)
-    for index in range(rows):
-        log.append(
-            actor=f"user-{index}",
-            event="write",
-            subject=f"deployment/app-{index}",
-            payload={"index": index},
-        )
-    store.close()
-
-
-def _report(path: Path) -> tuple[list[str], list[str]]:
-    store = Store(path)
-    report = AuditLog(store).verify_report()
-    store.close()
-    return list(report.problems), list(report.warnings)
-
-
-def _anchor_lines(path: Path, *, prepared: bool = False) -> list[dict[str, object]]:
-    """The confirmed checkpoints (written after their commits), or the prepared ones."""
-    target = Path(str(path) + ".anchor")
-    lines = [json.loads(line) for line in target.read_text().splitlines()]
-    return [line for line in lines if bool(line.get("prepared")) == prepared]
-
-
-def _tamper(path: Path, *statements: str) -> None:
-    connection = sqlite3.connect(path)
-    connection.execute("DROP TRIGGER IF EXISTS audit_log_no_update")
-    connection.execute("DROP TRIGGER IF EXISTS audit_log_no_delete")
-    for statement in statements:
-        connection.execute(statement)
-    connection.commit()
-    connection.close()
-
-
-def _rechain(path: Path, edit: Callable[[list[list[object]]], None]) -> None:
-    """Edit the rows, then recompute the whole chain and the head with plain SHA-256: all
-    someone without the key can do."""
-    connection = sqlite3.connect(path)
-    connection.execute("DROP TRIGGER IF EXISTS audit_log_no_update")
-    connection.execute("DROP TRIGGER IF EXISTS audit_log_no_delete")
-    rows = [list(r) for r in connection.execute("SELECT * FROM audit_log ORDER BY seq")]
-    edit(rows)
-    prev = "0" * 64
-    for row in rows:
-        row[6] = prev
-        row[7] = prev = row_hash(*row[:7])  # type: ignore[arg-type]
-    connection.execute("DELETE FROM audit_log")
-    connection.executemany("INSERT INTO audit_log VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
-    connection.execute("UPDATE audit_head SET seq = ?, hash = ?", [rows[-1][0], prev])
-    connection.commit()
-    connection.close()
-
-
-def _truncate_and_move_head(path: Path) -> None:
-    _tamper(
-        path,
-        "DELETE FROM audit_log WHERE seq > 3",
-        "UPDATE audit_head SET seq = 3, hash = (SELECT hash FROM audit_log WHERE seq = 3)",
-    )
-
-
-def _delete_everything(path: Path) -> None:
-    _tamper(path, "DELETE FROM audit_log", "DELETE FROM audit_head")
-
-
-def _rewrite_consistently(path: Path) -> None:
-    def edit(rows: list[list[object]]) -> None:
-        rows[1][2] = "someone-else"
-
-    _rechain(path, edit)
-
-
-def _append_forged_row(path: Path) -> None:
-    connection = sqlite3.connect(path)
-    seq, prev = connection.execute("SELECT seq, hash FROM audit_head").fetchone()
-    row = [seq + 1, "2026-01-01T13:00:00.000000Z", "mallory", "write", "deployment/x", "{}", prev]
-    digest = row_hash(*row)  # type: ignore[arg-type]
-    connection.execute("INSERT INTO audit_log VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [*row, digest])
-    connection.execute("UPDATE audit_head SET seq = ?, hash = ?", [seq + 1, digest])
-    connection.commit()
-    connection.close()
-
-
-def _forged_row_then_stratus_appends(path: Path) -> None:
-    _append_forged_row(path)
-    store = Store(path)
-    AuditLog(store).append(actor="stratus", event="write", subject="deployment/y")
-    store.close()
-
-
-def _edit_a_checkpoint(path: Path) -> None:
-    target = Path(str(path) + ".anchor")
-    lines = target.read_text().splitlines()
-    stored = json.loads(lines[5])["hash"]  # row 3's confirmed checkpoint, after its prepared one
-    lines[5] = lines[5].replace(stored, stored[:-8] + "ffffffff")
-    target.write_text("\n".join(lines) + "\n")
-
-
-def _rewrite_database_and_anchor(path: Path) -> None:
-    """Someone holding both files: rewrite the chain, then write a matching anchor file."""
-    _rewrite_consistently(path)
-    connection = sqlite3.connect(path)
-    rows = connection.execute("SELECT seq, hash FROM audit_log ORDER BY seq").fetchall()
-    connection.close()
-    lines = [
-        anchor.Checkpoint(seq, seq, digest, "2026-01-01T12:00:00.000000Z").encode()
-        for seq, digest in rows
-    ]
-    Path(str(path) + ".anchor").write_bytes(b"".join(lines))
-
-
-def _delete_anchor(path: Path) -> None:
-    Path(str(path) + ".anchor").unlink()
-
-
-def _delete_anchor_then_stratus_appends(path: Path) -> None:
-    _delete_anchor(path)
-    store = Store(path)
-    AuditLog(store).append(actor="stratus", event="write", subject="deployment/y")
-    store.close()
-
-
-def _cut_both_files(path: Path) -> None:
-    """Someone holding both files cuts both at the same row."""
-    _truncate_and_move_head(path)
-    target = Path(str(path) + ".anchor")
-    target.write_text("\n".join(target.read_text().splitlines()[:6]) + "\n")  # rows 1-3
-
-
-def _wipe_both_files_then_stratus_appends(path: Path) -> None:
-    _delete_everything(path)
-    _delete_anchor(path)
-    store = Store(path)
-    AuditLog(store).append(actor="stratus", event="write", subject="deployment/y")
-    store.close()
-
-
-# attack, words verify uses with a key, detected without a key (and the words then)
-ATTACKS: list[tuple[Callable[[Path], None], str, str | None]] = [
-    (_truncate_and_move_head, "rows 4-5 were removed from the end", "rows 4-5 were removed"),
-    (_delete_everything, "every row was deleted", "every row was deleted"),
-    (_rewrite_consistently, "the chain was rewritten", "the chain was rewritten"),
-    (_append_forged_row, "row 6 is not keyed", "row 6 is not anchored and not keyed"),
-    (
-        _forged_row_then_stratus_appends,
-        "row 6 is not keyed",
-        "row 6 is not anchored and not keyed",
-    ),
-    (_edit_a_checkpoint, "line 6 (row 3) fails its HMAC", "the chain was rewritten"),
-    (_rewrite_database_and_anchor, "the newest checkpoint (row 5) is not keyed", None),
-    (_delete_anchor, "anchor file", "anchor file"),
-    (_delete_anchor_then_stratus_appends, "is missing", "is missing"),
-]
-
-
-@pytest.mark.parametrize(
-    ("attack", "with_key", "without_key"), ATTACKS, ids=[a[0].__name__ for a in ATTACKS]
+from tests.store.audit_files import (
+    KEY,
+    anchor_lines,
+    clean_environment,
+    keyed,
+    log_with_rows,
+    report_of,
+    tamper,
 )
-def test_attacks_on_the_audit_log(
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    attack: Callable[[Path], None],
-    with_key: str,
-    without_key: str | None,
-) -> None:
-    for key in (KEY, None):
-        path = tmp_path / f"{'keyed' if key else 'plain'}.db"
-        if key:
-            monkeypatch.setenv(KEY_ENV, key)
-        else:
-            monkeypatch.delenv(KEY_ENV, raising=False)
-        _log_with_rows(path)
-        assert _report(path) == ([], [])
-        attack(path)
-        problems, _ = _report(path)
-        expected = with_key if key else without_key
-        if expected is None:
-            assert problems == [], problems
-        else:
-            assert any(expected in p for p in problems), (key, problems)
 
-
-@pytest.mark.parametrize("attack", [_cut_both_files, _wipe_both_files_then_stratus_appends])
-def test_what_no_anchor_can_catch(
-    tmp_path: Path, keyed: bool, attack: Callable[[Path], None]
-) -> None:
-    """Someone who can write both files can cut or wipe both, key or not (docs/audit.md:
-    keep the anchor where the database's writer cannot rewrite it)."""
-    path = tmp_path / "db.sqlite"
-    _log_with_rows(path)
-    attack(path)
-    assert _report(path) == ([], [])
+__all__ = ["clean_environment", "keyed"]  # fixtures of audit_files.py (one autouse)
 
 
 def test_rows_are_keyed_with_the_key(tmp_path: Path, keyed: bool) -> None:
     path = tmp_path / "db.sqlite"
-    _log_with_rows(path, rows=3)
+    log_with_rows(path, rows=3)
     connection = sqlite3.connect(path)
     hashes = [h for (h,) in connection.execute("SELECT hash FROM audit_log ORDER BY seq")]
     connection.close()
     assert all(h.startswith("hmac-sha256:") == keyed for h in hashes)
-    assert all(("mac" in line) == keyed for line in _anchor_lines(path))
+    assert all(("mac" in line) == keyed for line in anchor_lines(path))
     store = Store(path)
     report = AuditLog(store).verify_report()
     assert (report.rows, report.anchored_seq, report.keyed, report.intact) == (3, 3, keyed, True)
@@ -257,23 +54,23 @@ def test_rows_are_keyed_with_the_key(tmp_path: Path, keyed: bool) -> None:
 
 def test_an_edited_keyed_row_fails_its_hmac(tmp_path: Path, keyed: bool) -> None:
     path = tmp_path / "db.sqlite"
-    _log_with_rows(path)
-    _tamper(path, "UPDATE audit_log SET actor = 'mallory' WHERE seq = 3")
-    problems, _ = _report(path)
+    log_with_rows(path)
+    tamper(path, "UPDATE audit_log SET actor = 'mallory' WHERE seq = 3")
+    problems, _ = report_of(path)
     assert "row 3 was edited (its content no longer matches its hash)" in problems
 
 
 def test_a_wrong_or_missing_key_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "db.sqlite"
     monkeypatch.setenv(KEY_ENV, KEY)
-    _log_with_rows(path)
+    log_with_rows(path)
     monkeypatch.setenv(KEY_ENV, "another key")
-    problems, _ = _report(path)
+    problems, _ = report_of(path)
     assert "rows 1-5 were edited (their content no longer matches their hash)" in problems
     assert any("no keyed row matches its HMAC" in p for p in problems)
     assert sum("fails its HMAC" in p for p in problems) == 10  # 5 prepared, 5 confirmed
     monkeypatch.delenv(KEY_ENV)
-    problems, _ = _report(path)
+    problems, _ = report_of(path)
     assert problems == [
         "the log is keyed (5 rows, 10 checkpoints) but STRATUS_AUDIT_KEY is not set: "
         "their HMACs cannot be checked"
@@ -284,9 +81,9 @@ def test_a_log_started_without_a_key_stays_verifiable_with_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "db.sqlite"
-    _log_with_rows(path, rows=3)
+    log_with_rows(path, rows=3)
     monkeypatch.setenv(KEY_ENV, KEY)
-    problems, _ = _report(path)
+    problems, _ = report_of(path)
     assert problems == [
         "the newest checkpoint (row 3) is not keyed although STRATUS_AUDIT_KEY is set: the "
         "anchor file was rewritten without the key, or nothing was appended since the key "
@@ -306,12 +103,12 @@ def test_a_log_started_without_a_key_stays_verifiable_with_one(
     # An unkeyed row written after keyed ones (by hand) is named.
     [(prev,)] = store.db.execute("SELECT hash FROM audit_log WHERE seq = 4").fetchall()
     forged = row_hash(5, "2030-01-01T00:00:00+00:00", "stratus", "write", "s", "{}", prev)
-    _tamper(
+    tamper(
         path,
         "INSERT INTO audit_log VALUES (5, '2030-01-01T00:00:00+00:00', 'stratus', 'write', "
         f"'s', '{{}}', '{prev}', '{forged}')",
     )
-    _tamper(path, f"UPDATE audit_head SET seq = 5, hash = '{forged}'")
+    tamper(path, f"UPDATE audit_head SET seq = 5, hash = '{forged}'")
     problems = AuditLog(store).verify()
     assert any("row 5 is not keyed although earlier rows are" in p for p in problems)
     store.close()
@@ -330,7 +127,7 @@ def test_a_rolled_back_nested_append_leaves_neither_row_nor_checkpoint(
     tmp_path: Path, keyed: bool
 ) -> None:
     path = tmp_path / "db.sqlite"
-    _log_with_rows(path, rows=1)
+    log_with_rows(path, rows=1)
     store = Store(path)
     log = AuditLog(store)
     with pytest.raises(RuntimeError), store.immediate():
@@ -342,17 +139,17 @@ def test_a_rolled_back_nested_append_leaves_neither_row_nor_checkpoint(
             log.append(actor="a", event="write", subject="s")
             log.append(actor="a", event="write", subject="s")
         raise RuntimeError("the state change failed")
-    assert log.count() == 1 and len(_anchor_lines(path)) == 1
+    assert log.count() == 1 and len(anchor_lines(path)) == 1
     assert store.query("SELECT COUNT(*) AS n FROM incidents")[0]["n"] == 0
     assert log.append(actor="a", event="write", subject="s") == 2
-    assert [(c["first"], c["seq"]) for c in _anchor_lines(path)] == [(1, 1), (2, 2)]
+    assert [(c["first"], c["seq"]) for c in anchor_lines(path)] == [(1, 1), (2, 2)]
     assert log.verify_report().warnings == () and log.verify() == []
     store.close()
 
 
 def test_a_committed_transaction_gets_one_checkpoint(tmp_path: Path, keyed: bool) -> None:
     path = tmp_path / "db.sqlite"
-    _log_with_rows(path, rows=1)
+    log_with_rows(path, rows=1)
     store = Store(path)
     with store.immediate():
         store.db.execute(
@@ -362,8 +159,8 @@ def test_a_committed_transaction_gets_one_checkpoint(tmp_path: Path, keyed: bool
         with store.immediate():
             AuditLog(store).append(actor="a", event="write", subject="s")
         AuditLog(store).append(actor="b", event="decide", subject="s")  # another object
-        assert len(_anchor_lines(path)) == 1  # nothing before the commit
-    assert [(c["first"], c["seq"]) for c in _anchor_lines(path)] == [(1, 1), (2, 3)]
+        assert len(anchor_lines(path)) == 1  # nothing before the commit
+    assert [(c["first"], c["seq"]) for c in anchor_lines(path)] == [(1, 1), (2, 3)]
     report = AuditLog(store).verify_report()
     assert report.intact and report.warnings == () and report.anchored_seq == 3
     store.close()
@@ -391,7 +188,7 @@ def test_threads_appending_at_once_anchor_every_commit(tmp_path: Path, keyed: bo
     report = log.verify_report()
     assert (report.rows, report.anchored_seq) == (160, 160)
     assert report.problems == () and report.warnings == ()
-    assert len(_anchor_lines(path)) == 120
+    assert len(anchor_lines(path)) == 120
     store.close()
 
 
@@ -410,9 +207,9 @@ def test_a_crash_before_the_anchor_write_is_a_warning_when_keyed(
     tmp_path: Path, keyed: bool
 ) -> None:
     path = tmp_path / "db.sqlite"
-    _log_with_rows(path)
+    log_with_rows(path)
     _append_without_anchor(path, rows=2)
-    problems, warnings = _report(path)
+    problems, warnings = report_of(path)
     if keyed:
         assert problems == []
         assert warnings == [
@@ -441,16 +238,16 @@ def test_anchor_location_from_the_environment(
     elsewhere = tmp_path / "other-volume" / "stratus.anchor"
     elsewhere.parent.mkdir()
     monkeypatch.setenv(anchor.ENV, str(elsewhere))
-    _log_with_rows(path, rows=2)
+    log_with_rows(path, rows=2)
     assert elsewhere.exists() and not Path(str(path) + ".anchor").exists()
-    assert _report(path) == ([], [])
+    assert report_of(path) == ([], [])
     # a writer pointed at another anchor file leaves this one short: as after a crash
     monkeypatch.setenv(anchor.ENV, str(tmp_path / "wrong.anchor"))
     store = Store(path)
     AuditLog(store).append(actor="a", event="e", subject="s")
     store.close()
     monkeypatch.setenv(anchor.ENV, str(elsewhere))
-    problems, _ = _report(path)
+    problems, _ = report_of(path)
     assert any("row 3 is not anchored" in p for p in problems)
 
 
@@ -494,7 +291,7 @@ def test_a_missing_anchor_file_is_not_recreated_until_adopted(
     assert report.problems == () and report.anchored_seq == 5
     assert report.warnings == (
         "rows 1-4 were adopted on "
-        f"{_anchor_lines(path)[0]['at']} without a commit's checkpoint (older than "
+        f"{anchor_lines(path)[0]['at']} without a commit's checkpoint (older than "
         "anchoring, or written while the anchor file was missing)",
     )
     store.close()
@@ -514,13 +311,13 @@ def test_an_unwritable_anchor_does_not_fail_the_commit(
 
 def test_a_torn_or_foreign_line_in_the_anchor_file(tmp_path: Path, keyed: bool) -> None:
     path = tmp_path / "db.sqlite"
-    _log_with_rows(path, rows=2)
+    log_with_rows(path, rows=2)
     target = Path(str(path) + ".anchor")
     first = target.read_text().splitlines()[0]
     with target.open("a") as handle:
         handle.write('{"v":1,"first":3,"seq":3\n')  # torn
         handle.write(json.dumps(json.loads(first)) + "\n")  # the same JSON, other spacing
-    problems, _ = _report(path)
+    problems, _ = report_of(path)
     assert problems == [
         "the anchor file was edited: line 5 is not a checkpoint",
         "the anchor file was edited: line 6 is not a checkpoint",
@@ -555,7 +352,7 @@ def test_rows_after_an_adoption_are_judged_like_any_unanchored_rows(
     AuditLog(store).adopt()
     store.close()
     _append_without_anchor(path)
-    problems, warnings = _report(path)
+    problems, warnings = report_of(path)
     assert len(warnings) == 1 + keyed and "rows 1-2 were adopted on" in warnings[0]
     unanchored = warnings[1:] if keyed else problems
     assert len(unanchored) == 1 and unanchored[0].startswith("row 3 ")
@@ -584,7 +381,7 @@ def test_another_writer_committing_before_the_first_checkpoint(tmp_path: Path, k
     with first.immediate():
         first.on_commit(other_writer_commits_in_between)  # runs before the anchor write
         AuditLog(first).append(actor="a", event="e", subject="s")
-    assert [(c["first"], c["seq"]) for c in _anchor_lines(path)] == [(2, 2), (1, 1)]
+    assert [(c["first"], c["seq"]) for c in anchor_lines(path)] == [(2, 2), (1, 1)]
     report = AuditLog(first).verify_report()
     assert report.problems == () and report.warnings == () and report.anchored_seq == 2
     first.close()
@@ -596,7 +393,7 @@ def test_an_unkeyed_log_interrupted_before_its_anchor_says_what_to_do(
 ) -> None:
     monkeypatch.delenv(KEY_ENV, raising=False)
     path = tmp_path / "db.sqlite"
-    _log_with_rows(path)
+    log_with_rows(path)
     _append_without_anchor(path, rows=1)
     env = {k: v for k, v in os.environ.items() if k != KEY_ENV}
     env["STRATUS_DB"] = str(path)

@@ -20,17 +20,17 @@ import pytest
 
 from store.audit import AuditLog
 from store.db import Store
-from tests.store.test_audit_anchor import (
+from tests.store.audit_files import (
     KEY,
-    _anchor_lines,
-    _append_forged_row,
-    _log_with_rows,
-    _rechain,
-    _report,
+    anchor_lines,
+    append_forged_row,
     keyed,
+    log_with_rows,
+    rechain,
+    report_of,
 )
 
-__all__ = ["keyed"]  # the keyed/unkeyed fixture, shared with the anchor's tests
+__all__ = ["keyed"]  # the keyed/unkeyed fixture (tests/store/audit_files.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -82,12 +82,12 @@ def test_killed_after_its_commit_the_rows_are_vouched_for_by_the_prepared_line(
     tmp_path: Path, keyed: bool
 ) -> None:
     path = tmp_path / "db.sqlite"
-    _log_with_rows(path)
+    log_with_rows(path)
     crash(path, "after-commit")
     assert rows(path) == 7
-    assert [(c["first"], c["seq"]) for c in _anchor_lines(path, prepared=True)][-1] == (6, 7)
-    assert [c["seq"] for c in _anchor_lines(path)][-1] == 5  # never confirmed
-    assert _report(path) == ([], [NEVER_CONFIRMED])
+    assert [(c["first"], c["seq"]) for c in anchor_lines(path, prepared=True)][-1] == (6, 7)
+    assert [c["seq"] for c in anchor_lines(path)][-1] == 5  # never confirmed
+    assert report_of(path) == ([], [NEVER_CONFIRMED])
     # the next process appends and anchors as usual; the crash stays named
     store = Store(path)
     AuditLog(store).append(actor="stratus", event="write", subject="deployment/c")
@@ -100,11 +100,11 @@ def test_killed_before_its_commit_the_prepared_line_proves_nothing(
     tmp_path: Path, keyed: bool
 ) -> None:
     path = tmp_path / "db.sqlite"
-    _log_with_rows(path)
+    log_with_rows(path)
     crash(path, "before-commit")
     assert rows(path) == 5  # rolled back
-    assert [(c["first"], c["seq"]) for c in _anchor_lines(path, prepared=True)][-1] == (6, 7)
-    assert _report(path) == ([], [])  # not "rows 6-7 were removed"
+    assert [(c["first"], c["seq"]) for c in anchor_lines(path, prepared=True)][-1] == (6, 7)
+    assert report_of(path) == ([], [])  # not "rows 6-7 were removed"
     # the next commit takes rows 6 and 7 with other hashes: the stale prepared line is ignored
     store = Store(path)
     log = AuditLog(store)
@@ -121,24 +121,24 @@ def test_rows_only_a_prepared_line_vouches_for_are_still_guarded(
     """The prepared line covers exactly the rows it names, as written: an edit of them, or a
     row forged after them, is found as before."""
     path = tmp_path / "edited.sqlite"
-    _log_with_rows(path)
+    log_with_rows(path)
     crash(path, "after-commit")
 
     def edit(table: list[list[object]]) -> None:
         table[6][2] = "mallory"  # row 7's actor
 
-    _rechain(path, edit)
-    problems, _ = _report(path)
+    rechain(path, edit)
+    problems, _ = report_of(path)
     assert (
         "rows 6-7 are not anchored and not keyed with a valid HMAC: appended outside Stratus, "
         "or written just before a crash" in problems
     ), problems
 
     path = tmp_path / "forged.sqlite"
-    _log_with_rows(path)
+    log_with_rows(path)
     crash(path, "after-commit")
-    _append_forged_row(path)
-    problems, warnings = _report(path)
+    append_forged_row(path)
+    problems, warnings = report_of(path)
     assert warnings == [NEVER_CONFIRMED]
     expected = "row 8 is not keyed" if keyed else "row 8 is not anchored and not keyed"
     assert any(expected in p for p in problems), problems
@@ -151,13 +151,13 @@ def test_a_prepared_line_cannot_be_passed_off_as_confirmed(
     rolled back) breaks the line's HMAC."""
     monkeypatch.setenv("STRATUS_AUDIT_KEY", KEY)
     path = tmp_path / "db.sqlite"
-    _log_with_rows(path, rows=2)
+    log_with_rows(path, rows=2)
     target = Path(str(path) + ".anchor")
     lines = target.read_text().splitlines()
     assert json.loads(lines[0]).get("prepared") is True
     lines[0] = lines[0].replace(',"prepared":true', "")
     target.write_text("\n".join(lines) + "\n")
-    problems, _ = _report(path)
+    problems, _ = report_of(path)
     assert problems == [
         "the anchor file was edited: the checkpoint on line 1 (row 1) fails its HMAC"
     ]

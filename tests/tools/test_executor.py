@@ -17,10 +17,11 @@ from store.locks import LeaseLocks
 from tests.conftest import Kubectl, Lab
 from tests.writes import Writes
 from tools import actions, errors
-from tools.executor import Executor, Replan, WriteRecord
+from tools.executor import Executor
 from tools.k8s import KubeClient
 from tools.objects import ObjectRef, normalized
 from tools.scope import WriteScope
+from tools.write_steps import Replan, WriteRecord
 from undo.entries import UndoEntries
 from undo.stack import UndoStack
 

@@ -16,7 +16,7 @@ import pytest
 import pytest_asyncio
 
 from agents.planner.offline import OfflinePlanner
-from bot import cards
+from bot import buttons
 from bot.app import StratusBot
 from bot.config import BotConfig
 from bot.runtime import Runtime
@@ -143,7 +143,7 @@ async def test_a_click_on_a_proposal_that_does_not_exist_is_refused_in_a_whisper
         "trigger_id": "1.2.3",
         "actions": [
             {
-                "action_id": cards.APPROVE,
+                "action_id": buttons.APPROVE,
                 "value": "prop-0000000000",
                 "action_ts": "2.2",
                 "type": "button",

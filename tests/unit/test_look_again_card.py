@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from slack_sdk.models.blocks import ButtonElement, SectionBlock
 
-from bot import cards
+from bot import buttons, cards
 from incidents.model import Incident, IncidentState
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -31,7 +31,7 @@ def test_an_escalation_offers_look_again_with_its_reason() -> None:
     assert "nothing Stratus may do would fix what it found" in str(block.text.text)
     button = block.accessory
     assert isinstance(button, ButtonElement)
-    assert (button.action_id, button.value) == (cards.LOOK_AGAIN, "inc-0123456789")
+    assert (button.action_id, button.value) == (buttons.LOOK_AGAIN, "inc-0123456789")
     parent = cards.incident_parent(incident(IncidentState.ESCALATED, "no diagnosis"), NOW)
     assert any(getattr(b, "accessory", None) for b in parent)
 

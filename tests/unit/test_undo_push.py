@@ -14,8 +14,9 @@ from store.db import Store
 from store.records import APPLIED, PENDING
 from tests.unit.snapshots import recorded
 from tools import actions, secrets
-from tools.executor import Executor, HeldObject, Sent, WriteRecord
+from tools.executor import Executor, HeldObject
 from tools.objects import ObjectRef
+from tools.write_steps import Sent, WriteRecord
 from undo.entries import ACTIVE, UNDONE, UndoEntries
 
 GEO = ObjectRef("Deployment", "geo", "hotel")
