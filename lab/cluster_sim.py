@@ -234,11 +234,13 @@ class Cluster:
         found = run.find(name) if run is not None else None
         return None if found is not None and found.state == "running" else name
 
-    def open_attach(self, pod: dict[str, Any], container: str | None) -> AttachSession:
+    def open_attach(
+        self, pod: dict[str, Any], container: str | None, *, stdin: bool
+    ) -> AttachSession:
         """The running container's output from now on (``kubectl attach``)."""
         meta = pod["metadata"]
         run = self.kubelet.log_source(meta["namespace"], meta["name"], container, previous=False)
-        return AttachSession(run)
+        return AttachSession(run, reads_stdin=stdin)
 
     def port_target(self, pod: dict[str, Any], port: int) -> PortTarget:
         """Where ``port-forward`` to one of the pod's ports goes."""

@@ -64,11 +64,14 @@ class Deletion:
         )
         for rt in RESOURCE_TYPES:
             if rt.namespaced and rt.plural != "pods":
-                for obj in self.store.list_objects(rt.key, name):
-                    if not obj["metadata"].get("deletionTimestamp"):
+                for listed in self.store.list_objects(rt.key, name):
+                    obj = self._current(rt.key, listed)
+                    if obj is not None and not obj["metadata"].get("deletionTimestamp"):
                         self.now(rt, obj, "Background")
-        for pod in self.store.list_objects("pods", name):
-            self.pod(pod, {})
+        for listed in self.store.list_objects("pods", name):
+            pod = self._current("pods", listed)
+            if pod is not None:
+                self.pod(pod, {})
         self.namespace_drained(name)
         # As a real server answers: the stamped namespace, even when it is already gone.
         return self.store.get("namespaces", "", name) or answer
@@ -117,7 +120,10 @@ class Deletion:
             "endpointslices.discovery.k8s.io",
             "persistentvolumeclaims",
         ):
-            for dep in self.store.list_objects(key, namespace or None):
+            for listed in self.store.list_objects(key, namespace or None):
+                dep = self._current(key, listed)
+                if dep is None:
+                    continue
                 refs = dep["metadata"].get("ownerReferences") or []
                 if not any(r.get("uid") == owner_uid for r in refs):
                     continue
@@ -134,6 +140,16 @@ class Deletion:
                     self.pod(dep, {})
                 else:
                     self.now(dep_rt, dep, propagation)
+
+    def _current(self, key: str, listed: dict[str, Any]) -> dict[str, Any] | None:
+        """The object as it is now, or None when it went while a loop over a listing ran:
+        deleting one object cascades (its dependents, the drained namespace and its events)
+        and can take later items of the same listing with it."""
+        meta = listed["metadata"]
+        now = self.store.get(key, meta.get("namespace", ""), meta["name"])
+        if now is None or now["metadata"].get("uid") != meta.get("uid"):
+            return None
+        return now
 
     def namespace_contents(self, namespace: str) -> None:
         for rt in RESOURCE_TYPES:

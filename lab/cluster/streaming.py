@@ -44,7 +44,7 @@ async def serve(
     if subresource in ("exec", "attach") and opener is not None and (websocket or spdy):
         tty = _flag(request, "tty")
         if subresource == "attach":
-            session = opener(pod, container)
+            session = opener(pod, container, stdin=_flag(request, "stdin"))
         else:
             argv = request.query.getall("command", [])
             if not argv:

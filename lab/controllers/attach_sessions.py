@@ -24,14 +24,15 @@ POLL_SECONDS = 0.2
 @dataclass
 class AttachSession:
     container: Any  # the ContainerRun attached to (logs, log_total, state, generation)
+    # Whether the client asked for stdin: then its closing (EOF to the attached process) ends
+    # the attach. Told, not inferred from the stream at start: the client may close stdin
+    # before the session starts (exec starts after START_SECONDS).
+    reads_stdin: bool = False
     argv: list[str] = field(default_factory=lambda: ["attach"])
     stdin: Stdin = field(default_factory=Stdin)
     stopped: threading.Event = field(default_factory=threading.Event)
 
     def start(self, output: Callable[[int, bytes], None], done: Callable[[Outcome], None]) -> None:
-        # Closed already when the client did not ask for stdin (the protocol closes it first).
-        reads_stdin = not self.stdin.closed
-
         def follow() -> None:
             run = self.container
             seen, generation = run.log_total, run.generation
@@ -43,7 +44,7 @@ class AttachSession:
                     seen = run.log_total
                 if run.state != "running" or run.generation != generation:
                     break
-                if reads_stdin and self.stdin.closed:
+                if self.reads_stdin and self.stdin.closed:
                     break
             done(Outcome(exit_code=0))
 

@@ -70,6 +70,31 @@ def test_a_namespace_without_running_pods_goes_at_once() -> None:
     cluster.api.create(by_kind("Namespace"), "", {"metadata": {"name": "empty"}})  # reusable
 
 
+def test_a_namespace_whose_pods_are_gone_goes_even_with_many_objects_left() -> None:
+    # The pyclient e2e's teardown: a Deployment scaled away leaves events and a ReplicaSet;
+    # deleting the first object drains the namespace, which takes the rest of the listing
+    # with it, and the DELETE must still answer (it once failed with a 500, a KeyError).
+    cluster = Cluster()
+    cluster.api.create(by_kind("Namespace"), "", {"metadata": {"name": "dep"}})
+    for n in range(3):
+        cluster.api.create(by_kind("ConfigMap"), "dep", {"metadata": {"name": f"c{n}"}})
+        cluster.api.create(
+            by_kind("Event"),
+            "dep",
+            {
+                "metadata": {"name": f"e{n}"},
+                "involvedObject": {"kind": "ConfigMap", "name": f"c{n}", "namespace": "dep"},
+                "reason": "Seen",
+                "message": "seen",
+            },
+        )
+    answered = cluster.api.delete(by_kind("Namespace"), "", "dep")
+    assert answered["metadata"]["deletionTimestamp"]
+    assert cluster.store.get("namespaces", "", "dep") is None
+    assert cluster.store.list_objects("events", "dep") == []
+    assert cluster.store.list_objects("configmaps", "dep") == []
+
+
 @pytest.mark.parametrize("name", ["default", "kube-system", "kube-public"])
 def test_the_system_namespaces_may_not_be_deleted(name: str) -> None:
     cluster = Cluster()
