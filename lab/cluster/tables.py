@@ -87,9 +87,22 @@ def _pod_row(pod: dict[str, Any], now: float) -> list[Any]:
         age(pod["metadata"].get("creationTimestamp"), now),
         status.get("podIP") or "<none>",
         (pod.get("spec") or {}).get("nodeName") or "<none>",
-        "<none>",
-        "<none>",
+        status.get("nominatedNodeName") or "<none>",
+        _readiness_gates(pod),
     ]
+
+
+def _readiness_gates(pod: dict[str, Any]) -> str:
+    """READINESS GATES: how many of the spec's gates have a "True" condition (the printer's
+    ``true/all``), ``<none>`` without gates."""
+    gates = (pod.get("spec") or {}).get("readinessGates") or []
+    if not gates:
+        return "<none>"
+    conditions = {
+        c.get("type"): c.get("status") for c in (pod.get("status") or {}).get("conditions") or []
+    }
+    true = sum(1 for g in gates if conditions.get(g.get("conditionType")) == "True")
+    return f"{true}/{len(gates)}"
 
 
 def _workload_wide(obj: dict[str, Any]) -> list[Any]:

@@ -340,6 +340,31 @@ def _condition(
     return result
 
 
+# The pod conditions the kubelet writes (kubetypes.PodConditionByKubelet).
+KUBELET_CONDITIONS = frozenset(
+    {"PodScheduled", "PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady"}
+)
+
+
+def gates_not_ready(pod: dict[str, Any], conditions: dict[str, dict[str, Any]]) -> list[str]:
+    """Why each of the pod's readiness gates holds Ready back, in the kubelet's words
+    (GeneratePodReadyCondition): a gate's condition is missing or not "True"."""
+    reasons: list[str] = []
+    for gate in (pod.get("spec") or {}).get("readinessGates") or []:
+        kind = str(gate.get("conditionType", ""))
+        condition = conditions.get(kind)
+        if condition is None:
+            reasons.append(
+                f'corresponding condition of pod readiness gate "{kind}" does not exist.'
+            )
+        elif condition.get("status") != "True":
+            reasons.append(
+                f'the status of pod readiness gate "{kind}" is not "True", '
+                f"but {condition.get('status')}"
+            )
+    return reasons
+
+
 def pod_status(run: PodRun, pod: dict[str, Any], clock: Clock) -> dict[str, Any]:
     now = clock.timestamp()
     previous = {c["type"]: c for c in (pod.get("status") or {}).get("conditions") or []}
@@ -349,7 +374,19 @@ def pod_status(run: PodRun, pod: dict[str, Any], clock: Clock) -> dict[str, Any]
     incomplete = [c.name for c in run.init if not c.init_done]
     phase = run.phase()
     done = phase in ("Succeeded", "Failed")
-    conditions = [
+    containers_ready = (
+        "PodCompleted" if done else "ContainersNotReady",
+        "" if done else f"containers with unready status: [{' '.join(unready)}]",
+    )
+    gates = gates_not_ready(pod, previous)
+    ready = not unready and not gates
+    ready_reason, ready_message = (
+        containers_ready if unready or done else ("ReadinessGatesNotReady", ", ".join(gates))
+    )
+    # The kubelet keeps the conditions it does not own (a controller's readiness gate, a
+    # DisruptionTarget), ahead of its own, as generateAPIPodStatus does.
+    conditions = [c for t, c in previous.items() if t not in KUBELET_CONDITIONS]
+    conditions += [
         _condition("PodReadyToStartContainers", True, now, previous=previous),
         _condition(
             "Initialized",
@@ -359,22 +396,8 @@ def pod_status(run: PodRun, pod: dict[str, Any], clock: Clock) -> dict[str, Any]
             f"containers with incomplete status: [{' '.join(incomplete)}]",
             previous,
         ),
-        _condition(
-            "Ready",
-            not unready,
-            now,
-            "PodCompleted" if done else "ContainersNotReady",
-            "" if done else f"containers with unready status: [{' '.join(unready)}]",
-            previous,
-        ),
-        _condition(
-            "ContainersReady",
-            not unready,
-            now,
-            "PodCompleted" if done else "ContainersNotReady",
-            "" if done else f"containers with unready status: [{' '.join(unready)}]",
-            previous,
-        ),
+        _condition("Ready", ready, now, ready_reason, ready_message, previous),
+        _condition("ContainersReady", not unready, now, *containers_ready, previous),
         previous.get("PodScheduled") or _condition("PodScheduled", True, now),
     ]
     status: dict[str, Any] = {

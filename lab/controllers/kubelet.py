@@ -68,6 +68,7 @@ class Kubelet:
                 self._admit(pod, node)
             elif not self.runs[uid].terminating:
                 self._sync_images(self.runs[uid], pod)
+                self._sync_readiness_gates(self.runs[uid], pod)
             run = self.runs[uid]
             if pod["metadata"].get("deletionTimestamp"):
                 if not run.terminating:
@@ -190,6 +191,15 @@ class Kubelet:
         if pod is None:
             return container.declared_env, ""
         return resolve_environment(self.ctx.store, pod, container.spec, run.ip)
+
+    def _sync_readiness_gates(self, run: PodRun, pod: dict[str, Any]) -> None:
+        """A controller's write of a readiness gate's condition moves the pod's Ready, as
+        the kubelet's status sync sees it (nothing of the containers changed)."""
+        if not (pod.get("spec") or {}).get("readinessGates"):
+            return
+        ready = _ready_of(pod_status(run, pod, self.ctx.clock))
+        if ready != _ready_of(pod.get("status") or {}):
+            self._flush(run)
 
     def _pod(self, run: PodRun) -> dict[str, Any] | None:
         pod = self.ctx.store.get("pods", run.namespace, run.name)
@@ -533,3 +543,8 @@ class Kubelet:
         return pod_logs.log_source(
             self.ctx.store, self.runs, namespace, pod_name, container_name, previous=previous
         )
+
+
+def _ready_of(status: dict[str, Any]) -> tuple[str, str]:
+    ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
+    return str(ready.get("status", "")), str(ready.get("message", ""))
