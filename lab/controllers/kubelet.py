@@ -546,5 +546,7 @@ class Kubelet:
 
 
 def _ready_of(status: dict[str, Any]) -> tuple[str, str]:
-    ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
+    ready: dict[str, Any] = next(
+        (c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {}
+    )
     return str(ready.get("status", "")), str(ready.get("message", ""))
