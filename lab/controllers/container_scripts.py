@@ -4,13 +4,17 @@ container's files, so ``sh -c "echo hi > /work/motd; while …"`` writes into th
 layer and its emptyDirs, and what it prints to stdout or stderr is the container's log.
 
 The kubelet asks once per start and needs an answer at once, so time is virtual here
-(:class:`ScriptPacing`): ``sleep N`` adds N seconds to the run instead of waiting, and a
-program that never ends (``sleep infinity``, ``tail -f``, ``nc -l``, a server in ``python -c``)
-ends the script's run as *endless*: the container stays Running. A ``while`` loop runs its
-first passes — those within :data:`LOOP_SECONDS` of sleeping, or :data:`LOOP_PASSES` passes
-without a sleep — so their effects (files written, lines printed) are there, and is then
-taken as endless unless it ended by itself. ``cmd &`` runs beside the rest, taking none of its
-time, and a background job that never ends keeps the container running.
+(:class:`ScriptPacing`): ``sleep N`` adds N seconds to the run instead of waiting, and each
+line printed carries the second it was printed at. A program that never ends (``sleep
+infinity``, ``tail -f``, ``nc -l``, a server in ``python -c``) ends the script's run as
+*endless*: the container stays Running. A ``while`` loop runs its passes up to a *horizon*
+(the kubelet's: 0 s on the realtime clock, :data:`LOOP_SECONDS` on the instant one) and then
+stops between two passes (:class:`exec_shell.Suspended`): the outcome's :class:`Continuation`
+takes it up again at the next pass's second, against the files as they are then, so a loop
+that waits for a file sees it when ``kubectl cp`` puts it there. A loop inside a pipeline,
+subshell or ``$(…)``, or :data:`LOOP_PASSES` passes without a sleep, is taken as endless.
+``cmd &`` runs beside the rest, taking none of its time, and a background job that never
+ends keeps the container running.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from dataclasses import dataclass, field
 
 from lab.controllers import exec_tools
 from lab.controllers.exec_files import ContainerFiles
-from lab.controllers.exec_shell import Io, Shell, Stdin
+from lab.controllers.exec_shell import Io, Shell, Stdin, Suspended
+from lab.controllers.exec_syntax import Node
 from lab.controllers.exec_tools import Tool
 
 SHELLS = frozenset({"sh", "bash", "ash", "dash", "zsh"})
@@ -85,13 +90,15 @@ class Endless(Exception):
 
 @dataclass
 class ScriptOutcome:
-    """How one run of the script goes, for the kubelet's plan."""
+    """How one run of the script goes (so far), for the kubelet's plan."""
 
-    exit_code: int | None  # None: runs until it is stopped
-    after: float  # seconds until it exits
+    exit_code: int | None  # None: runs until it is stopped, or goes on with ``resume``
+    after: float  # seconds from the start until it exits
     output: list[str]
     listens: list[int]
     http: dict[int, list[str] | None]
+    output_at: list[float] = field(default_factory=list)  # each line's second from the start
+    resume: Continuation | None = None  # a loop stopped between passes, to go on at resume.at
 
 
 @dataclass
@@ -103,6 +110,7 @@ class ScriptPacing:
     binaries: set[str]
     stdin: bool
     loop_limit: int = LOOP_PASSES
+    horizon: float = LOOP_SECONDS  # a loop's pass that starts later waits for its second
     time: float = 0.0
     listens: list[int] = field(default_factory=list)
     http: dict[int, list[str] | None] = field(default_factory=dict)
@@ -115,7 +123,7 @@ class ScriptPacing:
         started = self.time
         try:
             job()
-        except Endless:
+        except (Endless, Suspended):  # a job's loop is not taken up again: it runs on
             self.background_endless = True
         finally:
             self.jobs_end = max(self.jobs_end, self.time)  # what ``wait`` waits for
@@ -125,7 +133,11 @@ class ScriptPacing:
         raise Endless
 
     def ends_run(self, error: Exception) -> bool:
-        return isinstance(error, Endless)
+        return isinstance(error, (Endless, Suspended))
+
+    def pass_starts(self, shell: Shell) -> None:
+        if self.time > self.horizon:
+            raise Suspended(shell)
 
     # ------------------------------------------------------------ programs
 
@@ -162,8 +174,6 @@ class ScriptPacing:
                 return 1
             scale = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
             self.time += float(match.group(1)) * scale
-        if shell.looping and self.time > LOOP_SECONDS:
-            raise Endless  # the passes so far show what every pass does
         return 0
 
     def forever(self, shell: Shell, argv: list[str], io_: Io) -> int:
@@ -292,6 +302,76 @@ def _succeed(shell: Shell, argv: list[str], io_: Io) -> int:
     return 0
 
 
+class TimedLog:
+    """What a script prints, line by line, with the second of its run each line ends at."""
+
+    def __init__(self, pacing: ScriptPacing) -> None:
+        self._pacing = pacing
+        self._partial = bytearray()
+        self.lines: list[tuple[float, str]] = []
+
+    def write(self, data: bytes) -> None:
+        self._partial.extend(data)
+        *done, rest = bytes(self._partial).split(b"\n")
+        self.lines.extend((self._pacing.time, line.decode("utf-8", "replace")) for line in done)
+        self._partial = bytearray(rest)
+
+    def take(self, *, ended: bool) -> list[tuple[float, str]]:
+        """The lines since the last take (with an unfinished last line once the run ended)."""
+        if ended and self._partial:
+            self.write(b"\n")
+        lines, self.lines = self.lines, []
+        return lines
+
+
+@dataclass
+class Continuation:
+    """A script stopped between two passes of a ``while`` loop; :meth:`step` runs it from
+    the next pass (at :attr:`at`, seconds from the start) to the pass after it."""
+
+    shell: Shell
+    rest: list[Node]
+    pacing: ScriptPacing
+    log: TimedLog
+
+    @property
+    def at(self) -> float:
+        return self.pacing.time
+
+    def step(self) -> ScriptOutcome:
+        self.pacing.horizon = self.pacing.time
+        io_ = Io(Stdin(b""), self.log.write, self.log.write)
+        try:
+            code: int | None = self.shell.resume(self.rest, io_)
+        except Suspended as pause:
+            return _outcome(
+                None,
+                self.pacing,
+                self.log,
+                Continuation(pause.shell, pause.rest, self.pacing, self.log),
+            )
+        except Endless:
+            code = None
+        if code is not None and self.pacing.background_endless:
+            code = None
+        return _outcome(code, self.pacing, self.log, None)
+
+
+def _outcome(
+    code: int | None, pacing: ScriptPacing, log: TimedLog, resume: Continuation | None
+) -> ScriptOutcome:
+    lines = log.take(ended=resume is None)
+    return ScriptOutcome(
+        exit_code=code,
+        after=max(pacing.time, 0.2),
+        output=[line for _, line in lines],
+        output_at=[at for at, _ in lines],
+        listens=pacing.listens,
+        http=pacing.http,
+        resume=resume,
+    )
+
+
 def run(
     argv: list[str],
     *,
@@ -300,13 +380,15 @@ def run(
     pod: str,
     binaries: set[str],
     stdin: bool,
+    horizon: float = LOOP_SECONDS,
 ) -> ScriptOutcome:
-    """Run the container's command line (a shell, or a program of the shell's image)."""
-    pacing = ScriptPacing(binaries, stdin)
+    """Run the container's command line (a shell, or a program of the shell's image), its
+    ``while`` loops up to ``horizon`` seconds (see the module docstring)."""
+    pacing = ScriptPacing(binaries, stdin, horizon=horizon)
     environment = {"HOSTNAME": pod, "HOME": "/root", "PATH": "/usr/local/bin:/usr/bin:/bin"}
     environment.update(env)
     shell = Shell(files, environment, binaries, tools=pacing.tools(), pacing=pacing)
-    log = bytearray()
+    log = TimedLog(pacing)
     program = argv[0].rsplit("/", 1)[-1]
     if program in SHELLS and stdin and len(argv) == 1:
         code: int | None = None  # an interactive shell with stdin open waits for input
@@ -314,16 +396,11 @@ def run(
         if program == "zsh":  # the lab's shell is busybox-like; zsh scripts rarely differ
             argv = ["sh", *argv[1:]]
         try:
-            code = shell.run_argv(argv, Io(Stdin(b""), log.extend, log.extend))
+            code = shell.run_argv(argv, Io(Stdin(b""), log.write, log.write))
+        except Suspended as pause:
+            return _outcome(None, pacing, log, Continuation(pause.shell, pause.rest, pacing, log))
         except Endless:
             code = None
         if code is not None and pacing.background_endless:
             code = None  # a job started with ``&`` runs on
-    text = log.decode("utf-8", "replace")
-    return ScriptOutcome(
-        exit_code=code,
-        after=max(pacing.time, 0.2),
-        output=text.split("\n")[:-1] if text.endswith("\n") else text.split("\n") if text else [],
-        listens=pacing.listens,
-        http=pacing.http,
-    )
+    return _outcome(code, pacing, log, None)

@@ -95,6 +95,20 @@ class _Break(Exception):
         self.skip = skip  # ``continue``: on with the next pass
 
 
+class Suspended(Exception):
+    """A paced ``while`` loop stopped between two passes, to go on later
+    (``container_scripts``): ``rest`` is what is left to run, innermost first, in ``shell``.
+
+    Only sequences, groups, ``if`` bodies and enclosing ``while`` loops can be taken up
+    again; inside anything else (a pipeline, a subshell, ``$(…)``, a ``for``, a condition)
+    the loop is taken as endless instead."""
+
+    def __init__(self, shell: Shell) -> None:
+        super().__init__("suspended")
+        self.shell = shell
+        self.rest: list[Node] = []
+
+
 class Pacing(Protocol):
     """How a script meets time: ``kubectl exec`` has none (things run as they are written,
     ``sleep`` waits); a container's own command is paced by ``container_scripts``."""
@@ -106,6 +120,9 @@ class Pacing(Protocol):
 
     def endless(self) -> None:
         """A while loop reached ``loop_limit`` passes: it does not end by itself."""
+
+    def pass_starts(self, shell: Shell) -> None:
+        """Before each pass of a ``while`` loop: may stop the script here (:class:`Suspended`)."""
 
     def ends_run(self, error: Exception) -> bool:
         """Whether ``error`` is what :meth:`endless` raises (a program that runs on)."""
@@ -159,6 +176,21 @@ class Shell:
             self._execute(node, io_)
         return self.status
 
+    def resume(self, rest: list[Node], io_: Io) -> int:
+        """Go on with what a :class:`Suspended` left (innermost first) to the script's exit
+        status; a new suspension carries what is still left after it."""
+        try:
+            for index, node in enumerate(rest):
+                try:
+                    with contextlib.suppress(_Break):
+                        self._execute(node, io_)
+                except Suspended as pause:
+                    pause.rest.extend(rest[index + 1 :])
+                    raise
+        except ExitShell as stop:
+            self.status = stop.code
+        return self.status
+
     def interactive(self, io_: Io) -> int:
         """``sh`` reading commands from stdin, a line at a time, as they arrive."""
         try:
@@ -174,6 +206,19 @@ class Shell:
     # ------------------------------------------------------------ the tree
 
     def _execute(self, node: Node, io_: Io) -> None:
+        if node[0] in _RESUMABLE:
+            self._node(node, io_)
+            return
+        try:
+            self._node(node, io_)
+        except Suspended:
+            self._endless()
+
+    def _endless(self) -> None:
+        assert self.pacing is not None  # only a pacing suspends
+        self.pacing.endless()
+
+    def _node(self, node: Node, io_: Io) -> None:
         kind, value = node
         if kind == "list":
             for index, (connector, child) in enumerate(value):
@@ -186,6 +231,10 @@ class Shell:
                 self._testing += guarded
                 try:
                     self._execute(child, io_)
+                except Suspended as pause:
+                    if index + 1 < len(value):
+                        pause.rest.append(("list", value[index + 1 :]))
+                    raise
                 finally:
                     self._testing -= guarded
                 if self.errexit and self.status and not guarded and not self._testing:
@@ -258,6 +307,8 @@ class Shell:
         self._testing += 1
         try:
             self._execute(node, io_)
+        except Suspended:
+            self._endless()
         finally:
             self._testing -= 1
 
@@ -278,6 +329,8 @@ class Shell:
             for _ in range(limit):
                 if self.stopped.is_set():
                     break
+                if self.pacing is not None:
+                    self.pacing.pass_starts(self)
                 self._condition(condition, io_)
                 if (self.status == 0) == until:
                     break
@@ -286,6 +339,9 @@ class Shell:
             else:
                 if self.pacing is not None:
                     self.pacing.endless()
+        except Suspended as pause:  # taken up again at this loop's next pass
+            pause.rest.append(("while", (until, condition, body)))
+            raise
         finally:
             self.looping -= 1
         self.status = 0
@@ -563,6 +619,10 @@ class Shell:
             return inner.interactive(io_)
         except ExitShell as stop:
             return stop.code
+
+
+# The nodes a suspended loop can be taken up again inside (see :class:`Suspended`).
+_RESUMABLE = frozenset({"list", "group", "if", "while"})
 
 
 def _program_name(node: Node) -> str:

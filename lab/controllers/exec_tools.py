@@ -15,6 +15,7 @@ from lab.controllers import (
     exec_awk,
     exec_file_tools,
     exec_net_tools,
+    exec_test,
     exec_text_tools,
 )
 from lab.controllers.exec_inputs import operands, read_inputs
@@ -122,27 +123,6 @@ def date(shell: Shell, argv: list[str], io_: Io) -> int:
     return 0
 
 
-def test(shell: Shell, argv: list[str], io_: Io) -> int:
-    args = [a for a in argv[1:] if not (argv[0] == "[" and a == "]")]
-    if len(args) == 2 and args[0] in ("-f", "-e", "-s", "-d", "-r"):
-        path = shell._path(args[1])
-        if args[0] == "-d":
-            return 0 if shell.files.is_dir(path) else 1
-        if args[0] == "-e":
-            return 0 if shell.files.exists(path) else 1
-        data = shell.files.read(path)
-        return 0 if data is not None and (args[0] != "-s" or data) else 1
-    if len(args) == 2 and args[0] in ("-z", "-n"):
-        return 0 if (not args[1]) == (args[0] == "-z") else 1
-    if len(args) == 3 and args[1] in ("=", "==", "!="):
-        return 0 if (args[0] == args[2]) == (args[1] != "!=") else 1
-    if len(args) == 3 and args[1] in ("-eq", "-ne", "-lt", "-gt", "-le", "-ge"):
-        a, b = int(args[0] or 0), int(args[2] or 0)
-        ops = {"-eq": a == b, "-ne": a != b, "-lt": a < b, "-gt": a > b, "-le": a <= b}
-        return 0 if ops.get(args[1], a >= b) else 1
-    return 0 if len(args) == 1 and args[0] else 1 if len(args) <= 1 else 0
-
-
 def ps(shell: Shell, argv: list[str], io_: Io) -> int:
     io_.out(
         b"PID   USER     TIME  COMMAND\n    1 root      0:00 "
@@ -184,8 +164,8 @@ TOOLS: dict[str, Tool] = {
     "pwd": pwd,
     "uptime": uptime,
     "date": date,
-    "test": test,
-    "[": test,
+    "test": exec_test.test,
+    "[": exec_test.test,
     "ps": ps,
     "df": df,
 }

@@ -36,6 +36,7 @@ from lab.controllers.kubelet_probes import Probes
 from lab.controllers.pod_termination import PodTermination
 from lab.controllers.processes import ProcessHost
 from lab.controllers.programs import command_line, plan
+from lab.controllers.script_runs import ScriptRuns
 
 COMPONENT = "kubelet"
 
@@ -51,6 +52,7 @@ class Kubelet:
         self.termination = PodTermination(self)
         self.probes = Probes(self)
         self.pulls = ImagePulls(self)
+        self.scripts = ScriptRuns(self)
         # Set by the cluster: what a container's server answers from its files (HTTP probes).
         self.pages: Callable[[PodRun, ContainerRun, int, str], int | None] | None = None
 
@@ -350,7 +352,9 @@ class Kubelet:
         files = (
             self.ctx.layers.files(self.ctx.store, pod, container.spec, fresh=True) if pod else None
         )
-        program = plan(spec, container.spec, container.env, run.name, files)
+        program = plan(
+            spec, container.spec, container.env, run.name, files, horizon=self.scripts.horizon()
+        )
         if program.missing:
             self.log(container, "ERROR", f"exec {program.missing}: no such file or directory")
             self._exit_later(run, container, 0.2, "Error", 127)
@@ -359,9 +363,10 @@ class Kubelet:
             if usage.script_exceeds_limit(container, command_line(spec, container.spec)):
                 self._exit_later(run, container, 1.0, "OOMKilled", 137)
                 return
-            for line in program.output:
-                container.add_log(line, self.ctx.clock.now())
+            self.scripts.output(run, container, program.output, program.output_at)
             container.listens, container.http = program.listens, program.http
+            if program.resume is not None:
+                self.scripts.go_on(run, container, program.resume)
             if program.exit_code is not None:
                 reason = "Completed" if program.exit_code == 0 else "Error"
                 self._exit_later(run, container, program.after, reason, program.exit_code)

@@ -39,10 +39,13 @@ class Plan:
     exit_code: int | None = None  # None: runs until it is stopped
     after: float = 0.0  # seconds until it exits
     output: list[str] = field(default_factory=list)  # what it prints, line by line
+    output_at: list[float] = field(default_factory=list)  # each line's second of the run
     listens: list[int] = field(default_factory=list)  # ports it opens
     # The ports among them that answer HTTP, with the paths served (globs; None: any path).
     http: dict[int, list[str] | None] = field(default_factory=dict)
     missing: str = ""  # the program the image does not have (exit 127)
+    # A script's while loop stopped between passes: it goes on at ``resume.at``.
+    resume: container_scripts.Continuation | None = None
 
 
 def command_line(spec: ImageSpec, container: dict[str, Any]) -> list[str]:
@@ -62,6 +65,8 @@ def plan(
     env: dict[str, str],
     pod: str,
     files: ContainerFiles | None = None,
+    *,
+    horizon: float = container_scripts.LOOP_SECONDS,
 ) -> Plan:
     """What the container does this run; a script writes into ``files`` (the container's
     view of its layer and volumes; a layer of its own when not given)."""
@@ -108,11 +113,14 @@ def plan(
         pod=pod,
         binaries=set(spec.binaries),
         stdin=bool(container.get("stdin")),
+        horizon=horizon,
     )
     return Plan(
         exit_code=outcome.exit_code,
         after=outcome.after,
         output=outcome.output,
+        output_at=outcome.output_at,
+        resume=outcome.resume,
         listens=outcome.listens,
         http=outcome.http,
     )
