@@ -213,6 +213,23 @@ def split_image(reference: str) -> tuple[str, str]:
     return ref, "latest"
 
 
+def qualified_image(reference: str) -> tuple[str, str]:
+    """What containerd reports for a started container's image: the reference fully
+    qualified as Docker normalizes it (``busybox:1.36`` → ``docker.io/library/busybox:1.36``,
+    no tag → ``:latest``), and the repository alone, which ``imageID`` names before the
+    digest."""
+    name, at, digest = reference.partition("@")
+    parts = name.split("/")
+    if len(parts) == 1 or not ("." in parts[0] or ":" in parts[0] or parts[0] == "localhost"):
+        parts = ["docker.io", *(["library"] if len(parts) == 1 else []), *parts]
+    full = "/".join(parts)
+    tagged = ":" in parts[-1]
+    repository = full.rsplit(":", 1)[0] if tagged else full
+    if at:
+        return f"{full}@{digest}", repository
+    return (full if tagged else f"{full}:latest"), repository
+
+
 STRATUS_IMAGE = "stratus"
 
 

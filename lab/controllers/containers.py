@@ -18,7 +18,7 @@ from lab.cluster.admission import qos_class
 from lab.cluster.clock import Clock
 from lab.cluster.store import ObjectStore
 from lab.controllers import downward_api
-from lab.images import ImageSpec, serves_path
+from lab.images import ImageSpec, qualified_image, serves_path
 
 LOG_LINES = 500
 
@@ -304,8 +304,9 @@ def container_status(run: ContainerRun, clock: Clock) -> dict[str, Any]:
         "lastState": {"terminated": run.last_terminated} if run.last_terminated else {},
         "ready": run.ready,
         "restartCount": run.restart_count,
-        "image": run.image,
-        "imageID": f"docker.io/{run.image.split(':')[0]}@sha256:"
+        # A started container's image as containerd reports it; a waiting one's as written.
+        "image": qualified_image(run.image)[0] if run.ever_started else run.image,
+        "imageID": f"{qualified_image(run.image)[1]}@sha256:"
         f"{hashlib.sha256(run.image.encode()).hexdigest()}"
         if run.ever_started
         else "",
