@@ -20,11 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from lab.controllers import exec_syntax, shell_arith
+from lab.controllers import exec_syntax, shell_expansion
 from lab.controllers.exec_files import ContainerFiles
 from lab.controllers.exec_syntax import Node, Word
+from lab.controllers.shell_expansion import ShellError
 
-_VARIABLE = re.compile(r"\$(?:\{(#?)(\w+)(?:(:?[-=+?])([^}]*))?\}|(\d|\w+|\?|#|\$|@|\*))")
 # A while loop in ``kubectl exec`` that never ends still ends, with the client or here.
 MAX_LOOPS = 10_000
 
@@ -76,15 +76,6 @@ class Stdin:
 class ExitShell(Exception):
     def __init__(self, code: int) -> None:
         super().__init__(code)
-        self.code = code
-
-
-class ShellError(Exception):
-    """An expansion sh refuses (``$((1/0))``, ``${X:?}``): it says why and the shell exits."""
-
-    def __init__(self, message: str, code: int) -> None:
-        super().__init__(message)
-        self.message = message
         self.code = code
 
 
@@ -411,101 +402,10 @@ class Shell:
     # ------------------------------------------------------------ expansion
 
     def _expand(self, word: Word) -> list[str]:
-        fields: list[str] = [""]
-        quoted = False
-        for kind, text in word:
-            if kind == "lit":
-                fields[-1] += text
-                quoted = True
-            elif kind == "dq":
-                fields[-1] += self._substitute(text)
-                quoted = True
-            else:
-                pieces = re.split(r"[ \t\n]+", self._substitute(text))
-                fields[-1] += pieces[0]
-                fields.extend(pieces[1:])
-        return [f for f in fields if f or quoted]
+        return shell_expansion.expand(self, word)
 
-    def _substitute(self, text: str) -> str:
-        result: list[str] = []
-        i = 0
-        while i < len(text):
-            if text.startswith("\\$", i):
-                result.append("$")
-                i += 2
-            elif text.startswith("$((", i) and self._arithmetic_end(text, i) > 0:
-                end = self._arithmetic_end(text, i)
-                expression = self._substitute(text[i + 3 : end])
-                try:
-                    result.append(str(shell_arith.evaluate(expression, self.env)))
-                except shell_arith.ShellArithmeticError as error:
-                    raise ShellError(f"sh: {error}", 2) from None
-                i = end + 2
-            elif text.startswith("$(", i):
-                depth, j = 0, i + 1
-                while j < len(text):
-                    depth += {"(": 1, ")": -1}.get(text[j], 0)
-                    if depth == 0:
-                        break
-                    j += 1
-                result.append(self._capture(text[i + 2 : j]))
-                i = j + 1
-            else:
-                match = _VARIABLE.match(text, i)
-                if match:
-                    result.append(self._parameter(match))
-                    i = match.end()
-                else:
-                    result.append(text[i])
-                    i += 1
-        return "".join(result)
-
-    @staticmethod
-    def _arithmetic_end(text: str, start: int) -> int:
-        """Where the ``))`` closing ``$((`` at ``start`` is (0: it is ``$( (…) )``)."""
-        depth, j = 0, start + 1
-        while j < len(text):
-            depth += {"(": 1, ")": -1}.get(text[j], 0)
-            if depth == 0:
-                return j - 1 if text[j - 1] == ")" and j - 1 > start + 2 else 0
-            j += 1
-        return 0
-
-    def _parameter(self, match: re.Match[str]) -> str:
-        """``$X``, ``${X}``, ``${#X}``, ``${X:-word}`` and the other ``${X op word}``."""
-        length, name, op, word = match.group(1), match.group(2), match.group(3), match.group(4)
-        name = name or match.group(5)
-        if name == "?":
-            return str(self.status)
-        if name == "#":
-            return str(len(self.positional) - 1)
-        if name in ("@", "*"):
-            return " ".join(self.positional[1:])
-        if name == "$":
-            return "1"
-        if name.isdigit():
-            index = int(name)
-            return self.positional[index] if index < len(self.positional) else ""
-        found = self.env.get(name)
-        if length:
-            return str(len(found or ""))
-        if not op:
-            return found or ""
-        unset = found is None or (op.startswith(":") and found == "")
-        word = self._substitute(word or "")
-        if op.endswith("-"):
-            return word if unset else found or ""
-        if op.endswith("="):
-            if unset:
-                self.env[name] = word
-            return self.env.get(name, "")
-        if op.endswith("+"):
-            return "" if unset else word
-        if unset:  # ``${X:?message}``
-            raise ShellError(f"sh: {name}: {word or 'parameter not set'}", 1)
-        return found or ""
-
-    def _capture(self, script: str) -> str:
+    def capture(self, script: str) -> str:
+        """What ``$(script)`` prints (its status becomes ``$?``)."""
         captured = bytearray()
         saved = self.status
         inner = self._child(saved)
