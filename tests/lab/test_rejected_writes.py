@@ -93,7 +93,8 @@ def test_image_change_restarts_the_container(kubectl: Kubectl) -> None:
     kubectl.run("set", "image", "pod/web", "web=nginx:1.28")
     pod = json.loads(kubectl.out("get", "pod", "web", "-o", "json"))
     (status,) = pod["status"]["containerStatuses"]
-    assert status["image"] == "nginx:1.28"
+    # containerd reports the image by its full name, as the spec's short one resolves.
+    assert status["image"] == "docker.io/library/nginx:1.28"
     assert status["restartCount"] == 1
     assert "running" in status["state"]
     assert status["containerID"] != before["containerID"]

@@ -7,9 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from lab.cluster import graceful_delete
+from lab.cluster.clock import Clock
 from lab.cluster_sim import default_catalog
 from lab.controllers.containers import ContainerRun, PodRun
-from lab.controllers.pod_termination import on_sigterm, pre_stop, stop_order
+from lab.controllers.pod_termination import grace_deadline, on_sigterm, pre_stop, stop_order
 
 
 def _pod(**spec: Any) -> dict[str, Any]:
@@ -119,3 +120,13 @@ def test_sidecars_stop_after_the_others_last_first_one_at_a_time() -> None:
     run.stopping.add("mesh")
     mesh.state = "terminated"
     assert stop_order(run) == []
+
+
+def test_the_grace_period_counts_from_when_the_kubelet_sees_the_deletion() -> None:
+    # deletionTimestamp has whole seconds: a 3 s grace stamped at 12.9 s reads "15 s", which
+    # would leave 2.1 s. The kubelet counts deletionGracePeriodSeconds from now instead.
+    stamped = {"deletionTimestamp": "1970-01-01T00:00:15Z", "deletionGracePeriodSeconds": 3}
+    assert grace_deadline(stamped, 12.9, Clock.parse) == 15.9
+    assert grace_deadline({"deletionTimestamp": "1970-01-01T00:00:15Z"}, 12.9, Clock.parse) == 15.0
+    forced = {"deletionTimestamp": "1970-01-01T00:00:15Z", "deletionGracePeriodSeconds": 0}
+    assert grace_deadline(forced, 12.9, Clock.parse) == 12.9
