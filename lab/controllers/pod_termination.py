@@ -120,9 +120,7 @@ def stop_order(run: PodRun) -> list[ContainerRun]:
     return [sidecars[-1]]
 
 
-def grace_deadline(
-    metadata: dict[str, Any], now: float, parse: Callable[[object], float]
-) -> float:
+def grace_deadline(metadata: dict[str, Any], now: float, parse: Callable[[object], float]) -> float:
     """When the grace period of a pod stamped for deletion ends. The kubelet counts
     ``deletionGracePeriodSeconds`` from when it sees the deletion: ``deletionTimestamp`` has
     whole seconds only, so going by it would cut up to a second off the grace (3 s became
