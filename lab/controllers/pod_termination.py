@@ -122,9 +122,10 @@ def stop_order(run: PodRun) -> list[ContainerRun]:
 
 def grace_deadline(metadata: dict[str, Any], now: float, parse: Callable[[object], float]) -> float:
     """When the grace period of a pod stamped for deletion ends. The kubelet counts
-    ``deletionGracePeriodSeconds`` from when it sees the deletion: ``deletionTimestamp`` has
-    whole seconds only, so going by it would cut up to a second off the grace (3 s became
-    2.1 s). The timestamp is the fallback for an object without the field."""
+    ``deletionGracePeriodSeconds`` from when it sees the deletion (a shortening DELETE too,
+    as the kubelet restarts its kill with the shorter grace): ``deletionTimestamp`` has whole
+    seconds only, so going by it cut up to a second off (a 3 s grace was killed after 2.3 s).
+    The timestamp is the fallback for an object without the field."""
     grace = metadata.get("deletionGracePeriodSeconds")
     if isinstance(grace, int) and not isinstance(grace, bool) and grace >= 0:
         return now + grace
@@ -183,7 +184,8 @@ class PodTermination:
 
     def shorten(self, run: PodRun, pod: dict[str, Any]) -> None:
         """A second DELETE shortened the grace period: what has been sent SIGTERM is killed
-        by the new deadline (at least ``MINIMUM_GRACE`` from now), what waits for its turn
+        by the new deadline (the new grace from now, at least ``MINIMUM_GRACE``; a grace that
+        would end after the first one's changes nothing), what waits for its turn
         gets the new deadline when its turn comes."""
         deadline = self._deadline(pod)
         if deadline >= run.drain_deadline:
